@@ -1,0 +1,47 @@
+# Every target creates .venv and installs what it needs, so each one works on
+# a fresh clone with only the machine's base image.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP_DEV := $(VENV)/.stamp-dev
+STAMP_LOCAL := $(VENV)/.stamp-local
+
+.PHONY: demo test bench lint postgres clean help
+
+help:
+	@echo "make demo   - install and run ragaudit on the embedded example, offline"
+	@echo "make test   - install everything (PostgreSQL too) and run the test suite"
+	@echo "make bench  - run the benchmarks and print their ratios"
+	@echo "make lint   - ruff over the sources, tests and benchmarks"
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# The stamps depend on pyproject.toml so that a changed dependency list reinstalls.
+$(STAMP_LOCAL): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[local]'
+	touch $@
+
+$(STAMP_DEV): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[local,dev]'
+	touch $@
+
+demo: $(STAMP_LOCAL)
+	$(BIN)/ragaudit doctor --example
+
+postgres:
+	bash scripts/ensure-postgres.sh
+
+test: $(STAMP_DEV) postgres
+	$(BIN)/python -m pytest
+
+bench: $(STAMP_DEV)
+	$(BIN)/python benchmarks/run_all.py
+
+lint: $(STAMP_DEV)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+
+clean:
+	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache
