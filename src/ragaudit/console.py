@@ -1,0 +1,33 @@
+"""Terminal output shared by the commands: consoles, and the usage table every command
+prints at its end."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from ragaudit.llm.usage import UsageMeter
+
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+
+def usage_table(meter: UsageMeter) -> Table:
+    """One row per step: calls, cache hits, tokens, retries, failures and time."""
+    table = Table(title="LLM usage", title_justify="left")
+    for header in ("step", "calls", "cached", "tok in", "tok out", "retries", "failed",
+                   "LLM s", "wall s"):
+        table.add_column(header, justify="left" if header == "step" else "right")
+    for name, usage in meter.steps.items():
+        table.add_row(
+            name,
+            str(usage.calls),
+            str(usage.cache_hits),
+            str(usage.prompt_tokens),
+            str(usage.completion_tokens),
+            str(usage.retries),
+            str(usage.failures),
+            f"{usage.llm_seconds:.2f}",
+            f"{usage.wall_seconds:.2f}",
+        )
+    return table

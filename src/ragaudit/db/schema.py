@@ -1,0 +1,136 @@
+"""Schema introspection: tables, columns, types, keys, and the statistics that later steps
+use to choose columns (row counts, distinct and NULL counts per column).
+
+Statistics take one aggregate query per table, whatever the number of columns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sqlalchemy as sa
+
+from ragaudit.db.engine import Database
+from ragaudit.errors import DatabaseError
+
+
+@dataclass(frozen=True)
+class ForeignKey:
+    """``columns`` of this table reference ``ref_columns`` of ``ref_table``."""
+
+    columns: tuple[str, ...]
+    ref_table: str
+    ref_columns: tuple[str, ...]
+
+
+@dataclass
+class ColumnInfo:
+    """One column: declared type, nullability, key membership and data statistics."""
+
+    name: str
+    type: str
+    nullable: bool = True
+    primary_key: bool = False
+    distinct_count: int | None = None
+    null_count: int | None = None
+
+    @property
+    def is_text(self) -> bool:
+        """Declared as a character type."""
+        lowered = self.type.lower()
+        return any(t in lowered for t in ("char", "text", "string", "clob")) or lowered == ""
+
+
+@dataclass
+class TableInfo:
+    """One table: its columns, keys and row count."""
+
+    name: str
+    columns: list[ColumnInfo]
+    primary_key: tuple[str, ...] = ()
+    foreign_keys: list[ForeignKey] = field(default_factory=list)
+    row_count: int | None = None
+
+    def column(self, name: str) -> ColumnInfo | None:
+        """The column called ``name`` (case-insensitive), or None."""
+        lowered = name.lower()
+        return next((c for c in self.columns if c.name.lower() == lowered), None)
+
+
+@dataclass
+class SchemaInfo:
+    """Every table of the database (or of the configured subset)."""
+
+    dialect: str
+    tables: list[TableInfo]
+
+    def table(self, name: str) -> TableInfo | None:
+        """The table called ``name`` (case-insensitive), or None."""
+        lowered = name.lower()
+        return next((t for t in self.tables if t.name.lower() == lowered), None)
+
+    def mapping(self) -> dict[str, dict[str, str]]:
+        """``{table: {column: type}}``, the shape sqlglot's optimizer takes."""
+        return {t.name: {c.name: (c.type or "TEXT") for c in t.columns} for t in self.tables}
+
+
+def introspect(
+    db: Database, *, tables: list[str] | None = None, with_stats: bool = True
+) -> SchemaInfo:
+    """Read the schema of ``db``: every table (or ``tables``), with statistics if asked."""
+    try:
+        inspector = sa.inspect(db.engine)
+        names = sorted(inspector.get_table_names())
+    except sa.exc.SQLAlchemyError as exc:
+        raise DatabaseError(f"{db.display_url}: cannot read the schema: {exc.orig or exc}") from None
+    if tables:
+        wanted = {t.lower() for t in tables}
+        missing = wanted - {n.lower() for n in names}
+        if missing:
+            raise DatabaseError(
+                f"{db.display_url}: database.tables names unknown tables: {', '.join(sorted(missing))}"
+            )
+        names = [n for n in names if n.lower() in wanted]
+    infos = []
+    for name in names:
+        pk = tuple(inspector.get_pk_constraint(name).get("constrained_columns") or ())
+        columns = [
+            ColumnInfo(
+                name=col["name"],
+                type=str(col["type"]) if col.get("type") is not None else "",
+                nullable=bool(col.get("nullable", True)),
+                primary_key=col["name"] in pk,
+            )
+            for col in inspector.get_columns(name)
+        ]
+        fks = [
+            ForeignKey(
+                columns=tuple(fk["constrained_columns"]),
+                ref_table=fk["referred_table"],
+                ref_columns=tuple(fk["referred_columns"]),
+            )
+            for fk in inspector.get_foreign_keys(name)
+            if fk.get("referred_table")
+        ]
+        info = TableInfo(name=name, columns=columns, primary_key=pk, foreign_keys=fks)
+        if with_stats:
+            _fill_stats(db, info)
+        infos.append(info)
+    return SchemaInfo(dialect=db.dialect, tables=infos)
+
+
+def _fill_stats(db: Database, info: TableInfo) -> None:
+    """Row count, and distinct / NULL counts of every column, in one aggregate query."""
+    table = sa.table(info.name, *(sa.column(c.name) for c in info.columns))
+    aggregates: list[sa.ColumnElement] = [sa.func.count().label("n")]
+    for i, col in enumerate(info.columns):
+        ref = table.c[col.name]
+        aggregates.append(sa.func.count(sa.distinct(ref)).label(f"d{i}"))
+        aggregates.append(sa.func.count(ref).label(f"c{i}"))
+    statement = sa.select(*aggregates).select_from(table)
+    compiled = str(statement.compile(db.engine, compile_kwargs={"literal_binds": True}))
+    row = db.execute(compiled).rows[0]
+    info.row_count = int(row[0])
+    for i, col in enumerate(info.columns):
+        col.distinct_count = int(row[1 + 2 * i])
+        col.null_count = info.row_count - int(row[2 + 2 * i])

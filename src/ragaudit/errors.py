@@ -1,0 +1,69 @@
+"""The error hierarchy.
+
+A :class:`UserError` is something the user can fix (a config key, a database
+URL, an unreachable server, LLM output that never became valid). The CLI prints
+its one-line message and exits non-zero without a traceback; every other
+exception is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+
+class RagauditError(Exception):
+    """Base class of every error ragaudit raises on purpose."""
+
+
+class UserError(RagauditError):
+    """An error the user can act on; its message is one line saying what and where."""
+
+    exit_code: int = 2
+
+    def __init__(self, message: str) -> None:
+        # Keep it to one line whatever the cause said: the CLI prints it as is.
+        super().__init__(" ".join(str(message).split()))
+
+
+class ConfigError(UserError):
+    """The configuration file is missing, malformed or invalid."""
+
+
+class DatabaseError(UserError):
+    """The database cannot be reached, or a query cannot run on it."""
+
+
+class SQLValidationError(UserError):
+    """SQL was rejected before it reached the database (not a single read-only SELECT, unknown
+    table or column, ...)."""
+
+
+class PlaceholderError(UserError):
+    """A SQL template's placeholders do not match the values given to it."""
+
+
+class LLMError(UserError):
+    """An LLM call failed for good (after the retries it was allowed)."""
+
+
+class LLMAuthError(LLMError):
+    """The server refused the credentials (401/403)."""
+
+
+class LLMNotFoundError(LLMError):
+    """The server does not know the model or the endpoint (404)."""
+
+
+class LLMTimeoutError(LLMError):
+    """Every attempt of a call ran past its timeout."""
+
+
+class StructuredOutputError(LLMError):
+    """The model's reply never matched the requested structure within the allowed re-asks."""
+
+    def __init__(self, message: str, *, last_reply: str = "", attempts: int = 0) -> None:
+        super().__init__(message)
+        self.last_reply = last_reply
+        self.attempts = attempts
+
+
+class ModelAssetError(UserError):
+    """The embedded model's weights are missing or corrupt, or its extra is not installed."""

@@ -1,0 +1,65 @@
+"""The LLM layer: one client interface over an OpenAI-compatible HTTP backend and the
+embedded local model, with a persistent cache, bounded concurrency and usage accounting."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ragaudit.config import LLMConfig
+from ragaudit.llm.cache import LLMCache
+from ragaudit.llm.client import Backend, LLMClient
+from ragaudit.llm.types import Completion, GenerationParams, Message, assistant, system, user
+from ragaudit.llm.usage import StepUsage, UsageMeter
+
+
+def make_backend(config: LLMConfig) -> Backend:
+    """The backend named by ``config.model`` (``local``, ``local:<gguf>``, ``openai:<model>``)."""
+    if config.backend == "openai":
+        from ragaudit.llm.backends.openai_http import OpenAIBackend
+
+        return OpenAIBackend(
+            config.model_name,
+            base_url=config.resolved_base_url(),
+            api_key=config.resolved_api_key(),
+            max_concurrency=config.max_concurrency,
+            timeout_s=config.timeout_s,
+            max_retries=config.max_retries,
+            max_retry_wait_s=config.max_retry_wait_s,
+        )
+    from ragaudit.llm.backends.local import LocalBackend
+
+    path = Path(config.model_name).expanduser() if config.model_name else None
+    return LocalBackend(path, threads=config.threads, context_size=config.context_size)
+
+
+def make_llm(
+    config: LLMConfig, *, cache_path: Path | None = None, meter: UsageMeter | None = None
+) -> LLMClient:
+    """A ready client: backend from the config, cache at ``cache_path`` when caching is on."""
+    cache = LLMCache(cache_path) if (config.cache and cache_path is not None) else None
+    params = GenerationParams(
+        temperature=config.temperature, max_tokens=config.max_tokens, seed=config.seed
+    )
+    return LLMClient(
+        make_backend(config),
+        cache=cache,
+        meter=meter,
+        default_params=params,
+        structured_attempts=config.structured_attempts,
+    )
+
+
+__all__ = [
+    "Completion",
+    "GenerationParams",
+    "LLMCache",
+    "LLMClient",
+    "Message",
+    "StepUsage",
+    "UsageMeter",
+    "assistant",
+    "make_backend",
+    "make_llm",
+    "system",
+    "user",
+]

@@ -1,0 +1,321 @@
+"""One LLM interface for every backend: plain and structured completions, sync and async,
+with the persistent cache, bounded concurrency and usage accounting in one place.
+
+Backends only know how to make one call (with their own retries); everything that must
+behave the same whatever the model is lives here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import weakref
+from collections.abc import Callable, Coroutine
+from typing import Any, Protocol, TypeVar
+
+from pydantic import TypeAdapter, ValidationError
+
+from ragaudit.errors import LLMError, StructuredOutputError
+from ragaudit.llm.cache import LLMCache, cache_key, request_payload
+from ragaudit.llm.parsing import extract_json, parse_lines
+from ragaudit.llm.types import (
+    Completion,
+    GenerationParams,
+    Messages,
+    RawCompletion,
+    assistant,
+    user,
+)
+from ragaudit.llm.usage import UsageMeter
+from ragaudit.secrets import redact
+
+T = TypeVar("T")
+
+
+class Backend(Protocol):
+    """What a backend provides: one call, its identity for the cache, and its parallelism."""
+
+    kind: str
+    model: str
+    max_concurrency: int
+
+    def describe(self) -> str:
+        """Where calls go, for messages (never a secret)."""
+        ...
+
+    async def acomplete(self, messages: Messages, params: GenerationParams) -> RawCompletion:
+        """Make one call, retrying what is worth retrying; raise an LLMError otherwise."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections bound to the running event loop."""
+        ...
+
+
+def _short_errors(exc: ValidationError, limit: int = 3) -> str:
+    parts = []
+    for err in exc.errors()[:limit]:
+        loc = ".".join(str(p) for p in err["loc"]) or "value"
+        parts.append(f"{loc}: {err['msg']}")
+    more = f" (+{len(exc.errors()) - limit} more)" if len(exc.errors()) > limit else ""
+    return "; ".join(parts) + more
+
+
+class LLMClient:
+    """The client every step uses. Create it with :func:`ragaudit.llm.make_llm`."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        cache: LLMCache | None = None,
+        meter: UsageMeter | None = None,
+        default_params: GenerationParams | None = None,
+        structured_attempts: int = 3,
+    ) -> None:
+        self.backend = backend
+        self.cache = cache
+        self.meter = meter or UsageMeter()
+        self.default_params = default_params or GenerationParams()
+        self.structured_attempts = structured_attempts
+        self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]
+        self._semaphores = weakref.WeakKeyDictionary()
+        self._sync_loop: asyncio.AbstractEventLoop | None = None
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    def _semaphore(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        sem = self._semaphores.get(loop)
+        if sem is None:
+            sem = asyncio.Semaphore(max(1, self.backend.max_concurrency))
+            self._semaphores[loop] = sem
+        return sem
+
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run a coroutine from synchronous code on this client's private event loop."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            coro.close()
+            raise RuntimeError("inside a running event loop: use the a* methods (acomplete, ...)")
+        if self._sync_loop is None or self._sync_loop.is_closed():
+            self._sync_loop = asyncio.new_event_loop()
+        return self._sync_loop.run_until_complete(coro)
+
+    # -- plain completions ----------------------------------------------------------------
+
+    async def acomplete(
+        self, messages: Messages, params: GenerationParams | None = None
+    ) -> Completion:
+        """One completion: from the cache if this exact request was made before, else from
+        the backend (bounded by ``max_concurrency``); counted either way."""
+        params = params or self.default_params
+        payload = request_payload(self.backend.kind, self.backend.model, messages, params)
+        key = cache_key(payload)
+        start = time.perf_counter()
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                self.meter.record_cache_hit()
+                return Completion(
+                    text=hit.text,
+                    prompt_tokens=hit.prompt_tokens,
+                    completion_tokens=hit.completion_tokens,
+                    cached=True,
+                    latency_s=time.perf_counter() - start,
+                    finish_reason=hit.finish_reason,
+                )
+        async with self._semaphore():
+            call_start = time.perf_counter()
+            try:
+                raw = await self.backend.acomplete(messages, params)
+            except LLMError:
+                self.meter.record_failure()
+                raise
+            seconds = time.perf_counter() - call_start
+        self.meter.record_call(
+            prompt_tokens=raw.prompt_tokens,
+            completion_tokens=raw.completion_tokens,
+            seconds=seconds,
+            retries=raw.retries,
+        )
+        if self.cache is not None:
+            self.cache.put(key, payload, raw)
+        return Completion(
+            text=raw.text,
+            prompt_tokens=raw.prompt_tokens,
+            completion_tokens=raw.completion_tokens,
+            cached=False,
+            latency_s=time.perf_counter() - start,
+            finish_reason=raw.finish_reason,
+        )
+
+    def complete(self, messages: Messages, params: GenerationParams | None = None) -> Completion:
+        """Synchronous :meth:`acomplete`."""
+        return self._run(self.acomplete(messages, params))
+
+    async def asample(
+        self, messages: Messages, k: int, params: GenerationParams | None = None
+    ) -> list[Completion]:
+        """k samples of one request: sample indices 0..k-1 (k cache entries) and seeds
+        offset by the index so that servers return different samples."""
+        base = params or self.default_params
+        seed = base.seed or 0
+        calls = [
+            self.acomplete(
+                messages, base.model_copy(update={"sample_index": i, "seed": seed + i})
+            )
+            for i in range(k)
+        ]
+        return list(await asyncio.gather(*calls))
+
+    def sample(
+        self, messages: Messages, k: int, params: GenerationParams | None = None
+    ) -> list[Completion]:
+        """Synchronous :meth:`asample`."""
+        return self._run(self.asample(messages, k, params))
+
+    # -- structured completions -----------------------------------------------------------
+
+    async def _astructured(
+        self,
+        messages: Messages,
+        parse: Callable[[str], T],
+        what: str,
+        params: GenerationParams | None,
+        attempts: int | None,
+    ) -> T:
+        attempts = attempts or self.structured_attempts
+        conversation = list(messages)
+        error = ""
+        reply = ""
+        for _ in range(attempts):
+            reply = (await self.acomplete(conversation, params)).text
+            try:
+                return parse(reply)
+            except ValueError as exc:
+                error = str(exc)
+            conversation = [
+                *conversation,
+                assistant(reply),
+                user(f"That reply could not be used: {error}. Reply again with only {what}."),
+            ]
+        raise StructuredOutputError(
+            redact(
+                f"{self.backend.describe()}: no valid reply after {attempts} attempts "
+                f"(expected {what.split(':')[0]}): {error}"
+            ),
+            last_reply=reply,
+            attempts=attempts,
+        )
+
+    async def acomplete_json(
+        self,
+        messages: Messages,
+        schema: Any,
+        params: GenerationParams | None = None,
+        *,
+        attempts: int | None = None,
+    ) -> Any:
+        """A reply parsed as JSON and validated against ``schema`` (a pydantic model or any
+        type pydantic can validate, e.g. ``list[str]``). Invalid replies are re-asked with
+        the validation error, up to ``attempts`` asks; then :class:`StructuredOutputError`."""
+        adapter = TypeAdapter(schema)
+        schema_text = json.dumps(adapter.json_schema(), separators=(",", ":"))[:1500]
+
+        def parse(reply: str) -> Any:
+            value = extract_json(reply)
+            try:
+                return adapter.validate_python(value)
+            except ValidationError as exc:
+                raise ValueError(f"the JSON does not match the schema: {_short_errors(exc)}") from None
+
+        what = f"JSON matching this JSON schema: {schema_text}"
+        return await self._astructured(messages, parse, what, params, attempts)
+
+    def complete_json(
+        self,
+        messages: Messages,
+        schema: Any,
+        params: GenerationParams | None = None,
+        *,
+        attempts: int | None = None,
+    ) -> Any:
+        """Synchronous :meth:`acomplete_json`."""
+        return self._run(self.acomplete_json(messages, schema, params, attempts=attempts))
+
+    async def acomplete_lines(
+        self,
+        messages: Messages,
+        item: Callable[[str], T] | None = None,
+        params: GenerationParams | None = None,
+        *,
+        min_items: int = 1,
+        max_items: int | None = None,
+        attempts: int | None = None,
+    ) -> list[T]:
+        """A reply read as a list, one item per line (bullets and numbering removed). Each
+        line goes through ``item``, which raises ``ValueError`` to reject it; too few valid
+        lines is re-asked like malformed JSON. Extra lines past ``max_items`` are dropped."""
+
+        def parse(reply: str) -> list[T]:
+            lines = parse_lines(reply)
+            values: list[Any] = []
+            problems: list[str] = []
+            for number, line in enumerate(lines, start=1):
+                if item is None:
+                    values.append(line)
+                    continue
+                try:
+                    values.append(item(line))
+                except ValueError as exc:
+                    problems.append(f"line {number} ({line[:60]!r}): {exc}")
+            if problems:
+                raise ValueError("; ".join(problems[:3]))
+            if len(values) < min_items:
+                raise ValueError(f"expected at least {min_items} lines, got {len(values)}")
+            return values[:max_items] if max_items else values
+
+        what = f"a list with one item per line (at least {min_items})"
+        return await self._astructured(messages, parse, what, params, attempts)
+
+    def complete_lines(
+        self,
+        messages: Messages,
+        item: Callable[[str], T] | None = None,
+        params: GenerationParams | None = None,
+        *,
+        min_items: int = 1,
+        max_items: int | None = None,
+        attempts: int | None = None,
+    ) -> list[T]:
+        """Synchronous :meth:`acomplete_lines`."""
+        return self._run(
+            self.acomplete_lines(
+                messages, item, params, min_items=min_items, max_items=max_items, attempts=attempts
+            )
+        )
+
+    # -- lifetime -------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Release the backend's connections on the running loop."""
+        await self.backend.aclose()
+
+    def close(self) -> None:
+        """Release everything: connections of the private loop, the loop, the cache."""
+        if self._sync_loop is not None and not self._sync_loop.is_closed():
+            self._sync_loop.run_until_complete(self.backend.aclose())
+            self._sync_loop.close()
+        if self.cache is not None:
+            self.cache.close()
+
+    def __enter__(self) -> LLMClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,116 @@
+"""Usage accounting: calls, cache hits, tokens and time, per step of a run.
+
+A :class:`UsageMeter` is shared by every client of a command. Steps are entered with
+``with meter.step("generate"):``; the figures are printed at the end of the command and
+merged into ``<run>/usage.json`` so the report can show where the calls and the time went.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import json
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from ragaudit.records.io import atomic_write_json
+
+_current_step: contextvars.ContextVar[str] = contextvars.ContextVar("ragaudit_step", default="other")
+
+
+@dataclass
+class StepUsage:
+    """Counters of one step. ``calls`` are real backend calls; cache hits cost none."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    retries: int = 0
+    failures: int = 0
+    llm_seconds: float = 0.0
+    wall_seconds: float = 0.0
+
+    def add(self, other: StepUsage) -> None:
+        """Accumulate ``other`` into this one."""
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
+
+class UsageMeter:
+    """Thread-safe per-step usage counters."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.steps: dict[str, StepUsage] = {}
+
+    def _get(self, step: str | None) -> StepUsage:
+        name = step or _current_step.get()
+        if name not in self.steps:
+            self.steps[name] = StepUsage()
+        return self.steps[name]
+
+    @contextlib.contextmanager
+    def step(self, name: str) -> Iterator[StepUsage]:
+        """Attribute every call inside the block to step ``name`` and time the block."""
+        token = _current_step.set(name)
+        with self._lock:
+            usage = self._get(name)
+        start = time.perf_counter()
+        try:
+            yield usage
+        finally:
+            elapsed = time.perf_counter() - start
+            with self._lock:
+                usage.wall_seconds += elapsed
+            _current_step.reset(token)
+
+    def record_call(
+        self, *, prompt_tokens: int, completion_tokens: int, seconds: float, retries: int = 0
+    ) -> None:
+        """Count one real backend call."""
+        with self._lock:
+            usage = self._get(None)
+            usage.calls += 1
+            usage.prompt_tokens += prompt_tokens
+            usage.completion_tokens += completion_tokens
+            usage.llm_seconds += seconds
+            usage.retries += retries
+
+    def record_cache_hit(self) -> None:
+        """Count one call answered by the cache."""
+        with self._lock:
+            self._get(None).cache_hits += 1
+
+    def record_failure(self) -> None:
+        """Count one call that failed for good."""
+        with self._lock:
+            self._get(None).failures += 1
+
+    def total(self) -> StepUsage:
+        """All steps added together."""
+        total = StepUsage()
+        with self._lock:
+            for usage in self.steps.values():
+                total.add(usage)
+        return total
+
+    def to_dict(self) -> dict[str, dict[str, Any]]:
+        """Plain data, one entry per step."""
+        with self._lock:
+            return {name: asdict(usage) for name, usage in self.steps.items()}
+
+    def write(self, path: Path) -> None:
+        """Merge this command's steps into ``path`` (a step run again replaces its entry)."""
+        existing: dict[str, Any] = {}
+        if path.exists():
+            try:
+                existing = json.loads(path.read_text(encoding="utf-8")).get("steps", {})
+            except (json.JSONDecodeError, AttributeError):
+                existing = {}
+        existing.update(self.to_dict())
+        atomic_write_json(path, {"steps": existing})

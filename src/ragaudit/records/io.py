@@ -1,0 +1,225 @@
+"""File IO for records: streaming JSON Lines, atomic whole-file writes, durable appends,
+and Parquet export.
+
+Two write disciplines, one per kind of file:
+
+* whole files (a dataset, a summary) are written to a temporary file beside the target and
+  renamed over it, so a reader never sees half a file and a crash leaves the old one;
+* resumable steps append one record per line and fsync, so a run killed at any moment
+  keeps every record it reported done; a torn last line (the kill landed mid-write) is
+  cut off when the file is next opened for appending.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from ragaudit.errors import UserError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class RecordFileError(UserError):
+    """A records file has a line that is not valid JSON or not a valid record."""
+
+
+def _fsync_dir(directory: Path) -> None:
+    # Makes the rename itself durable; not possible on every platform/filesystem.
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+@contextlib.contextmanager
+def _atomic_open(path: Path) -> Iterator[IO[str]]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+        _fsync_dir(path.parent)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` all at once (temp file + fsync + rename)."""
+    with _atomic_open(path) as handle:
+        handle.write(text)
+
+
+def atomic_write_json(path: Path, data: Any) -> None:
+    """Replace ``path`` with ``data`` as indented JSON, atomically."""
+    atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def _dump_line(record: BaseModel | dict[str, Any]) -> str:
+    if isinstance(record, BaseModel):
+        return record.model_dump_json() + "\n"
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def write_jsonl_atomic(path: Path, records: Iterable[BaseModel | dict[str, Any]]) -> int:
+    """Write every record as one JSON line, replacing ``path`` atomically; return the count."""
+    count = 0
+    with _atomic_open(path) as handle:
+        for record in records:
+            handle.write(_dump_line(record))
+            count += 1
+    return count
+
+
+def iter_jsonl_dicts(path: Path, *, skip_torn_tail: bool = True) -> Iterator[tuple[int, dict]]:
+    """Yield ``(line_number, object)`` for each line of a JSON Lines file, streaming.
+
+    A last line without its newline that does not parse is the trace of a killed append and
+    is skipped when ``skip_torn_tail``; anywhere else a bad line is a :class:`RecordFileError`.
+    """
+    try:
+        handle = path.open("r", encoding="utf-8")
+    except FileNotFoundError:
+        raise RecordFileError(f"{path}: no such file") from None
+    with handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                if skip_torn_tail and not line.endswith("\n"):
+                    return
+                raise RecordFileError(f"{path}:{number}: not valid JSON: {exc.msg}") from None
+            if not isinstance(obj, dict):
+                raise RecordFileError(f"{path}:{number}: expected a JSON object per line")
+            yield number, obj
+
+
+def read_jsonl(path: Path, model: type[M]) -> Iterator[M]:
+    """Stream ``model`` records from a JSON Lines file; errors name the file and line."""
+    for number, obj in iter_jsonl_dicts(path):
+        try:
+            yield model.model_validate(obj)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"]) or "(record)"
+            message = "unknown field" if err["type"] == "extra_forbidden" else err["msg"]
+            raise RecordFileError(f"{path}:{number}: {where}: {message}") from None
+
+
+def _cut_torn_tail(path: Path) -> None:
+    """Drop a trailing partial line left by a process killed in the middle of a write."""
+    with path.open("rb+") as handle:
+        handle.seek(0, os.SEEK_END)
+        size = handle.tell()
+        if size == 0:
+            return
+        handle.seek(size - 1)
+        if handle.read(1) == b"\n":
+            return
+        # Walk back to the last newline; everything after it is the torn record.
+        block = 65536
+        end = size
+        while end > 0:
+            start = max(0, end - block)
+            handle.seek(start)
+            chunk = handle.read(end - start)
+            cut = chunk.rfind(b"\n")
+            if cut >= 0:
+                handle.truncate(start + cut + 1)
+                return
+            end = start
+        handle.truncate(0)
+
+
+class JsonlAppender:
+    """Append records to a JSON Lines file durably (flush + fsync per write).
+
+    Use as a context manager. Opening it repairs a torn last line, so a step killed at any
+    moment can reopen its file and go on appending.
+    """
+
+    def __init__(self, path: Path, *, fsync: bool = True) -> None:
+        self.path = path
+        self._fsync = fsync
+        self._handle: IO[str] | None = None
+
+    def __enter__(self) -> JsonlAppender:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.exists():
+            _cut_torn_tail(self.path)
+        self._handle = self.path.open("a", encoding="utf-8", newline="\n")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def append(self, record: BaseModel | dict[str, Any]) -> None:
+        """Write one record and make it durable before returning."""
+        self.append_many([record])
+
+    def append_many(self, records: Iterable[BaseModel | dict[str, Any]]) -> None:
+        """Write several records with one flush and fsync (a batch is durable as a whole)."""
+        if self._handle is None:
+            raise RuntimeError("JsonlAppender used outside its 'with' block")
+        self._handle.write("".join(_dump_line(r) for r in records))
+        self._handle.flush()
+        if self._fsync:
+            os.fsync(self._handle.fileno())
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+
+def _column(values: list[Any]) -> Any:
+    import pyarrow as pa
+
+    if any(isinstance(v, dict) for v in values):
+        return pa.array([None if v is None else json.dumps(v, ensure_ascii=False) for v in values])
+    try:
+        return pa.array(values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+        # Mixed types (e.g. a set of values of several kinds): keep them exact as JSON text.
+        return pa.array([None if v is None else json.dumps(v, ensure_ascii=False) for v in values])
+
+
+def export_parquet(records: Iterable[BaseModel], path: Path) -> int:
+    """Write records to a Parquet file (atomically); nested fields become JSON text columns.
+
+    Returns the number of rows written.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [r.model_dump(mode="json") for r in records]
+    names: list[str] = []
+    for row in rows:
+        names.extend(k for k in row if k not in names)
+    table = pa.table({name: _column([row.get(name) for row in rows]) for name in names})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        pq.write_table(table, tmp_name)
+        os.replace(tmp_name, path)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    return len(rows)

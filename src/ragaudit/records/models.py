@@ -1,0 +1,137 @@
+"""QueryRecord, ResponseRecord and Judgement: the spine of every run (DESIGN.md, Records).
+
+Each record carries ``schema_version`` so that files written by one version of ragaudit
+can be recognised by the next. Unknown fields are rejected: a typo in a hand-written
+record is an error, not a silently dropped value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+SCHEMA_VERSION = 1
+
+# A value from a database cell or a binding: typed, JSON-representable.
+Scalar = bool | int | float | str | None
+
+
+def stable_id(*parts: Any, length: int = 16) -> str:
+    """A short, stable hex id of ``parts`` (same inputs, same id, across runs and machines)."""
+    blob = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:length]
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schema_version: int = SCHEMA_VERSION
+
+    @field_validator("schema_version")
+    @classmethod
+    def _supported(cls, value: int) -> int:
+        if value > SCHEMA_VERSION:
+            raise ValueError(
+                f"schema_version {value} is newer than this ragaudit understands "
+                f"({SCHEMA_VERSION}); upgrade ragaudit"
+            )
+        return value
+
+
+class Reference(BaseModel):
+    """A known answer: the typed values the SQL returned and how to show them.
+
+    ``values`` has one element for a single answer and several for a set-valued answer
+    (order-insensitive); ``[None]`` is an explicit NULL answer and ``[]`` means the question
+    is unanswerable from the data.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    values: list[Scalar]
+    display: str
+
+    @property
+    def is_set(self) -> bool:
+        """Several values: the answer is a set."""
+        return len(self.values) > 1
+
+    @property
+    def is_null(self) -> bool:
+        """The data holds the row but the answer cell is NULL."""
+        return self.values == [None]
+
+    @classmethod
+    def from_values(cls, values: list[Scalar]) -> Reference:
+        """Build a reference with the conventional display string (``a; b`` for sets)."""
+        shown = ["NULL" if v is None else str(v) for v in values]
+        return cls(values=list(values), display="; ".join(shown) if shown else "(no answer)")
+
+
+class RetrievedItem(BaseModel):
+    """One retrieved passage: its document id, score and, optionally, its text."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    score: float | None = None
+    text: str | None = None
+
+
+class TokenUsage(BaseModel):
+    """Tokens one call (or one record) consumed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prompt_tokens: int = Field(0, ge=0)
+    completion_tokens: int = Field(0, ge=0)
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+class QueryRecord(_Record):
+    """One text query: a wording (``variant``) of one semantic group (``group_id``)."""
+
+    query_id: str = Field(min_length=1)
+    group_id: str = Field(min_length=1)
+    template_id: str | None = None
+    text_template_id: str | None = None
+    variant: str = Field(min_length=1)
+    query: str = Field(min_length=1)
+    reference: Reference
+    bindings: dict[str, Scalar] = Field(default_factory=dict)
+    gold_ids: list[str] | None = None
+    label: str | None = None
+    source: Literal["sql", "document"] = "sql"
+
+
+class ResponseRecord(_Record):
+    """What one system answered to one query, with what it retrieved and what it cost."""
+
+    query_id: str = Field(min_length=1)
+    system: str = Field(min_length=1)
+    response: str | None = None
+    retrieved: list[RetrievedItem] = Field(default_factory=list)
+    latency_s: float | None = Field(None, ge=0)
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    error: str | None = None
+
+    @property
+    def retrieved_ids(self) -> list[str]:
+        return [item.id for item in self.retrieved]
+
+
+class Judgement(_Record):
+    """Whether one response is correct, how that was decided, and whether retrieval was."""
+
+    query_id: str = Field(min_length=1)
+    system: str = Field(min_length=1)
+    correct: bool
+    method: str = Field(min_length=1, description="match | llm | stored | ...")
+    retrieval_correct: bool | None = None
+    rationale: str | None = None
