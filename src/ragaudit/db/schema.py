@@ -74,25 +74,11 @@ class SchemaInfo:
         return {t.name: {c.name: (c.type or "TEXT") for c in t.columns} for t in self.tables}
 
 
-def introspect(
-    db: Database, *, tables: list[str] | None = None, with_stats: bool = True
-) -> SchemaInfo:
-    """Read the schema of ``db``: every table (or ``tables``), with statistics if asked."""
-    try:
-        inspector = sa.inspect(db.engine)
-        names = sorted(inspector.get_table_names())
-    except sa.exc.SQLAlchemyError as exc:
-        raise DatabaseError(f"{db.display_url}: cannot read the schema: {exc.orig or exc}") from None
-    if tables:
-        wanted = {t.lower() for t in tables}
-        missing = wanted - {n.lower() for n in names}
-        if missing:
-            raise DatabaseError(
-                f"{db.display_url}: database.tables names unknown tables: {', '.join(sorted(missing))}"
-            )
-        names = [n for n in names if n.lower() in wanted]
+def _structure_generic(db: Database) -> list[TableInfo]:
+    """Tables, columns and keys through SQLAlchemy's inspector (SQLite, PostgreSQL, ...)."""
+    inspector = sa.inspect(db.engine)
     infos = []
-    for name in names:
+    for name in sorted(inspector.get_table_names()):
         pk = tuple(inspector.get_pk_constraint(name).get("constrained_columns") or ())
         columns = [
             ColumnInfo(
@@ -112,10 +98,59 @@ def introspect(
             for fk in inspector.get_foreign_keys(name)
             if fk.get("referred_table")
         ]
-        info = TableInfo(name=name, columns=columns, primary_key=pk, foreign_keys=fks)
-        if with_stats:
+        infos.append(TableInfo(name=name, columns=columns, primary_key=pk, foreign_keys=fks))
+    return infos
+
+
+def _structure_duckdb(db: Database) -> list[TableInfo]:
+    """DuckDB's own catalog: its SQLAlchemy driver cannot reflect keys on SQLAlchemy 2.1."""
+    columns = db.execute(
+        "SELECT table_name, column_name, data_type, is_nullable FROM information_schema.columns "
+        "WHERE table_schema = current_schema() ORDER BY table_name, ordinal_position"
+    ).rows
+    constraints = db.execute(
+        "SELECT table_name, constraint_type, constraint_column_names, referenced_table, "
+        "referenced_column_names FROM duckdb_constraints() "
+        "WHERE schema_name = current_schema() AND constraint_type IN ('PRIMARY KEY', 'FOREIGN KEY')"
+    ).rows
+    tables: dict[str, TableInfo] = {}
+    for table, column, dtype, nullable in columns:
+        info = tables.setdefault(table, TableInfo(name=table, columns=[]))
+        info.columns.append(ColumnInfo(name=column, type=dtype, nullable=nullable == "YES"))
+    for table, kind, cols, ref_table, ref_cols in constraints:
+        info = tables.get(table)
+        if info is None:
+            continue
+        if kind == "PRIMARY KEY":
+            info.primary_key = tuple(cols)
+            for col in info.columns:
+                col.primary_key = col.name in info.primary_key
+        elif ref_table:
+            info.foreign_keys.append(ForeignKey(tuple(cols), ref_table, tuple(ref_cols)))
+    return [tables[name] for name in sorted(tables)]
+
+
+def introspect(
+    db: Database, *, tables: list[str] | None = None, with_stats: bool = True
+) -> SchemaInfo:
+    """Read the schema of ``db``: every table (or ``tables``), with statistics if asked."""
+    try:
+        infos = _structure_duckdb(db) if db.dialect == "duckdb" else _structure_generic(db)
+    except sa.exc.SQLAlchemyError as exc:
+        detail = str(getattr(exc, "orig", None) or exc).splitlines()[0]
+        raise DatabaseError(f"{db.display_url}: cannot read the schema: {detail}") from None
+    if tables:
+        wanted = {t.lower() for t in tables}
+        missing = wanted - {info.name.lower() for info in infos}
+        if missing:
+            raise DatabaseError(
+                f"{db.display_url}: database.tables names unknown tables: "
+                f"{', '.join(sorted(missing))}"
+            )
+        infos = [info for info in infos if info.name.lower() in wanted]
+    if with_stats:
+        for info in infos:
             _fill_stats(db, info)
-        infos.append(info)
     return SchemaInfo(dialect=db.dialect, tables=infos)
 
 

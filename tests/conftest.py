@@ -1,0 +1,102 @@
+"""Shared fixtures: the scripted OpenAI-compatible server, a real PostgreSQL server, and
+small databases in each supported engine holding the same awkward values."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support import postgres as pg
+from tests.support.scripted_llm_server import ScriptedLLMServer
+
+IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+REPO = Path(__file__).resolve().parents[1]
+
+# One table with the values that break string pasting: quotes, unicode, NULL, numbers as
+# text; and a second table with a foreign key to it.
+PEOPLE = [
+    (1, "O'Brien", "007", "surveyor"),
+    (2, 'Zoë "Z" Ng', "42", "modeller"),
+    (3, None, "13", "nameless"),
+    (4, "Plain Name", "0042", "engineer"),
+]
+DDL = [
+    "CREATE TABLE person (id INTEGER PRIMARY KEY, name TEXT, code TEXT NOT NULL, role TEXT)",
+    "CREATE TABLE badge (badge_id INTEGER PRIMARY KEY, person_id INTEGER REFERENCES person(id),"
+    " colour TEXT)",
+]
+BADGES = [(10, 1, "red"), (11, 2, "blue"), (12, 2, "green")]
+
+
+def _fill(execute) -> None:  # type: ignore[no-untyped-def]
+    for statement in DDL:
+        execute(statement, None)
+    for row in PEOPLE:
+        execute("INSERT INTO person VALUES (%s, %s, %s, %s)", row)
+    for row in BADGES:
+        execute("INSERT INTO badge VALUES (%s, %s, %s)", row)
+
+
+@pytest.fixture
+def llm_server() -> Iterator[ScriptedLLMServer]:
+    with ScriptedLLMServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[pg.PostgresServer]:
+    bin_dir = pg.find_bin_dir()
+    if bin_dir is None:
+        message = "PostgreSQL server binaries not installed (make test installs them)"
+        if IN_CI:
+            pytest.fail(message)
+        pytest.skip(message)
+    server = pg.start(bin_dir)
+    try:
+        yield server
+    finally:
+        pg.stop(server)
+
+
+def sqlite_people(path: Path) -> str:
+    conn = sqlite3.connect(path)
+    _fill(lambda sql, params: conn.execute(sql.replace("%s", "?"), params or ()))
+    conn.commit()
+    conn.close()
+    return f"sqlite:///{path}"
+
+
+def duckdb_people(path: Path) -> str:
+    import duckdb
+
+    conn = duckdb.connect(str(path))
+    _fill(lambda sql, params: conn.execute(sql.replace("%s", "?"), params or []))
+    conn.close()
+    return f"duckdb:///{path}"
+
+
+def postgres_people(server: pg.PostgresServer, dbname: str) -> str:
+    import psycopg
+
+    with psycopg.connect(server.conninfo, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {dbname}")
+        admin.execute(f"CREATE DATABASE {dbname}")
+    conninfo = server.conninfo.replace("dbname=postgres", f"dbname={dbname}")
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        _fill(lambda sql, params: conn.execute(sql, params))
+    return server.url.rsplit("/", 1)[0] + f"/{dbname}"
+
+
+@pytest.fixture(params=["sqlite", "duckdb", "postgresql"])
+def people_db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The same small database in each engine ragaudit supports."""
+    if request.param == "sqlite":
+        return sqlite_people(tmp_path / "people.sqlite")
+    if request.param == "duckdb":
+        return duckdb_people(tmp_path / "people.duckdb")
+    server = request.getfixturevalue("postgres_server")
+    return postgres_people(server, f"people_{abs(hash(request.node.name)) % 10**8}")

@@ -1,0 +1,244 @@
+"""A real HTTP server speaking the OpenAI chat-completions protocol, with scripted replies.
+
+It is the fake *around* the unit under test (the OpenAI-compatible backend): the backend
+talks real HTTP to it over loopback. Replies are consumed from a script in order (status,
+headers, body, delay, hang); when the script is empty it answers ``echo: <last user
+message>`` after ``latency`` seconds. It counts requests and the most in flight at once.
+
+Run as a program (for benchmarks) it serves until killed and prints ``PORT <n>``;
+``GET /stats`` returns the counters.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Reply:
+    """One scripted reply. ``content`` is the assistant text; ``body`` a raw body instead."""
+
+    status: int = 200
+    content: str | None = None
+    body: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    hang: bool = False
+
+
+def _completion(content: str, model: str, prompt_words: int) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-scripted",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_words,
+            "completion_tokens": len(content.split()),
+            "total_tokens": prompt_words + len(content.split()),
+        },
+    }
+
+
+class ScriptedLLMServer:
+    """Start with :meth:`start` (a background thread) or use as a context manager."""
+
+    def __init__(self, latency: float = 0.0, host: str = "127.0.0.1") -> None:
+        self.latency = latency
+        self.host = host
+        self.port = 0
+        self.script: deque[Reply] = deque()
+        self.requests: list[dict[str, Any]] = []
+        self.headers_seen: list[dict[str, str]] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._server: asyncio.AbstractServer | None = None
+        self._thread: threading.Thread | None = None
+        self._hangers: list[asyncio.Event] = []
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    @property
+    def request_count(self) -> int:
+        with self._lock:
+            return len(self.requests)
+
+    def enqueue(self, *replies: Reply) -> None:
+        """Add replies to the script, consumed one per request, in order."""
+        with self._lock:
+            self.script.extend(replies)
+
+    def reset_counters(self) -> None:
+        with self._lock:
+            self.requests.clear()
+            self.headers_seen.clear()
+            self.max_in_flight = 0
+
+    # -- HTTP -----------------------------------------------------------------------------
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                request_line = await reader.readline()
+                if not request_line:
+                    return
+                method, path, _ = request_line.decode("latin-1").split(" ", 2)
+                headers: dict[str, str] = {}
+                while True:
+                    line = await reader.readline()
+                    if line in (b"\r\n", b"\n", b""):
+                        break
+                    name, _, value = line.decode("latin-1").partition(":")
+                    headers[name.strip().lower()] = value.strip()
+                length = int(headers.get("content-length", "0"))
+                raw = await reader.readexactly(length) if length else b""
+                if method == "GET" and path.endswith("/stats"):
+                    stats = {"requests": self.request_count, "max_in_flight": self.max_in_flight}
+                    await self._send(writer, 200, json.dumps(stats), {})
+                    continue
+                keep_open = await self._chat(writer, raw, headers)
+                if not keep_open or headers.get("connection", "").lower() == "close":
+                    return
+        except (ConnectionError, asyncio.IncompleteReadError, ValueError):
+            return
+        finally:
+            with contextlib.suppress(Exception):
+                writer.close()
+
+    async def _chat(
+        self, writer: asyncio.StreamWriter, raw: bytes, headers: dict[str, str]
+    ) -> bool:
+        body = json.loads(raw or b"{}")
+        with self._lock:
+            self.requests.append(body)
+            self.headers_seen.append(headers)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            reply = self.script.popleft() if self.script else None
+        try:
+            if reply is not None and reply.hang:
+                event = asyncio.Event()
+                self._hangers.append(event)
+                await event.wait()  # released only when the server stops
+                return False
+            delay = reply.delay if reply is not None else self.latency
+            if delay:
+                await asyncio.sleep(delay)
+            messages = body.get("messages") or [{}]
+            prompt_words = sum(len(str(m.get("content", "")).split()) for m in messages)
+            if reply is None or (reply.status == 200 and reply.body is None):
+                content = reply.content if reply is not None and reply.content is not None else (
+                    "echo: " + str(messages[-1].get("content", ""))
+                )
+                payload = json.dumps(_completion(content, body.get("model", "?"), prompt_words))
+                await self._send(writer, 200, payload, reply.headers if reply else {})
+            else:
+                text = reply.body
+                if text is None:
+                    text = json.dumps({"error": {"message": f"scripted {reply.status}"}})
+                await self._send(writer, reply.status, text, reply.headers)
+            return True
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    async def _send(
+        self, writer: asyncio.StreamWriter, status: int, body: str, headers: dict[str, str]
+    ) -> None:
+        data = body.encode("utf-8")
+        head = [f"HTTP/1.1 {status} X", "Content-Type: application/json",
+                f"Content-Length: {len(data)}"]
+        head += [f"{k}: {v}" for k, v in headers.items()]
+        writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data)
+        await writer.drain()
+
+    # -- lifetime -------------------------------------------------------------------------
+
+    async def _serve(self, ready: threading.Event) -> None:
+        self._server = await asyncio.start_server(self._handle, self.host, self.port, backlog=512)
+        self.port = self._server.sockets[0].getsockname()[1]
+        ready.set()
+        async with self._server:
+            await self._server.serve_forever()
+
+    def start(self) -> ScriptedLLMServer:
+        ready = threading.Event()
+        self._loop = asyncio.new_event_loop()
+
+        def run() -> None:
+            assert self._loop is not None
+            asyncio.set_event_loop(self._loop)
+            with contextlib.suppress(asyncio.CancelledError):
+                self._loop.run_until_complete(self._serve(ready))
+
+        self._thread = threading.Thread(target=run, daemon=True, name="scripted-llm")
+        self._thread.start()
+        if not ready.wait(10):
+            raise RuntimeError("scripted LLM server did not start")
+        return self
+
+    def stop(self) -> None:
+        if self._loop is None:
+            return
+
+        def shutdown() -> None:
+            for event in self._hangers:
+                event.set()
+            if self._server is not None:
+                self._server.close()
+            for task in asyncio.all_tasks(self._loop):
+                task.cancel()
+
+        self._loop.call_soon_threadsafe(shutdown)
+        if self._thread is not None:
+            self._thread.join(10)
+
+    def __enter__(self) -> ScriptedLLMServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args()
+    server = ScriptedLLMServer(latency=args.latency)
+    server.port = args.port
+    ready = threading.Event()
+
+    async def run() -> None:
+        await server._serve(ready)
+
+    async def announce() -> None:
+        await asyncio.get_running_loop().run_in_executor(None, ready.wait)
+        print(f"PORT {server.port}", flush=True)
+
+    async def both() -> None:
+        await asyncio.gather(run(), announce())
+
+    asyncio.run(both())
+
+
+if __name__ == "__main__":
+    main()

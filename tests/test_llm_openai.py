@@ -1,0 +1,245 @@
+"""The OpenAI-compatible backend against a real local HTTP server with scripted replies."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from ragaudit.config import LLMConfig
+from ragaudit.errors import (
+    LLMAuthError,
+    LLMError,
+    LLMNotFoundError,
+    LLMTimeoutError,
+    StructuredOutputError,
+)
+from ragaudit.llm import GenerationParams, LLMClient, UsageMeter, make_llm, user
+from ragaudit.llm.backends.openai_http import OpenAIBackend, parse_retry_after
+from tests.support.scripted_llm_server import Reply, ScriptedLLMServer
+
+
+def _client(
+    server: ScriptedLLMServer,
+    tmp_path: Path | None = None,
+    *,
+    max_concurrency: int = 8,
+    timeout_s: float = 5.0,
+    max_retries: int = 3,
+) -> LLMClient:
+    config = LLMConfig(
+        model="openai:scripted-model",
+        base_url=server.base_url,
+        api_key="sk-test-key-0123456789abcdef",
+        max_concurrency=max_concurrency,
+        timeout_s=timeout_s,
+        max_retries=max_retries,
+    )
+    client = make_llm(config, cache_path=(tmp_path / "llm.sqlite") if tmp_path else None)
+    assert isinstance(client.backend, OpenAIBackend)
+    client.backend.backoff_base_s = 0.05  # keep the suite fast; backoff itself is tested below
+    return client
+
+
+def test_plain_completion_returns_text_and_usage(llm_server: ScriptedLLMServer) -> None:
+    with _client(llm_server) as client:
+        reply = client.complete([user("hello there")])
+    assert reply.text == "echo: hello there"
+    assert reply.prompt_tokens == 2 and reply.completion_tokens == 3
+    assert not reply.cached
+    assert llm_server.requests[0]["model"] == "scripted-model"
+    assert llm_server.headers_seen[0]["authorization"] == "Bearer sk-test-key-0123456789abcdef"
+
+
+def test_429_with_retry_after_is_waited_out_then_succeeds(llm_server: ScriptedLLMServer) -> None:
+    llm_server.enqueue(Reply(status=429, headers={"Retry-After": "1"}))
+    with _client(llm_server) as client:
+        start = time.monotonic()
+        reply = client.complete([user("q")])
+        elapsed = time.monotonic() - start
+        usage = client.meter.total()
+    assert reply.text == "echo: q"
+    assert llm_server.request_count == 2
+    assert elapsed >= 0.95  # honoured Retry-After rather than the 0.05 s backoff
+    assert usage.retries == 1 and usage.calls == 1
+
+
+def test_500_then_success_is_retried(llm_server: ScriptedLLMServer) -> None:
+    llm_server.enqueue(Reply(status=500), Reply(status=503))
+    with _client(llm_server) as client:
+        assert client.complete([user("q")]).text == "echo: q"
+    assert llm_server.request_count == 3
+
+
+def test_persistent_5xx_gives_up_with_one_line(llm_server: ScriptedLLMServer) -> None:
+    llm_server.enqueue(*[Reply(status=502)] * 3)
+    with _client(llm_server, max_retries=2) as client, pytest.raises(LLMError) as info:
+        client.complete([user("q")])
+    assert "gave up after 3 attempts" in str(info.value) and "HTTP 502" in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_hung_reply_hits_the_timeout_then_the_retry_succeeds(
+    llm_server: ScriptedLLMServer,
+) -> None:
+    llm_server.enqueue(Reply(hang=True))
+    with _client(llm_server, timeout_s=0.5) as client:
+        start = time.monotonic()
+        reply = client.complete([user("q")])
+    assert reply.text == "echo: q"
+    assert 0.45 <= time.monotonic() - start < 5
+
+
+def test_a_server_that_always_hangs_is_a_timeout_error(llm_server: ScriptedLLMServer) -> None:
+    llm_server.enqueue(Reply(hang=True), Reply(hang=True))
+    with _client(llm_server, timeout_s=0.3, max_retries=1) as client:
+        with pytest.raises(LLMTimeoutError, match=r"no reply within 0.3 s \(2 attempts\)"):
+            client.complete([user("q")])
+
+
+@pytest.mark.parametrize(
+    ("status", "error", "words"),
+    [
+        (401, LLMAuthError, "refused the credentials (HTTP 401)"),
+        (403, LLMAuthError, "refused the credentials (HTTP 403)"),
+        (404, LLMNotFoundError, "model 'scripted-model' or the endpoint was not found"),
+    ],
+)
+def test_auth_and_not_found_fail_at_once_with_one_line(
+    llm_server: ScriptedLLMServer, status: int, error: type, words: str
+) -> None:
+    llm_server.enqueue(Reply(status=status))
+    with _client(llm_server) as client, pytest.raises(error) as info:
+        client.complete([user("q")])
+    assert words in str(info.value)
+    assert "\n" not in str(info.value)
+    assert llm_server.request_count == 1  # not retried
+
+
+class Verdict(BaseModel):
+    correct: bool
+    reason: str
+
+
+def test_structured_call_re_asks_after_malformed_json(llm_server: ScriptedLLMServer) -> None:
+    llm_server.enqueue(
+        Reply(content='{"correct": tru, "reason": '),
+        Reply(content='Sure! ```json\n{"correct": true, "reason": "matches"}\n```'),
+    )
+    with _client(llm_server) as client:
+        verdict = client.complete_json([user("judge this")], Verdict)
+    assert verdict == Verdict(correct=True, reason="matches")
+    assert llm_server.request_count == 2
+    second = llm_server.requests[1]["messages"]
+    assert second[-2] == {"role": "assistant", "content": '{"correct": tru, "reason": '}
+    assert "could not be used" in second[-1]["content"]
+
+
+def test_structured_call_re_asks_after_schema_mismatch(llm_server: ScriptedLLMServer) -> None:
+    llm_server.enqueue(Reply(content='{"correct": "maybe"}'), Reply(content='{"correct": false, '
+                                                                         '"reason": "no"}'))
+    with _client(llm_server) as client:
+        verdict = client.complete_json([user("judge")], Verdict)
+    assert verdict.correct is False
+    assert "reason" in llm_server.requests[1]["messages"][-1]["content"]
+
+
+def test_structured_call_gives_up_with_a_typed_error(llm_server: ScriptedLLMServer) -> None:
+    llm_server.enqueue(*[Reply(content="no json here")] * 3)
+    with _client(llm_server) as client, pytest.raises(StructuredOutputError) as info:
+        client.complete_json([user("judge")], Verdict, attempts=3)
+    assert info.value.attempts == 3
+    assert "no valid reply after 3 attempts" in str(info.value)
+    assert llm_server.request_count == 3
+
+
+def test_line_lists_are_validated_item_by_item(llm_server: ScriptedLLMServer) -> None:
+    def must_have_placeholder(line: str) -> str:
+        if "[Client.Name]" not in line:
+            raise ValueError("missing placeholder [Client.Name]")
+        return line
+
+    llm_server.enqueue(
+        Reply(content="1. Industry of [Client.Name]?\n2. What sector is it in?"),
+        Reply(content="- Industry of [Client.Name]?\n- Sector of [Client.Name]?"),
+    )
+    with _client(llm_server) as client:
+        lines = client.complete_lines([user("write")], must_have_placeholder, min_items=2)
+    assert lines == ["Industry of [Client.Name]?", "Sector of [Client.Name]?"]
+    assert "missing placeholder" in llm_server.requests[1]["messages"][-1]["content"]
+
+
+def test_concurrency_never_exceeds_max_concurrency(llm_server: ScriptedLLMServer) -> None:
+    llm_server.latency = 0.02
+    client = _client(llm_server, max_concurrency=8)
+
+    async def run() -> None:
+        await asyncio.gather(*(client.acomplete([user(f"q{i}")]) for i in range(200)))
+        await client.aclose()
+
+    asyncio.run(run())
+    client.close()
+    assert llm_server.request_count == 200
+    assert llm_server.max_in_flight == 8  # bounded, and the bound is actually used
+
+
+def test_second_identical_run_makes_no_http_request(
+    llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    prompts = [[user(f"question {i}")] for i in range(20)]
+
+    def run() -> tuple[list[str], UsageMeter]:
+        with _client(llm_server, tmp_path) as client:
+            texts = [client.complete(p).text for p in prompts]
+            return texts, client.meter
+
+    first, meter1 = run()
+    assert llm_server.request_count == 20 and meter1.total().calls == 20
+    llm_server.reset_counters()
+    second, meter2 = run()
+    assert llm_server.request_count == 0
+    assert second == first
+    assert meter2.total().cache_hits == 20 and meter2.total().calls == 0
+
+
+def test_k_samples_are_k_cache_entries(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
+    params = GenerationParams(temperature=0.7, seed=5)
+    with _client(llm_server, tmp_path) as client:
+        client.sample([user("same")], 3, params)
+        assert client.cache is not None and len(client.cache) == 3
+        client.sample([user("same")], 3, params)
+        assert client.meter.total().cache_hits == 3
+    assert [r["seed"] for r in llm_server.requests] == [5, 6, 7]
+
+
+def test_parse_retry_after_forms() -> None:
+    assert parse_retry_after({"retry-after": "2"}) == 2.0
+    assert parse_retry_after({"retry-after-ms": "250"}) == 0.25
+    assert parse_retry_after({}) is None
+    assert parse_retry_after({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) == 0.0
+
+
+def test_backoff_grows_exponentially_and_is_capped() -> None:
+    backend = OpenAIBackend("m", base_url="http://127.0.0.1:9/v1", max_retry_wait_s=3.0)
+    delays = [backend._backoff(attempt, None) for attempt in range(6)]
+    assert all(0.25 <= d for d in delays) and max(delays) <= 3.0
+    assert backend._backoff(4, None) > backend._backoff(0, None)
+    assert backend._backoff(0, 100.0) == 3.0  # Retry-After capped by max_retry_wait_s
+
+
+def test_missing_key_for_the_public_api_is_a_one_line_error(monkeypatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with pytest.raises(LLMAuthError, match="no API key"):
+        make_llm(LLMConfig(model="openai:gpt-4o-mini"))
+
+
+def test_unreachable_server_is_reported(tmp_path: Path) -> None:
+    config = LLMConfig(model="openai:m", base_url="http://127.0.0.1:9/v1", max_retries=1)
+    with make_llm(config) as client:
+        client.backend.backoff_base_s = 0.01
+        with pytest.raises(LLMError, match="cannot connect"):
+            client.complete([user("q")])
