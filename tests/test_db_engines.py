@@ -87,7 +87,7 @@ def test_a_literal_colon_is_not_taken_for_a_parameter(people_db_url: str) -> Non
 def test_missing_or_extra_placeholder_values_are_errors() -> None:
     with pytest.raises(PlaceholderError, match=r"no value for person\.name"):
         bind_template("SELECT role FROM person WHERE name = '[person.name]'", {}, dialect="sqlite")
-    with pytest.raises(PlaceholderError, match="unknown placeholders person.code"):
+    with pytest.raises(PlaceholderError, match=r"unknown placeholders person\.code"):
         bind_template(
             "SELECT role FROM person WHERE name = '[person.name]'",
             {"person.name": "x", "person.code": "1"},

@@ -22,7 +22,14 @@ from ragaudit.llm.backends.openai_http import OpenAIBackend, parse_retry_after
 from tests.support.scripted_llm_server import Reply, ScriptedLLMServer
 
 
+@pytest.fixture(params=["aiohttp", "openai-sdk"])
+def transport(request: pytest.FixtureRequest) -> str:
+    """Every behavior holds for both HTTP transports."""
+    return str(request.param)
+
+
 def _client(
+    transport: str,
     server: ScriptedLLMServer,
     tmp_path: Path | None = None,
     *,
@@ -37,6 +44,7 @@ def _client(
         max_concurrency=max_concurrency,
         timeout_s=timeout_s,
         max_retries=max_retries,
+        transport=transport,
     )
     client = make_llm(config, cache_path=(tmp_path / "llm.sqlite") if tmp_path else None)
     assert isinstance(client.backend, OpenAIBackend)
@@ -44,8 +52,10 @@ def _client(
     return client
 
 
-def test_plain_completion_returns_text_and_usage(llm_server: ScriptedLLMServer) -> None:
-    with _client(llm_server) as client:
+def test_plain_completion_returns_text_and_usage(
+    transport: str, llm_server: ScriptedLLMServer
+) -> None:
+    with _client(transport, llm_server) as client:
         reply = client.complete([user("hello there")])
     assert reply.text == "echo: hello there"
     assert reply.prompt_tokens == 2 and reply.completion_tokens == 3
@@ -54,9 +64,11 @@ def test_plain_completion_returns_text_and_usage(llm_server: ScriptedLLMServer) 
     assert llm_server.headers_seen[0]["authorization"] == "Bearer sk-test-key-0123456789abcdef"
 
 
-def test_429_with_retry_after_is_waited_out_then_succeeds(llm_server: ScriptedLLMServer) -> None:
+def test_429_with_retry_after_is_waited_out_then_succeeds(
+    transport: str, llm_server: ScriptedLLMServer
+) -> None:
     llm_server.enqueue(Reply(status=429, headers={"Retry-After": "1"}))
-    with _client(llm_server) as client:
+    with _client(transport, llm_server) as client:
         start = time.monotonic()
         reply = client.complete([user("q")])
         elapsed = time.monotonic() - start
@@ -67,37 +79,44 @@ def test_429_with_retry_after_is_waited_out_then_succeeds(llm_server: ScriptedLL
     assert usage.retries == 1 and usage.calls == 1
 
 
-def test_500_then_success_is_retried(llm_server: ScriptedLLMServer) -> None:
+def test_500_then_success_is_retried(transport: str, llm_server: ScriptedLLMServer) -> None:
     llm_server.enqueue(Reply(status=500), Reply(status=503))
-    with _client(llm_server) as client:
+    with _client(transport, llm_server) as client:
         assert client.complete([user("q")]).text == "echo: q"
     assert llm_server.request_count == 3
 
 
-def test_persistent_5xx_gives_up_with_one_line(llm_server: ScriptedLLMServer) -> None:
+def test_persistent_5xx_gives_up_with_one_line(
+    transport: str, llm_server: ScriptedLLMServer
+) -> None:
     llm_server.enqueue(*[Reply(status=502)] * 3)
-    with _client(llm_server, max_retries=2) as client, pytest.raises(LLMError) as info:
+    with _client(transport, llm_server, max_retries=2) as client, pytest.raises(LLMError) as info:
         client.complete([user("q")])
     assert "gave up after 3 attempts" in str(info.value) and "HTTP 502" in str(info.value)
     assert "\n" not in str(info.value)
 
 
 def test_hung_reply_hits_the_timeout_then_the_retry_succeeds(
+    transport: str,
     llm_server: ScriptedLLMServer,
 ) -> None:
     llm_server.enqueue(Reply(hang=True))
-    with _client(llm_server, timeout_s=0.5) as client:
+    with _client(transport, llm_server, timeout_s=0.5) as client:
         start = time.monotonic()
         reply = client.complete([user("q")])
     assert reply.text == "echo: q"
     assert 0.45 <= time.monotonic() - start < 5
 
 
-def test_a_server_that_always_hangs_is_a_timeout_error(llm_server: ScriptedLLMServer) -> None:
+def test_a_server_that_always_hangs_is_a_timeout_error(
+    transport: str, llm_server: ScriptedLLMServer
+) -> None:
     llm_server.enqueue(Reply(hang=True), Reply(hang=True))
-    with _client(llm_server, timeout_s=0.3, max_retries=1) as client:
-        with pytest.raises(LLMTimeoutError, match=r"no reply within 0.3 s \(2 attempts\)"):
-            client.complete([user("q")])
+    with (
+        _client(transport, llm_server, timeout_s=0.3, max_retries=1) as client,
+        pytest.raises(LLMTimeoutError, match=r"no reply within 0.3 s \(2 attempts\)"),
+    ):
+        client.complete([user("q")])
 
 
 @pytest.mark.parametrize(
@@ -109,10 +128,10 @@ def test_a_server_that_always_hangs_is_a_timeout_error(llm_server: ScriptedLLMSe
     ],
 )
 def test_auth_and_not_found_fail_at_once_with_one_line(
-    llm_server: ScriptedLLMServer, status: int, error: type, words: str
+    transport: str, llm_server: ScriptedLLMServer, status: int, error: type, words: str
 ) -> None:
     llm_server.enqueue(Reply(status=status))
-    with _client(llm_server) as client, pytest.raises(error) as info:
+    with _client(transport, llm_server) as client, pytest.raises(error) as info:
         client.complete([user("q")])
     assert words in str(info.value)
     assert "\n" not in str(info.value)
@@ -124,12 +143,14 @@ class Verdict(BaseModel):
     reason: str
 
 
-def test_structured_call_re_asks_after_malformed_json(llm_server: ScriptedLLMServer) -> None:
+def test_structured_call_re_asks_after_malformed_json(
+    transport: str, llm_server: ScriptedLLMServer
+) -> None:
     llm_server.enqueue(
         Reply(content='{"correct": tru, "reason": '),
         Reply(content='Sure! ```json\n{"correct": true, "reason": "matches"}\n```'),
     )
-    with _client(llm_server) as client:
+    with _client(transport, llm_server) as client:
         verdict = client.complete_json([user("judge this")], Verdict)
     assert verdict == Verdict(correct=True, reason="matches")
     assert llm_server.request_count == 2
@@ -138,25 +159,32 @@ def test_structured_call_re_asks_after_malformed_json(llm_server: ScriptedLLMSer
     assert "could not be used" in second[-1]["content"]
 
 
-def test_structured_call_re_asks_after_schema_mismatch(llm_server: ScriptedLLMServer) -> None:
-    llm_server.enqueue(Reply(content='{"correct": "maybe"}'), Reply(content='{"correct": false, '
-                                                                         '"reason": "no"}'))
-    with _client(llm_server) as client:
+def test_structured_call_re_asks_after_schema_mismatch(
+    transport: str, llm_server: ScriptedLLMServer
+) -> None:
+    llm_server.enqueue(
+        Reply(content='{"correct": "maybe"}'), Reply(content='{"correct": false, "reason": "no"}')
+    )
+    with _client(transport, llm_server) as client:
         verdict = client.complete_json([user("judge")], Verdict)
     assert verdict.correct is False
     assert "reason" in llm_server.requests[1]["messages"][-1]["content"]
 
 
-def test_structured_call_gives_up_with_a_typed_error(llm_server: ScriptedLLMServer) -> None:
+def test_structured_call_gives_up_with_a_typed_error(
+    transport: str, llm_server: ScriptedLLMServer
+) -> None:
     llm_server.enqueue(*[Reply(content="no json here")] * 3)
-    with _client(llm_server) as client, pytest.raises(StructuredOutputError) as info:
+    with _client(transport, llm_server) as client, pytest.raises(StructuredOutputError) as info:
         client.complete_json([user("judge")], Verdict, attempts=3)
     assert info.value.attempts == 3
     assert "no valid reply after 3 attempts" in str(info.value)
     assert llm_server.request_count == 3
 
 
-def test_line_lists_are_validated_item_by_item(llm_server: ScriptedLLMServer) -> None:
+def test_line_lists_are_validated_item_by_item(
+    transport: str, llm_server: ScriptedLLMServer
+) -> None:
     def must_have_placeholder(line: str) -> str:
         if "[Client.Name]" not in line:
             raise ValueError("missing placeholder [Client.Name]")
@@ -166,15 +194,17 @@ def test_line_lists_are_validated_item_by_item(llm_server: ScriptedLLMServer) ->
         Reply(content="1. Industry of [Client.Name]?\n2. What sector is it in?"),
         Reply(content="- Industry of [Client.Name]?\n- Sector of [Client.Name]?"),
     )
-    with _client(llm_server) as client:
+    with _client(transport, llm_server) as client:
         lines = client.complete_lines([user("write")], must_have_placeholder, min_items=2)
     assert lines == ["Industry of [Client.Name]?", "Sector of [Client.Name]?"]
     assert "missing placeholder" in llm_server.requests[1]["messages"][-1]["content"]
 
 
-def test_concurrency_never_exceeds_max_concurrency(llm_server: ScriptedLLMServer) -> None:
+def test_concurrency_never_exceeds_max_concurrency(
+    transport: str, llm_server: ScriptedLLMServer
+) -> None:
     llm_server.latency = 0.02
-    client = _client(llm_server, max_concurrency=8)
+    client = _client(transport, llm_server, max_concurrency=8)
 
     async def run() -> None:
         await asyncio.gather(*(client.acomplete([user(f"q{i}")]) for i in range(200)))
@@ -187,12 +217,12 @@ def test_concurrency_never_exceeds_max_concurrency(llm_server: ScriptedLLMServer
 
 
 def test_second_identical_run_makes_no_http_request(
-    llm_server: ScriptedLLMServer, tmp_path: Path
+    transport: str, llm_server: ScriptedLLMServer, tmp_path: Path
 ) -> None:
     prompts = [[user(f"question {i}")] for i in range(20)]
 
     def run() -> tuple[list[str], UsageMeter]:
-        with _client(llm_server, tmp_path) as client:
+        with _client(transport, llm_server, tmp_path) as client:
             texts = [client.complete(p).text for p in prompts]
             return texts, client.meter
 
@@ -205,9 +235,11 @@ def test_second_identical_run_makes_no_http_request(
     assert meter2.total().cache_hits == 20 and meter2.total().calls == 0
 
 
-def test_k_samples_are_k_cache_entries(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
+def test_k_samples_are_k_cache_entries(
+    transport: str, llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
     params = GenerationParams(temperature=0.7, seed=5)
-    with _client(llm_server, tmp_path) as client:
+    with _client(transport, llm_server, tmp_path) as client:
         client.sample([user("same")], 3, params)
         assert client.cache is not None and len(client.cache) == 3
         client.sample([user("same")], 3, params)
@@ -225,7 +257,7 @@ def test_parse_retry_after_forms() -> None:
 def test_backoff_grows_exponentially_and_is_capped() -> None:
     backend = OpenAIBackend("m", base_url="http://127.0.0.1:9/v1", max_retry_wait_s=3.0)
     delays = [backend._backoff(attempt, None) for attempt in range(6)]
-    assert all(0.25 <= d for d in delays) and max(delays) <= 3.0
+    assert all(d >= 0.25 for d in delays) and max(delays) <= 3.0
     assert backend._backoff(4, None) > backend._backoff(0, None)
     assert backend._backoff(0, 100.0) == 3.0  # Retry-After capped by max_retry_wait_s
 

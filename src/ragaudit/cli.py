@@ -51,7 +51,9 @@ def _version_callback(value: bool) -> None:
 def _root(
     version: Annotated[
         bool,
-        typer.Option("--version", callback=_version_callback, is_eager=True, help="Show the version."),
+        typer.Option(
+            "--version", callback=_version_callback, is_eager=True, help="Show the version."
+        ),
     ] = False,
 ) -> None:
     """Audit RAG systems with questions whose answers are executed from SQL."""
@@ -87,7 +89,9 @@ def _schema_table(schema: object) -> Table:
     assert isinstance(schema, SchemaInfo)
     table = Table(title=f"Schema ({schema.dialect})", title_justify="left")
     for header in ("table", "rows", "column", "type", "key", "distinct", "nulls"):
-        table.add_column(header, justify="right" if header in {"rows", "distinct", "nulls"} else "left")
+        table.add_column(
+            header, justify="right" if header in {"rows", "distinct", "nulls"} else "left"
+        )
     for info in schema.tables:
         fk_cols = {c: f"FK→{fk.ref_table}" for fk in info.foreign_keys for c in fk.columns}
         for i, col in enumerate(info.columns):
@@ -126,7 +130,9 @@ def doctor(
     example: Annotated[
         bool, typer.Option("--example", help="Use the example database bundled with ragaudit.")
     ] = False,
-    db: Annotated[str | None, typer.Option("--db", help="Database URL (overrides the config).")] = None,
+    db: Annotated[
+        str | None, typer.Option("--db", help="Database URL (overrides the config).")
+    ] = None,
     llm: Annotated[
         str | None,
         typer.Option("--llm", help="LLM: local, local:/path.gguf or openai:<model> (overrides)."),
@@ -148,7 +154,9 @@ def doctor(
     run.write_config(config)
 
     console.rule("configuration")
-    console.print(yaml.safe_dump(config.masked_dict(), sort_keys=False, allow_unicode=True).rstrip())
+    console.print(
+        yaml.safe_dump(config.masked_dict(), sort_keys=False, allow_unicode=True).rstrip()
+    )
     failures: list[str] = []
 
     console.rule("database")

@@ -53,8 +53,15 @@ class LLMConfig(_Strict):
         "local",
         description="'local' (embedded model), 'local:/path/model.gguf', or 'openai:<model>'.",
     )
-    base_url: str | None = Field(None, description="OpenAI-compatible server; else OPENAI_BASE_URL.")
+    base_url: str | None = Field(
+        None, description="OpenAI-compatible server; else OPENAI_BASE_URL."
+    )
     api_key: SecretStr | None = Field(None, description="Else OPENAI_API_KEY. Never printed.")
+    transport: Literal["aiohttp", "openai-sdk"] = Field(
+        "aiohttp",
+        description="HTTP client for openai:<model>: 'aiohttp' (fast, default) or the official "
+        "SDK ('openai-sdk').",
+    )
     max_concurrency: int = Field(8, ge=1, le=1024)
     timeout_s: float = Field(120.0, gt=0, description="Per-call timeout.")
     max_retries: int = Field(4, ge=0, le=50, description="Retries on 429/5xx/timeouts.")
@@ -149,7 +156,9 @@ def parse_config(text: str, source: str = DEFAULT_CONFIG_NAME) -> Config:
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise ConfigError(f"{source}:1: the file must be a mapping of sections (run, database, llm)")
+        raise ConfigError(
+            f"{source}:1: the file must be a mapping of sections (run, database, llm)"
+        )
     try:
         return Config.model_validate(data)
     except ValidationError as exc:
@@ -164,13 +173,15 @@ def parse_config(text: str, source: str = DEFAULT_CONFIG_NAME) -> Config:
 
 
 def load_config(path: Path | None) -> Config:
-    """Load ``path`` (or defaults when ``path`` is None); a missing file is a :class:`ConfigError`."""
+    """Load ``path`` (defaults when None); a missing file is a :class:`ConfigError`."""
     if path is None:
         return Config()
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ConfigError(f"{path}: no such configuration file (ragaudit init writes one)") from None
+        raise ConfigError(
+            f"{path}: no such configuration file (ragaudit init writes one)"
+        ) from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
     return parse_config(text, source=str(path))
@@ -201,6 +212,7 @@ llm:
   model: local
   # base_url: http://localhost:8000/v1   # example; else OPENAI_BASE_URL
   # api_key: ...                         # prefer the OPENAI_API_KEY environment variable
+  transport: aiohttp     # or openai-sdk: the official client (slower per call, see docs/llm.md)
   max_concurrency: 8     # requests in flight at once (HTTP backends)
   timeout_s: 120         # per call
   max_retries: 4         # on 429, 5xx and timeouts, with exponential backoff / Retry-After

@@ -15,8 +15,17 @@ err_console = Console(stderr=True, highlight=False)
 def usage_table(meter: UsageMeter) -> Table:
     """One row per step: calls, cache hits, tokens, retries, failures and time."""
     table = Table(title="LLM usage", title_justify="left")
-    for header in ("step", "calls", "cached", "tok in", "tok out", "retries", "failed",
-                   "LLM s", "wall s"):
+    for header in (
+        "step",
+        "calls",
+        "cached",
+        "tok in",
+        "tok out",
+        "retries",
+        "failed",
+        "LLM s",
+        "wall s",
+    ):
         table.add_column(header, justify="left" if header == "step" else "right")
     for name, usage in meter.steps.items():
         table.add_row(

@@ -36,5 +36,5 @@ def redact(text: str) -> str:
 
 
 def mask(value: str | None) -> str | None:
-    """Show that a secret is set without showing it: ``sk-...`` becomes ``***`` (None stays None)."""
+    """Show that a secret is set without showing it: ``***`` (None stays None)."""
     return None if value is None else MASK

@@ -63,16 +63,45 @@ def start(bin_dir: Path) -> PostgresServer:
     data = root / "data"
     server = PostgresServer(bin_dir=bin_dir, root=root, port=_free_port())
     subprocess.run(
-        _as_server_user([str(bin_dir / "initdb"), "-D", str(data), "-U", server.user,
-                         "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"]),
-        check=True, capture_output=True,
+        _as_server_user(
+            [
+                str(bin_dir / "initdb"),
+                "-D",
+                str(data),
+                "-U",
+                server.user,
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "--no-sync",
+            ]
+        ),
+        check=True,
+        capture_output=True,
     )
-    options = (f"-p {server.port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off "
-               "-c synchronous_commit=off -c full_page_writes=off")
+    options = (
+        f"-p {server.port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off "
+        "-c synchronous_commit=off -c full_page_writes=off"
+    )
     subprocess.run(
-        _as_server_user([str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options,
-                         "-l", str(root / "server.log"), "-w", "-t", "60", "start"]),
-        check=True, capture_output=True,
+        _as_server_user(
+            [
+                str(bin_dir / "pg_ctl"),
+                "-D",
+                str(data),
+                "-o",
+                options,
+                "-l",
+                str(root / "server.log"),
+                "-w",
+                "-t",
+                "60",
+                "start",
+            ]
+        ),
+        check=True,
+        capture_output=True,
     )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -85,8 +114,16 @@ def start(bin_dir: Path) -> PostgresServer:
 
 def stop(server: PostgresServer) -> None:
     subprocess.run(
-        _as_server_user([str(server.bin_dir / "pg_ctl"), "-D", str(server.root / "data"),
-                         "-m", "immediate", "stop"]),
+        _as_server_user(
+            [
+                str(server.bin_dir / "pg_ctl"),
+                "-D",
+                str(server.root / "data"),
+                "-m",
+                "immediate",
+                "stop",
+            ]
+        ),
         capture_output=True,
     )
     shutil.rmtree(server.root, ignore_errors=True)

@@ -88,7 +88,9 @@ class Database:
         if self.dialect == "duckdb":
             path = url.database or ""
             if path in ("", ":memory:"):
-                raise DatabaseError("duckdb: an in-memory database has no data to read; give a file")
+                raise DatabaseError(
+                    "duckdb: an in-memory database has no data to read; give a file"
+                )
             if not Path(path).is_file():
                 raise DatabaseError(f"duckdb: no database file at {path}")
             return sa.create_engine(url, connect_args={"read_only": True}, poolclass=sa.NullPool)
@@ -146,15 +148,16 @@ class Database:
         parametrised statements with :func:`ragaudit.db.placeholders.bind_template`.
         """
         timeout = timeout_s or self.timeout_s
-        clause = statement if isinstance(statement, sa.TextClause) else sa.text(
-            statement.replace(":", r"\:")
+        clause = (
+            statement
+            if isinstance(statement, sa.TextClause)
+            else sa.text(statement.replace(":", r"\:"))
         )
         try:
-            with self.engine.connect() as conn:
-                with _deadline(conn, self.dialect, timeout):
-                    result = conn.execute(clause, params or {})
-                    columns = list(result.keys())
-                    rows = result.fetchmany(max_rows) if max_rows else result.fetchall()
+            with self.engine.connect() as conn, _deadline(conn, self.dialect, timeout):
+                result = conn.execute(clause, params or {})
+                columns = list(result.keys())
+                rows = result.fetchmany(max_rows) if max_rows else result.fetchall()
         except sa.exc.SQLAlchemyError as exc:
             message = _first_line(exc)
             if _is_timeout(message):
@@ -171,7 +174,9 @@ class Database:
 
 def _is_timeout(message: str) -> bool:
     lowered = message.lower()
-    return "interrupt" in lowered or "statement timeout" in lowered or "canceling statement" in lowered
+    return (
+        "interrupt" in lowered or "statement timeout" in lowered or "canceling statement" in lowered
+    )
 
 
 class _deadline:

@@ -24,9 +24,30 @@ from ragaudit.errors import SQLValidationError
 _FORBIDDEN_NODES: tuple[type[exp.Expression], ...] = tuple(
     getattr(exp, name)
     for name in (
-        "Insert", "Update", "Delete", "Merge", "Create", "Drop", "Alter", "Command", "Pragma",
-        "Attach", "Detach", "Copy", "Use", "Set", "Transaction", "Commit", "Rollback",
-        "LoadData", "Grant", "Revoke", "TruncateTable", "Analyze", "Kill", "Install",
+        "Insert",
+        "Update",
+        "Delete",
+        "Merge",
+        "Create",
+        "Drop",
+        "Alter",
+        "Command",
+        "Pragma",
+        "Attach",
+        "Detach",
+        "Copy",
+        "Use",
+        "Set",
+        "Transaction",
+        "Commit",
+        "Rollback",
+        "LoadData",
+        "Grant",
+        "Revoke",
+        "TruncateTable",
+        "Analyze",
+        "Kill",
+        "Install",
     )
     if hasattr(exp, name)
 )

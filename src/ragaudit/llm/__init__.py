@@ -25,6 +25,7 @@ def make_backend(config: LLMConfig) -> Backend:
             timeout_s=config.timeout_s,
             max_retries=config.max_retries,
             max_retry_wait_s=config.max_retry_wait_s,
+            transport=config.transport,
         )
     from ragaudit.llm.backends.local import LocalBackend
 

@@ -16,6 +16,7 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
+from ragaudit.aio import new_event_loop
 from ragaudit.errors import LLMError, StructuredOutputError
 from ragaudit.llm.cache import LLMCache, cache_key, request_payload
 from ragaudit.llm.parsing import extract_json, parse_lines
@@ -103,7 +104,7 @@ class LLMClient:
             coro.close()
             raise RuntimeError("inside a running event loop: use the a* methods (acomplete, ...)")
         if self._sync_loop is None or self._sync_loop.is_closed():
-            self._sync_loop = asyncio.new_event_loop()
+            self._sync_loop = new_event_loop()
         return self._sync_loop.run_until_complete(coro)
 
     # -- plain completions ----------------------------------------------------------------
@@ -166,9 +167,7 @@ class LLMClient:
         base = params or self.default_params
         seed = base.seed or 0
         calls = [
-            self.acomplete(
-                messages, base.model_copy(update={"sample_index": i, "seed": seed + i})
-            )
+            self.acomplete(messages, base.model_copy(update={"sample_index": i, "seed": seed + i}))
             for i in range(k)
         ]
         return list(await asyncio.gather(*calls))
@@ -232,7 +231,9 @@ class LLMClient:
             try:
                 return adapter.validate_python(value)
             except ValidationError as exc:
-                raise ValueError(f"the JSON does not match the schema: {_short_errors(exc)}") from None
+                raise ValueError(
+                    f"the JSON does not match the schema: {_short_errors(exc)}"
+                ) from None
 
         what = f"JSON matching this JSON schema: {schema_text}"
         return await self._astructured(messages, parse, what, params, attempts)

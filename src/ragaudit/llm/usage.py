@@ -19,7 +19,9 @@ from typing import Any
 
 from ragaudit.records.io import atomic_write_json
 
-_current_step: contextvars.ContextVar[str] = contextvars.ContextVar("ragaudit_step", default="other")
+_current_step: contextvars.ContextVar[str] = contextvars.ContextVar(
+    "ragaudit_step", default="other"
+)
 
 
 @dataclass

@@ -1,0 +1,41 @@
+"""Run every benchmark, print its figures and ratios, and exit non-zero if a target is missed.
+
+Results are also written to benchmarks/results/<name>.json for docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from benchmarks import bench_llm_client  # noqa: E402
+
+BENCHMARKS = {"llm_client": bench_llm_client.run}
+
+
+def main() -> int:
+    out = HERE / "results"
+    out.mkdir(exist_ok=True)
+    missed = []
+    for name, run in BENCHMARKS.items():
+        print(f"== {name}", flush=True)
+        result = run()
+        result["machine"] = f"{platform.machine()}, {platform.python_version()}"
+        (out / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
+        for key, value in result.items():
+            print(f"  {key:30} {value}")
+        missed += [f"{name}.{k}" for k, v in result.items() if k.startswith("target_") and not v]
+    if missed:
+        print("targets missed: " + ", ".join(missed))
+        return 1
+    print("all targets met")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

