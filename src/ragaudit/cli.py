@@ -188,7 +188,12 @@ def doctor(
                 _prepare_embedded_model()
             # The doctor checks the live model: it never answers from the cache.
             client = make_llm(config.llm, cache_path=None, meter=meter)
-            console.print(f"backend: {client.backend.describe()}")
+            console.print(f"backend:  {client.backend.describe()}")
+            load = getattr(client.backend, "load", None)
+            if load is not None:
+                start = time.perf_counter()
+                load()
+                console.print(f"loaded:   in {time.perf_counter() - start:.2f} s")
             with meter.step("doctor"), client:
                 start = time.perf_counter()
                 reply = client.complete(

@@ -71,6 +71,11 @@ class ScriptedLLMServer:
         self._server: asyncio.AbstractServer | None = None
         self._thread: threading.Thread | None = None
         self._hangers: list[asyncio.Event] = []
+        # Event-loop timers fire late by a fraction of a millisecond; measured at start-up
+        # and subtracted, so that "latency 50 ms" holds each reply 50 ms on average.
+        self._timer_overshoot = 0.0
+        self._held_s = 0.0
+        self._held_n = 0
 
     @property
     def base_url(self) -> str:
@@ -111,7 +116,11 @@ class ScriptedLLMServer:
                 length = int(headers.get("content-length", "0"))
                 raw = await reader.readexactly(length) if length else b""
                 if method == "GET" and path.endswith("/stats"):
-                    stats = {"requests": self.request_count, "max_in_flight": self.max_in_flight}
+                    stats = {
+                        "requests": self.request_count,
+                        "max_in_flight": self.max_in_flight,
+                        "mean_hold_ms": 1000 * self._held_s / max(1, self._held_n),
+                    }
                     await self._send(writer, 200, json.dumps(stats), {})
                     continue
                 keep_open = await self._chat(writer, raw, headers)
@@ -131,6 +140,8 @@ class ScriptedLLMServer:
     async def _chat(
         self, writer: asyncio.StreamWriter, raw: bytes, headers: dict[str, str]
     ) -> bool:
+        loop = asyncio.get_running_loop()
+        arrival = loop.time()
         body = json.loads(raw or b"{}")
         with self._lock:
             self.requests.append(body)
@@ -146,7 +157,18 @@ class ScriptedLLMServer:
                 return False
             delay = reply.delay if reply is not None else self.latency
             if delay:
-                await asyncio.sleep(delay)
+                wait = arrival + delay - self._timer_overshoot - loop.time()
+                await asyncio.sleep(max(0.0, wait))
+                held = loop.time() - arrival
+                with self._lock:
+                    self._held_s += held
+                    self._held_n += 1
+                    # Feedback: nudge the correction so the mean hold converges on `delay`.
+                    # Aim 0.1 ms above: an error then favours the server, not the client.
+                    error = held - (delay + 0.0001)
+                    self._timer_overshoot = min(
+                        0.005, max(0.0, self._timer_overshoot + 0.05 * error)
+                    )
             messages = body.get("messages") or [{}]
             prompt_words = sum(len(str(m.get("content", "")).split()) for m in messages)
             if reply is None or (reply.status == 200 and reply.body is None):
@@ -182,7 +204,18 @@ class ScriptedLLMServer:
 
     # -- lifetime -------------------------------------------------------------------------
 
+    async def _calibrate(self) -> None:
+        loop = asyncio.get_running_loop()
+        late = []
+        for _ in range(20):
+            start = loop.time()
+            await asyncio.sleep(0.01)
+            late.append(loop.time() - start - 0.01)
+        self._timer_overshoot = max(0.0, sorted(late)[len(late) // 2])
+
     async def _serve(self, ready: threading.Event) -> None:
+        if self.latency:
+            await self._calibrate()
         self._server = await asyncio.start_server(self._handle, self.host, self.port, backlog=512)
         self.port = self._server.sockets[0].getsockname()[1]
         ready.set()

@@ -39,8 +39,9 @@ CREATE TABLE IF NOT EXISTS llm_cache (
 """
 _INSERT = (
     "INSERT OR IGNORE INTO llm_cache (key, backend, model, request, text, prompt_tokens, "
-    "completion_tokens, finish_reason) VALUES (?,?,?,?,?,?,?,?)"
+    "completion_tokens, finish_reason) VALUES "
 )
+_ROW = "(?,?,?,?,?,?,?,?)"
 
 
 def request_payload(
@@ -112,7 +113,7 @@ class LLMCache:
             self._pending[key] = (
                 payload["backend"],
                 payload["model"],
-                json.dumps(payload, ensure_ascii=False, sort_keys=True),
+                payload,  # serialized by the writer, off the caller's thread
                 reply.text,
                 reply.prompt_tokens,
                 reply.completion_tokens,
@@ -141,10 +142,14 @@ class LLMCache:
                     return
                 self._flushing, self._pending = self._pending, {}
                 batch = self._flushing
-            rows = [(key, *values) for key, values in batch.items()]
-            self._conn.execute("BEGIN")
-            self._conn.executemany(_INSERT, rows)
-            self._conn.execute("COMMIT")
+            # One multi-row statement in autocommit: one SQLite step, so the writer thread
+            # takes the GIL from the event loop once per batch rather than once per row.
+            params = [
+                value
+                for key, (backend, model, payload, *reply) in batch.items()
+                for value in (key, backend, model, json.dumps(payload, ensure_ascii=False), *reply)
+            ]
+            self._conn.execute(_INSERT + ",".join([_ROW] * len(batch)), params)
             with self._lock:
                 self._keys.update(batch)
                 self._flushing = {}

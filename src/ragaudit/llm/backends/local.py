@@ -69,6 +69,12 @@ class LocalBackend:
         except Exception as exc:  # the binding raises plain exceptions on load failure
             raise ModelAssetError(f"cannot load local model {path}: {exc}") from None
 
+    def load(self) -> None:
+        """Load the model now rather than on the first call (idempotent)."""
+        with self._lock:
+            if self._server is None:
+                self._server = self._load()
+
     def _complete_blocking(self, messages: Messages, params: GenerationParams) -> RawCompletion:
         with self._lock:
             if self._server is None:

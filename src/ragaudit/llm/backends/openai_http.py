@@ -259,13 +259,13 @@ class OpenAIBackend:
         """One chat completion with retries; raises a one-line :class:`LLMError` subclass."""
         body = self._request(messages, params)
         post = self._post_aiohttp if self.transport == "aiohttp" else self._post_sdk
-        where = self.describe()
         last_problem = ""
         for attempt in range(self.max_retries + 1):
             retry_after: float | None = None
             try:
                 return _completion_from(await post(body), attempt)
             except _HTTPStatus as exc:
+                where = self.describe()
                 detail = f": {exc.detail}" if exc.detail else ""
                 if exc.status in (401, 403):
                     raise LLMAuthError(
@@ -287,7 +287,7 @@ class OpenAIBackend:
                 last_problem = f"no reply within {self.timeout_s:g} s"
                 if attempt == self.max_retries:
                     raise LLMTimeoutError(
-                        f"{where}: {last_problem} ({attempt + 1} attempts); "
+                        f"{self.describe()}: {last_problem} ({attempt + 1} attempts); "
                         "raise llm.timeout_s or check the server"
                     ) from None
             except _Unreachable as exc:
@@ -296,7 +296,9 @@ class OpenAIBackend:
                 last_problem = f"malformed reply ({redact(str(exc))[:120]})"
             if attempt < self.max_retries:
                 await asyncio.sleep(self._backoff(attempt, retry_after))
-        raise LLMError(f"{where}: gave up after {self.max_retries + 1} attempts: {last_problem}")
+        raise LLMError(
+            f"{self.describe()}: gave up after {self.max_retries + 1} attempts: {last_problem}"
+        )
 
     async def aclose(self) -> None:
         """Close the HTTP session of the running loop, if any."""
