@@ -110,3 +110,13 @@ def test_doctor_with_a_table_subset(tmp_path: Path) -> None:
     result = ragaudit("doctor", "--skip-llm", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "kept" in result.stdout and "dropped" not in result.stdout
+
+
+def test_model_output_is_shown_literally_not_as_markup(llm_server, tmp_path: Path) -> None:
+    from tests.support.scripted_llm_server import Reply
+
+    llm_server.enqueue(Reply(content="[bold]Yes[/bold] for [Client.Name] [/]"))
+    env = {"OPENAI_BASE_URL": llm_server.base_url, "OPENAI_API_KEY": "sk-x-000000000000"}
+    result = ragaudit("doctor", "--llm", "openai:m", cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "answer:   [bold]Yes[/bold] for [Client.Name] [/]" in result.stdout

@@ -62,3 +62,17 @@ def test_redact_masks_registered_and_key_shaped_strings() -> None:
     assert redact("Authorization: Bearer abcdefghijklmnop") == "Authorization: ***"
     assert redact("key sk-abcdefghijklmnop1234 end") == "key *** end"
     assert redact("nothing secret") == "nothing secret"
+
+
+def test_database_password_is_masked_in_output_and_run_files(
+    postgres_server, tmp_path: Path
+) -> None:
+    # The test server trusts loopback, so any password connects: the point is where it shows.
+    password = "pg-Pa55word-9e1f"
+    url = postgres_server.url.replace("ragaudit@", f"ragaudit:{password}@")
+    result = ragaudit("doctor", "--db", url, "--skip-llm", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "ragaudit:***@127.0.0.1" in result.stdout
+    assert password not in result.stdout + result.stderr
+    for path in _all_artifacts(tmp_path):
+        assert password.encode() not in path.read_bytes(), f"password leaked into {path}"

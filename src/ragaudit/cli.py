@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 import yaml
+from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
 from rich.table import Table
 
@@ -80,7 +81,9 @@ def init(
     from ragaudit.records.io import atomic_write_text
 
     atomic_write_text(path, EXAMPLE_CONFIG)
-    console.print(f"wrote {path}: edit database.url and llm.model, then run: ragaudit doctor")
+    console.print(
+        f"wrote {path}: edit database.url and llm.model, then run: ragaudit doctor", markup=False
+    )
 
 
 def _schema_table(schema: object) -> Table:
@@ -93,14 +96,14 @@ def _schema_table(schema: object) -> Table:
             header, justify="right" if header in {"rows", "distinct", "nulls"} else "left"
         )
     for info in schema.tables:
-        fk_cols = {c: f"FK→{fk.ref_table}" for fk in info.foreign_keys for c in fk.columns}
+        fk_cols = {c: f"FK→{escape(fk.ref_table)}" for fk in info.foreign_keys for c in fk.columns}
         for i, col in enumerate(info.columns):
             key = "PK" if col.primary_key else fk_cols.get(col.name, "")
             table.add_row(
-                info.name if i == 0 else "",
+                escape(info.name) if i == 0 else "",
                 str(info.row_count) if i == 0 and info.row_count is not None else "",
-                col.name,
-                col.type,
+                escape(col.name),
+                escape(col.type),
                 key,
                 "" if col.distinct_count is None else str(col.distinct_count),
                 "" if col.null_count is None else str(col.null_count),
@@ -170,12 +173,12 @@ def doctor(
             database.check_connection()
             schema = introspect(database, tables=config.database.tables)
             ro = "read-only enforced" if database.read_only_enforced else "read-only NOT enforced"
-            console.print(f"{database.display_url}  ({database.dialect}, {ro})")
+            console.print(f"{database.display_url}  ({database.dialect}, {ro})", markup=False)
             console.print(_schema_table(schema))
             database.dispose()
         except UserError as exc:
             failures.append(str(exc))
-            err_console.print(f"[red]database check failed:[/red] {exc}")
+            err_console.print(f"[red]database check failed:[/red] {escape(redact(str(exc)))}")
 
     from ragaudit.llm import make_llm, system, user
     from ragaudit.llm.usage import UsageMeter
@@ -188,7 +191,7 @@ def doctor(
                 _prepare_embedded_model()
             # The doctor checks the live model: it never answers from the cache.
             client = make_llm(config.llm, cache_path=None, meter=meter)
-            console.print(f"backend:  {client.backend.describe()}")
+            console.print(f"backend:  {client.backend.describe()}", markup=False)
             load = getattr(client.backend, "load", None)
             if load is not None:
                 start = time.perf_counter()
@@ -200,18 +203,18 @@ def doctor(
                     [system("You are a concise assistant. Answer in one sentence."), user(prompt)]
                 )
                 latency = time.perf_counter() - start
-            console.print(f"question: {prompt}")
-            console.print(f"answer:   {reply.text.strip()}")
+            console.print(f"question: {prompt}", markup=False)
+            console.print(f"answer:   {reply.text.strip()}", markup=False)
             console.print(
                 f"latency:  {latency:.2f} s  ({reply.prompt_tokens} prompt + "
                 f"{reply.completion_tokens} completion tokens)"
             )
         except UserError as exc:
             failures.append(str(exc))
-            err_console.print(f"[red]LLM check failed:[/red] {exc}")
+            err_console.print(f"[red]LLM check failed:[/red] {escape(redact(str(exc)))}")
         console.print(usage_table(meter))
     meter.write(run.usage)
-    console.print(f"run directory: {run.root}")
+    console.print(f"run directory: {run.root}", markup=False)
     if failures:
         raise typer.Exit(code=1)
 

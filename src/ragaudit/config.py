@@ -116,12 +116,31 @@ class Config(_Strict):
     llm: LLMConfig = Field(default_factory=LLMConfig)
 
     def masked_dict(self) -> dict[str, Any]:
-        """The resolved configuration as plain data with every secret shown as ``***``."""
+        """The resolved configuration as plain data with every secret shown as ``***``
+        (the API key, and the password inside the database URL)."""
         data = self.model_dump(mode="json")
         data["llm"]["api_key"] = mask(self.llm.resolved_api_key())
+        data["database"]["url"] = mask_url_password(self.database.url)
         if data["llm"]["base_url"] is None:
             data["llm"]["base_url"] = self.llm.resolved_base_url()
         return data
+
+
+def mask_url_password(url: str | None) -> str | None:
+    """``scheme://user:secret@host/db`` -> ``scheme://user:***@host/db``; the password is
+    registered so that it is masked in messages too. Other strings are returned as is."""
+    if not url or "://" not in url:
+        return url
+    from sqlalchemy.engine import make_url
+
+    try:
+        parsed = make_url(url)
+    except Exception:  # not a SQLAlchemy URL: the database layer reports that
+        return url
+    if not parsed.password:
+        return url
+    register_secret(str(parsed.password))
+    return parsed.render_as_string(hide_password=True)
 
 
 def _line_of(root: yaml.Node | None, path: tuple[Any, ...]) -> int | None:
