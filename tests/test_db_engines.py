@@ -138,3 +138,9 @@ def test_sqlite_file_is_not_modified_by_reads(tmp_path: Path) -> None:
     introspect(db)
     db.execute("SELECT a FROM t")
     assert path.read_bytes() == before
+
+
+def test_postgres_scheme_spelling_is_accepted(postgres_server) -> None:
+    db = Database(postgres_server.url.replace("postgresql://", "postgres://"), timeout_s=5)
+    assert db.dialect == "postgresql"
+    assert db.execute("SELECT 1 + 1").rows == [(2,)]

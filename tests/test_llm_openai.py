@@ -275,3 +275,34 @@ def test_unreachable_server_is_reported(tmp_path: Path) -> None:
         client.backend.backoff_base_s = 0.01
         with pytest.raises(LLMError, match="cannot connect"):
             client.complete([user("q")])
+
+
+def test_a_200_reply_that_is_not_a_completion_is_retried(
+    transport: str, llm_server: ScriptedLLMServer
+) -> None:
+    llm_server.enqueue(
+        Reply(status=200, body="<html>proxy page</html>"),
+        Reply(status=200, body='{"object": "nothing useful"}'),
+    )
+    with _client(transport, llm_server) as client:
+        assert client.complete([user("q")]).text == "echo: q"
+    assert llm_server.request_count == 3
+
+
+def test_sync_and_async_calls_share_one_client(
+    transport: str, llm_server: ScriptedLLMServer
+) -> None:
+    from ragaudit import aio
+
+    with _client(transport, llm_server) as client:
+        assert client.complete([user("sync")]).text == "echo: sync"
+
+        async def inside() -> str:
+            text = (await client.acomplete([user("async")])).text
+            with pytest.raises(RuntimeError, match="use the a\\* methods"):
+                client.complete([user("blocked")])
+            await client.aclose()
+            return text
+
+        assert aio.run(inside()) == "echo: async"
+    assert client.meter.total().calls == 2

@@ -21,8 +21,8 @@ def usage_table(meter: UsageMeter) -> Table:
         "cached",
         "tok in",
         "tok out",
-        "retries",
-        "failed",
+        "retry",
+        "fail",
         "LLM s",
         "wall s",
     ):

@@ -56,6 +56,8 @@ class Database:
         self.timeout_s = timeout_s
         if url == EXAMPLE_URL:
             url = f"sqlite:///{example_database_path()}"
+        if url.startswith("postgres://"):  # the common spelling SQLAlchemy 2 no longer takes
+            url = "postgresql://" + url[len("postgres://") :]
         try:
             parsed = make_url(url)
         except Exception:

@@ -100,7 +100,7 @@ def validate_select(
         raise _reject("empty SQL")
     leading = _LEADING_KEYWORD.match(text)
     first = leading.group(1).upper() if leading else ""
-    if first and first not in {"SELECT", "WITH", "VALUES"} and first != "(":
+    if first and first not in {"SELECT", "WITH", "VALUES"}:
         raise _reject(f"only a single SELECT is allowed, not {first}")
     try:
         statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
