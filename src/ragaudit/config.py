@@ -12,11 +12,11 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from ragaudit.errors import ConfigError
 from ragaudit.secrets import mask, register_secret
+from ragaudit.yamlfile import parse_yaml, validate_model
 
 DEFAULT_CONFIG_NAME = "ragaudit.yaml"
 
@@ -143,52 +143,16 @@ def mask_url_password(url: str | None) -> str | None:
     return parsed.render_as_string(hide_password=True)
 
 
-def _line_of(root: yaml.Node | None, path: tuple[Any, ...]) -> int | None:
-    """Find the 1-based line of the node at ``path`` (or of its deepest existing parent)."""
-    node = root
-    line = node.start_mark.line + 1 if node is not None else None
-    for key in path:
-        if isinstance(node, yaml.MappingNode):
-            match = next((kv for kv in node.value if kv[0].value == str(key)), None)
-            if match is None:
-                break
-            line = match[0].start_mark.line + 1
-            node = match[1]
-        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
-            node = node.value[key]
-            line = node.start_mark.line + 1
-        else:
-            break
-    return line
-
-
 def parse_config(text: str, source: str = DEFAULT_CONFIG_NAME) -> Config:
     """Parse and validate configuration text; raise :class:`ConfigError` with file:line: path."""
-    try:
-        root = yaml.compose(text)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError(f"{where}: invalid YAML: {problem}") from None
+    data, root = parse_yaml(text, source, ConfigError)
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(
             f"{source}:1: the file must be a mapping of sections (run, database, llm)"
         )
-    try:
-        return Config.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = tuple(err["loc"])
-        dotted = ".".join(str(part) for part in loc) or "(top level)"
-        message = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
-        line = _line_of(root, loc)
-        where = f"{source}:{line}" if line else source
-        more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
-        raise ConfigError(f"{where}: {dotted}: {message}{more}") from None
+    return validate_model(Config, data, source, root, ConfigError)
 
 
 def load_config(path: Path | None) -> Config:

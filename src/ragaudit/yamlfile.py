@@ -1,0 +1,75 @@
+"""YAML files that users edit by hand (configuration, templates): parsing that keeps line
+numbers, so that every error can say ``file:line: dotted.key: message``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from ragaudit.errors import UserError
+
+
+def parse_yaml(text: str, source: str, error: type[UserError] = UserError) -> tuple[Any, Any]:
+    """Parse ``text``; return ``(data, node tree)``. Syntax errors name ``source:line:col``."""
+    try:
+        root = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise error(f"{where}: invalid YAML: {problem}") from None
+    return data, root
+
+
+def line_of(root: yaml.Node | None, path: tuple[Any, ...]) -> int | None:
+    """The 1-based line of the node at ``path`` (or of its deepest existing parent)."""
+    node = root
+    line = node.start_mark.line + 1 if node is not None else None
+    for key in path:
+        if isinstance(node, yaml.MappingNode):
+            match = next((kv for kv in node.value if kv[0].value == str(key)), None)
+            if match is None:
+                break
+            line = match[0].start_mark.line + 1
+            node = match[1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+            node = node.value[key]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
+
+
+def where(source: str, root: yaml.Node | None, path: tuple[Any, ...]) -> str:
+    """``source:line`` of ``path``, or just ``source`` when the line is unknown."""
+    line = line_of(root, path)
+    return f"{source}:{line}" if line else source
+
+
+def validation_message(
+    exc: ValidationError, source: str, root: yaml.Node | None, prefix: tuple[Any, ...] = ()
+) -> str:
+    """One line for the first error of a pydantic validation: ``file:line: key.path: msg``."""
+    err = exc.errors()[0]
+    loc = (*prefix, *err["loc"])
+    dotted = ".".join(str(part) for part in loc) or "(top level)"
+    message = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+    more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
+    return f"{where(source, root, loc)}: {dotted}: {message}{more}"
+
+
+def validate_model(
+    model: type[BaseModel],
+    data: Any,
+    source: str,
+    root: yaml.Node | None,
+    error: type[UserError] = UserError,
+) -> Any:
+    """``model.model_validate(data)`` with a one-line, line-accurate error."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise error(validation_message(exc, source, root)) from None
