@@ -100,3 +100,17 @@ def people_db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return duckdb_people(tmp_path / "people.duckdb")
     server = request.getfixturevalue("postgres_server")
     return postgres_people(server, f"people_{abs(hash(request.node.name)) % 10**8}")
+
+
+REFERENCE = REPO.parent / "shared" / "reference" / "grammar"
+
+
+@pytest.fixture(scope="session")
+def grammar_reference() -> Path:
+    """The GRAMMAR reference data (test data outside the project; absent in a user's clone)."""
+    if not REFERENCE.is_dir():
+        message = f"GRAMMAR reference data not found at {REFERENCE} (../shared is absent)"
+        if IN_CI:
+            pytest.fail(message)
+        pytest.skip(message)
+    return REFERENCE

@@ -12,10 +12,12 @@ permissions, which :attr:`Database.read_only_enforced` reports.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 import time
 import urllib.parse
+from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -136,6 +138,26 @@ class Database:
         except sa.exc.SQLAlchemyError as exc:
             raise DatabaseError(f"{self.display_url}: cannot connect: {_first_line(exc)}") from None
 
+    @contextlib.contextmanager
+    def _errors(self, timeout: float) -> Iterator[None]:
+        """Turn driver errors into one-line :class:`DatabaseError` messages."""
+        try:
+            yield
+        except sa.exc.SQLAlchemyError as exc:
+            message = _first_line(exc)
+            if _is_timeout(message):
+                raise DatabaseError(
+                    f"{self.display_url}: query ran past the {timeout:g} s timeout"
+                ) from None
+            raise DatabaseError(f"{self.display_url}: query failed: {message}") from None
+
+    @staticmethod
+    def _clause(statement: str | sa.TextClause) -> sa.TextClause:
+        if isinstance(statement, sa.TextClause):
+            return statement
+        # A plain string runs as written: a literal ':' is not a bind parameter.
+        return sa.text(statement.replace(":", r"\:"))
+
     def execute(
         self,
         statement: str | sa.TextClause,
@@ -150,24 +172,34 @@ class Database:
         parametrised statements with :func:`ragaudit.db.placeholders.bind_template`.
         """
         timeout = timeout_s or self.timeout_s
-        clause = (
-            statement
-            if isinstance(statement, sa.TextClause)
-            else sa.text(statement.replace(":", r"\:"))
-        )
-        try:
-            with self.engine.connect() as conn, _deadline(conn, self.dialect, timeout):
-                result = conn.execute(clause, params or {})
-                columns = list(result.keys())
-                rows = result.fetchmany(max_rows) if max_rows else result.fetchall()
-        except sa.exc.SQLAlchemyError as exc:
-            message = _first_line(exc)
-            if _is_timeout(message):
-                raise DatabaseError(
-                    f"{self.display_url}: query ran past the {timeout:g} s timeout"
-                ) from None
-            raise DatabaseError(f"{self.display_url}: query failed: {message}") from None
+        with (
+            self._errors(timeout),
+            self.engine.connect() as conn,
+            _deadline(conn, self.dialect, timeout),
+        ):
+            result = conn.execute(self._clause(statement), params or {})
+            columns = list(result.keys())
+            rows = result.fetchmany(max_rows) if max_rows else result.fetchall()
         return QueryResult(columns=columns, rows=[tuple(r) for r in rows])
+
+    def stream(
+        self,
+        statement: str | sa.TextClause,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout_s: float | None = None,
+        batch_size: int = 10_000,
+    ) -> Iterator[tuple[Any, ...]]:
+        """Yield the rows of one read-only statement in batches, without holding them all
+        in memory (server-side cursors where the driver has them)."""
+        timeout = timeout_s or self.timeout_s
+        with self._errors(timeout), self.engine.connect() as conn:
+            conn = conn.execution_options(stream_results=True, yield_per=batch_size)
+            with _deadline(conn, self.dialect, timeout):
+                result = conn.execute(self._clause(statement), params or {})
+                for batch in result.partitions(batch_size):
+                    for row in batch:
+                        yield tuple(row)
 
     def dispose(self) -> None:
         """Close pooled connections."""

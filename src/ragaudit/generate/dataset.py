@@ -1,0 +1,241 @@
+"""From templates to the grounded dataset: every semantic group (an instantiated SQL
+query with its executed answer) asked in every wording of every style.
+
+Streaming end to end: groups arrive from the database one by one and records go straight
+to the JSONL writer, so memory stays flat whatever the number of queries (sampling keeps
+at most ``max_groups_per_template`` groups per template).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragaudit.db.engine import Database
+from ragaudit.db.schema import SchemaInfo
+from ragaudit.errors import ConfigError
+from ragaudit.generate.instantiate import Group, count_combinations, iter_groups, iter_unanswered
+from ragaudit.generate.instantiate import plan as plan_template
+from ragaudit.generate.sql_templates import SqlTemplate, TemplateFileError, normalize_sql
+from ragaudit.generate.text_templates import TextTemplates, fill, placeholder_problem
+from ragaudit.records.models import QueryRecord, Reference, Scalar, stable_id
+
+
+class GoldRule(BaseModel):
+    """Which documents hold the answer: those keyed by a placeholder's value, or by another
+    column of the row the placeholder names (``id_column``), formatted by ``format``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    placeholder: str = Field(pattern=r"^[^.\s]+\.[^.\s]+$", description="Table.Column")
+    id_column: str | None = None
+    format: str = "{value}"
+
+
+class GenerateOptions(BaseModel):
+    """How templates become a dataset (the ``generate`` section of ragaudit.yaml)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    allow_multi: bool = Field(False, description="Keep groups with several answers as sets.")
+    include_unanswerable: bool = Field(False, description="Emit combinations without answer.")
+    max_groups_per_template: int | None = Field(None, ge=1)
+    balanced: bool = Field(False, description="Same number of queries per group in every style.")
+    seed: int = 0
+    styles: list[str] | None = Field(None, description="Only these styles (default: all).")
+    gold_ids: list[GoldRule] = Field(default_factory=list)
+
+
+@dataclass
+class TemplateStats:
+    """What one template yielded: the counts of the paper's Table 2, and what was dropped."""
+
+    template_id: str
+    combinations: int = 0
+    groups: int = 0
+    multi_answer_groups: int = 0
+    kept_groups: int = 0
+    unanswerable: int = 0
+    queries: dict[str, int] = field(default_factory=dict)
+    text_templates: dict[str, int] = field(default_factory=dict)
+    skipped: str | None = None
+
+
+@dataclass
+class DatasetStats:
+    """Totals over all templates."""
+
+    templates: list[TemplateStats] = field(default_factory=list)
+
+    def table2(self) -> dict[str, Any]:
+        """The paper's Table 2 layout: SQL templates, groups, text templates and text
+        queries per style."""
+        styles = sorted({s for t in self.templates for s in t.queries})
+        used = [t for t in self.templates if t.skipped is None]
+        return {
+            "sql_templates": len(used),
+            "combinations": sum(t.combinations for t in used),
+            "semantic_groups": sum(t.kept_groups for t in used),
+            "multi_answer_groups": sum(t.multi_answer_groups for t in used),
+            "unanswerable_queries_groups": sum(t.unanswerable for t in used),
+            "text_templates": {s: sum(t.text_templates.get(s, 0) for t in used) for s in styles},
+            "text_queries": {s: sum(t.queries.get(s, 0) for t in used) for s in styles},
+            "skipped_templates": {t.template_id: t.skipped for t in self.templates if t.skipped},
+        }
+
+
+def group_id(template: SqlTemplate, bindings: dict[str, Scalar]) -> str:
+    """Stable id of a semantic group: the template's SQL and the bound values."""
+    return "g-" + stable_id(normalize_sql(template.sql), sorted(bindings.items()))
+
+
+class GoldResolver:
+    """Applies the gold-id rules, with one query per rule that needs a lookup column."""
+
+    def __init__(self, db: Database, schema: SchemaInfo, rules: list[GoldRule]) -> None:
+        self.rules = rules
+        self._maps: dict[int, dict[Scalar, list[Scalar]]] = {}
+        for i, rule in enumerate(rules):
+            if rule.id_column is None:
+                continue
+            table_name, _, column_name = rule.placeholder.partition(".")
+            table = schema.table(table_name)
+            if (
+                table is None
+                or table.column(column_name) is None
+                or table.column(rule.id_column) is None
+            ):
+                raise ConfigError(
+                    f"generate.gold_ids: {rule.placeholder} / {rule.id_column}: unknown column"
+                )
+            q = db.engine.dialect.identifier_preparer.quote
+            key = q(table.column(column_name).name)  # type: ignore[union-attr]
+            ident = q(table.column(rule.id_column).name)  # type: ignore[union-attr]
+            mapping: dict[Scalar, list[Scalar]] = {}
+            for k, v in db.stream(f"SELECT DISTINCT {key}, {ident} FROM {q(table.name)}"):
+                mapping.setdefault(k, []).append(v)
+            self._maps[i] = mapping
+
+    def __call__(self, bindings: dict[str, Scalar]) -> list[str] | None:
+        if not self.rules:
+            return None
+        lowered = {k.lower(): v for k, v in bindings.items()}
+        ids: list[str] = []
+        for i, rule in enumerate(self.rules):
+            if rule.placeholder.lower() not in lowered:
+                continue
+            value = lowered[rule.placeholder.lower()]
+            values = self._maps[i].get(value, []) if i in self._maps else [value]
+            for v in values:
+                doc = rule.format.format(value=v)
+                if doc not in ids:
+                    ids.append(doc)
+        return ids
+
+
+def _sample(groups: Iterator[Group], limit: int | None, rng: random.Random) -> list[Group]:
+    """All groups, or a seeded uniform sample of ``limit`` of them (reservoir), in order."""
+    if limit is None:
+        return list(groups)
+    reservoir: list[tuple[int, Group]] = []
+    for n, group in enumerate(groups):
+        if n < limit:
+            reservoir.append((n, group))
+        else:
+            j = rng.randint(0, n)
+            if j < limit:
+                reservoir[j] = (n, group)
+    return [g for _, g in sorted(reservoir, key=lambda item: item[0])]
+
+
+def generate(
+    db: Database,
+    schema: SchemaInfo,
+    templates: list[SqlTemplate],
+    texts: TextTemplates,
+    options: GenerateOptions,
+    *,
+    stats: DatasetStats | None = None,
+    on_template: Callable[[SqlTemplate, TemplateStats], None] | None = None,
+) -> Iterator[QueryRecord]:
+    """Yield the dataset's QueryRecords, template by template; fill ``stats`` on the way."""
+    stats = stats if stats is not None else DatasetStats()
+    gold = GoldResolver(db, schema, options.gold_ids)
+    dialect = {"postgresql": "postgres"}.get(db.dialect, db.dialect)
+    for template in templates:
+        tstats = TemplateStats(template_id=template.id)
+        stats.templates.append(tstats)
+        styles = texts.get(template.id, {})
+        if options.styles is not None:
+            styles = {s: styles.get(s, []) for s in options.styles}
+        if not any(styles.values()):
+            tstats.skipped = "no text templates"
+            if on_template:
+                on_template(template, tstats)
+            continue
+        for style, wordings in styles.items():
+            for wording in wordings:
+                problem = placeholder_problem(wording, template.placeholder_list)
+                if problem:
+                    raise TemplateFileError(
+                        f"text template of {template.id} ({style}): {problem}: {wording!r}"
+                    )
+        if options.balanced:
+            n = min(len(w) for w in styles.values())
+            styles = {s: w[:n] for s, w in styles.items()}
+        tstats.text_templates = {s: len(w) for s, w in styles.items()}
+        tstats.queries = {s: 0 for s in styles}
+        plan_ = plan_template(template.sql, schema, dialect=dialect)
+        tstats.combinations = count_combinations(db, plan_)
+        rng = random.Random(f"{options.seed}:{template.id}")
+        answered: set[tuple[Scalar, ...]] = set()
+
+        def counted(
+            groups: Iterator[Group],
+            tstats: TemplateStats = tstats,
+            answered: set[tuple[Scalar, ...]] = answered,
+        ) -> Iterator[Group]:
+            for group in groups:
+                tstats.groups += 1
+                if options.include_unanswerable:
+                    answered.add(tuple(group.bindings.values()))
+                if group.is_multi:
+                    tstats.multi_answer_groups += 1
+                    if not options.allow_multi:
+                        continue
+                yield group
+
+        kept = _sample(counted(iter_groups(db, plan_)), options.max_groups_per_template, rng)
+        if options.include_unanswerable:
+            blanks = (Group(bindings=b, answers=[]) for b in iter_unanswered(db, plan_, answered))
+            unanswered = _sample(blanks, options.max_groups_per_template, rng)
+            tstats.unanswerable = len(unanswered)
+            kept += unanswered
+        tstats.kept_groups = len(kept)
+        for group in kept:
+            gid = group_id(template, group.bindings)
+            reference = Reference.from_values(group.answers)
+            gold_ids = gold(group.bindings)
+            for style, wordings in styles.items():
+                for wording in wordings:
+                    text_id = f"{template.id}:{style}:{stable_id(wording, length=8)}"
+                    yield QueryRecord(
+                        query_id="q-" + stable_id(gid, style, wording),
+                        group_id=gid,
+                        template_id=template.id,
+                        text_template_id=text_id,
+                        variant=style,
+                        query=fill(wording, group.bindings),
+                        reference=reference,
+                        bindings=group.bindings,
+                        gold_ids=gold_ids,
+                        label="unanswerable" if not group.answers else None,
+                        source="sql",
+                    )
+                    tstats.queries[style] += 1
+        if on_template:
+            on_template(template, tstats)

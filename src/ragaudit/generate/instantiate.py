@@ -1,0 +1,256 @@
+"""Set-based instantiation of SQL templates: one SELECT per template returns every
+placeholder combination that has an answer, together with its answers.
+
+The paper's loop (SELECT DISTINCT per placeholder, Cartesian product, one query per
+combination) costs one round trip per combination. Here the database does the join and
+the grouping in one statement:
+
+* a placeholder compared with ``=`` to a column becomes that column, projected and
+  ordered on (``WHERE Name = '[Client.Name]'`` -> ``SELECT Name, Industry ... ORDER BY 1``);
+  when the column is not the placeholder's own, a semi-join keeps only values the
+  placeholder's column holds;
+* any other use of a placeholder (``LIKE``, ``>``, a function argument) cross-joins the
+  ``SELECT DISTINCT`` of the placeholder's column and puts its value in place.
+
+Rows arrive ordered by the placeholder values, so groups are formed while streaming.
+NULL placeholder values are not bound: a question cannot name a missing value.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import itertools
+import math
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.optimizer.qualify import qualify
+
+from ragaudit.db.engine import Database
+from ragaudit.db.placeholders import Placeholder
+from ragaudit.db.schema import SchemaInfo
+from ragaudit.errors import SQLValidationError
+from ragaudit.generate.sql_templates import check_template
+from ragaudit.records.models import Scalar
+
+
+def to_scalar(value: Any) -> Scalar:
+    """A database value as a JSON scalar: dates as ISO text, decimals as numbers."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, decimal.Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dt.datetime | dt.date | dt.time):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).hex()
+    return str(value)
+
+
+def _sort_key(value: Scalar) -> tuple[str, str]:
+    return (type(value).__name__, str(value))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How one template is instantiated: the set-based query and what its columns mean."""
+
+    sql: str
+    placeholders: tuple[Placeholder, ...]
+    strategies: tuple[str, ...]  # per placeholder: "project" or "cross-join"
+    count_sql: tuple[str, ...]  # per placeholder: COUNT(DISTINCT) of its column
+
+
+@dataclass
+class Group:
+    """One semantic group: an instantiated SQL query, its bindings and its answers."""
+
+    bindings: dict[str, Scalar]
+    answers: list[Scalar]
+
+    @property
+    def is_multi(self) -> bool:
+        return len(self.answers) > 1
+
+
+def _actual(schema: SchemaInfo, ph: Placeholder) -> tuple[str, str]:
+    table = schema.table(ph.table)
+    column = table.column(ph.column) if table else None
+    if table is None or column is None:
+        raise SQLValidationError(f"placeholder {ph.token} names an unknown column")
+    return table.name, column.name
+
+
+def _placeholder_of(literal: exp.Literal, by_key: dict[str, Placeholder]) -> Placeholder | None:
+    if not literal.is_string:
+        return None
+    text = literal.this.strip()
+    if not (text.startswith("[") and text.endswith("]")):
+        return None
+    table, _, column = text[1:-1].partition(".")
+    return by_key.get(f"{table.strip()}.{column.strip()}".lower())
+
+
+def _in_top_and_chain(node: exp.Expression, where: exp.Expression | None) -> bool:
+    """True if ``node`` is one of the conditions ANDed together at the top of WHERE."""
+    current = node
+    while current is not None and current is not where:
+        parent = current.parent
+        if not isinstance(parent, exp.And | exp.Paren | exp.Where):
+            return False
+        current = parent
+    return current is where
+
+
+def plan(template_sql: str, schema: SchemaInfo, *, dialect: str) -> Plan:
+    """Build the set-based query for one template (validated first)."""
+    shape = check_template(template_sql, schema, dialect=dialect)
+    tree = sqlglot.parse_one(template_sql, read=dialect)
+    if any(
+        isinstance(node, exp.Literal)
+        and node.find_ancestor(exp.CTE) is not None
+        and node.is_string
+        and node.this.startswith("[")
+        for node in tree.find_all(exp.Literal)
+    ):
+        raise SQLValidationError("placeholders inside WITH are not supported")
+    tree = qualify(
+        tree,
+        schema=schema.mapping(),
+        dialect=dialect,
+        validate_qualify_columns=True,
+        quote_identifiers=True,
+    )
+    assert isinstance(tree, exp.Select)
+    aliases = {t.alias_or_name.lower(): t.name.lower() for t in tree.find_all(exp.Table)}
+    by_key = {ph.key.lower(): ph for ph in shape.placeholders}
+    index = {ph: i for i, ph in enumerate(shape.placeholders)}
+    projections: dict[int, exp.Expression] = {}
+    strategies: dict[int, str] = {}
+    for literal in list(tree.find_all(exp.Literal)):
+        ph = _placeholder_of(literal, by_key)
+        if ph is None:
+            continue
+        i = index[ph]
+        table, column = _actual(schema, ph)
+        parent = literal.parent
+        other = None
+        if isinstance(parent, exp.EQ):
+            other = parent.left if parent.right is literal else parent.right
+        if (
+            isinstance(other, exp.Column)
+            and i not in projections
+            and _in_top_and_chain(parent, tree.args.get("where"))
+        ):
+            # Projection: the column itself carries every value; no combination loop.
+            projections[i] = other.copy()
+            strategies[i] = "project"
+            parent.replace(exp.true())
+            same = (
+                aliases.get(other.table.lower()) == table.lower()
+                and other.name.lower() == column.lower()
+            )
+            tree = tree.where(
+                exp.Not(this=exp.Is(this=other.copy(), expression=exp.Null())), copy=False
+            )
+            if not same:
+                domain = exp.select(exp.column(column, quoted=True)).from_(
+                    exp.to_table(exp.to_identifier(table, quoted=True).sql(dialect=dialect))
+                )
+                tree = tree.where(
+                    exp.In(this=other.copy(), query=exp.Subquery(this=domain)), copy=False
+                )
+            continue
+        # Any other use: cross join the distinct values of the placeholder's column.
+        alias = f"__d{i}"
+        if i not in projections:
+            values = (
+                exp.select(exp.alias_(exp.column(column, quoted=True), "v"))
+                .distinct()
+                .from_(exp.to_table(exp.to_identifier(table, quoted=True).sql(dialect=dialect)))
+                .where(
+                    exp.Not(
+                        this=exp.Is(this=exp.column(column, quoted=True), expression=exp.Null())
+                    )
+                )
+            )
+            tree = tree.join(
+                exp.alias_(exp.Subquery(this=values), alias), join_type="CROSS", copy=False
+            )
+            projections[i] = exp.column("v", table=alias)
+            strategies[i] = "cross-join"
+        literal.replace(projections[i].copy())
+    answer = tree.expressions[0].unalias()
+    has_aggregate = answer.find(exp.AggFunc) is not None
+    k = len(shape.placeholders)
+    tree.set(
+        "expressions",
+        [exp.alias_(projections[i], f"__p{i}") for i in range(k)]
+        + [exp.alias_(answer, "__answer")],
+    )
+    tree.set("order", None)
+    if has_aggregate:
+        keys = [projections[i].copy() for i in range(k)]
+        tree = tree.group_by(*keys, copy=False)
+    else:
+        tree.set("distinct", exp.Distinct())
+    tree = tree.order_by(*[exp.Literal.number(i + 1) for i in range(k)], copy=False)
+    counts = []
+    for ph in shape.placeholders:
+        table, column = _actual(schema, ph)
+        q_table = exp.to_identifier(table, quoted=True).sql(dialect=dialect)
+        q_column = exp.to_identifier(column, quoted=True).sql(dialect=dialect)
+        counts.append(f"SELECT COUNT(DISTINCT {q_column}) FROM {q_table}")
+    return Plan(
+        sql=tree.sql(dialect=dialect),
+        placeholders=shape.placeholders,
+        strategies=tuple(strategies[i] for i in range(k)),
+        count_sql=tuple(counts),
+    )
+
+
+def count_combinations(db: Database, plan_: Plan) -> int:
+    """The size of the Cartesian product of the placeholders' distinct non-NULL values."""
+    total = 1
+    for sql in plan_.count_sql:
+        total *= int(db.execute(sql).rows[0][0])
+    return total
+
+
+def iter_groups(db: Database, plan_: Plan, *, batch_size: int = 10_000) -> Iterator[Group]:
+    """Every combination that has an answer, with its distinct answers (sorted), streamed."""
+    k = len(plan_.placeholders)
+    keys = [ph.key for ph in plan_.placeholders]
+    rows = db.stream(plan_.sql, batch_size=batch_size)
+    for combo, members in itertools.groupby(rows, key=lambda row: row[:k]):
+        answers = {to_scalar(row[k]) for row in members}
+        ordered = sorted(answers, key=_sort_key) if len(answers) > 1 else list(answers)
+        yield Group(
+            bindings={key: to_scalar(v) for key, v in zip(keys, combo, strict=True)},
+            answers=ordered,
+        )
+
+
+def iter_unanswered(
+    db: Database, plan_: Plan, answered: set[tuple[Scalar, ...]]
+) -> Iterator[dict[str, Scalar]]:
+    """Bindings of the combinations without an answer (Cartesian product minus answered)."""
+    domains = []
+    for sql in plan_.count_sql:
+        distinct = sql.replace("SELECT COUNT(DISTINCT ", "SELECT DISTINCT ", 1).replace(
+            ") FROM ", " FROM ", 1
+        )
+        domains.append([to_scalar(r[0]) for r in db.stream(distinct) if r[0] is not None])
+    keys = [ph.key for ph in plan_.placeholders]
+    for combo in itertools.product(*(sorted(d, key=_sort_key) for d in domains)):
+        if combo not in answered:
+            yield dict(zip(keys, combo, strict=True))

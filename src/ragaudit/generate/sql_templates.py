@@ -1,0 +1,221 @@
+"""SQL templates: one query logic with GRAMMAR placeholders, e.g.
+``SELECT Industry FROM Client WHERE Name = '[Client.Name]'``.
+
+``templates/sql.yaml`` is the source of truth: users add, delete and edit templates by
+hand, ragaudit never overwrites it unless asked (``--overwrite``), and
+:func:`check_templates` revalidates it with errors that name the file and the line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+from sqlglot import exp
+
+from ragaudit.db.placeholders import Placeholder, find_placeholders
+from ragaudit.db.schema import SchemaInfo
+from ragaudit.db.validate import validate_select
+from ragaudit.errors import SQLValidationError, UserError
+from ragaudit.records.io import atomic_write_text
+from ragaudit.yamlfile import parse_yaml, validate_model, where
+
+Origin = Literal["enumerator", "llm", "reference", "user"]
+
+
+class TemplateFileError(UserError):
+    """A template file is malformed, or one of its templates is invalid."""
+
+
+class SqlTemplate(BaseModel):
+    """One SQL template as stored in ``templates/sql.yaml``.
+
+    ``tables``, ``placeholders`` and the counts are written by ragaudit for the reader;
+    only ``id``, ``sql`` and ``origin`` matter when the file is read back.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+    sql: str = Field(min_length=1)
+    origin: Origin = "user"
+    tables: list[str] = Field(default_factory=list)
+    placeholders: list[str] = Field(default_factory=list)
+    combinations: int | None = None
+    groups: int | None = None
+    multi_answer_groups: int | None = None
+    note: str | None = None
+
+    @property
+    def placeholder_list(self) -> list[Placeholder]:
+        """The template's placeholders, in order of first appearance."""
+        return find_placeholders(self.sql)
+
+
+class SqlTemplateFile(BaseModel):
+    """The whole ``templates/sql.yaml``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[1] = 1
+    templates: list[SqlTemplate] = Field(default_factory=list)
+
+
+@dataclass
+class LoadedTemplates:
+    """Templates read from a file, with the line of each one's ``sql`` for messages."""
+
+    path: Path
+    templates: list[SqlTemplate]
+    lines: dict[str, str]  # template id -> "file:line"
+
+
+def normalize_sql(sql: str) -> str:
+    """One spelling per template: surrounding blanks and a trailing ``;`` removed, runs of
+    white space folded (used to match templates across files)."""
+    return " ".join(sql.strip().rstrip(";").split())
+
+
+def template_id_for(sql: str, taken: set[str]) -> str:
+    """A readable, unique id: ``<answer column>-by-<placeholder columns>``."""
+    placeholders = find_placeholders(sql)
+    match = re.search(r"select\s+(?:distinct\s+)?(.+?)\s+from\s", sql, re.IGNORECASE | re.DOTALL)
+    answer = match.group(1).split(".")[-1] if match else "answer"
+    keys = "-".join(f"{p.table}-{p.column}" for p in placeholders) or "all"
+    base = re.sub(r"[^a-z0-9]+", "-", f"{answer}-by-{keys}".lower()).strip("-")[:80] or "t"
+    candidate, n = base, 2
+    while candidate in taken:
+        candidate, n = f"{base}-{n}", n + 1
+    taken.add(candidate)
+    return candidate
+
+
+def new_templates(
+    sqls: list[str], origin: Origin, taken: set[str] | None = None
+) -> list[SqlTemplate]:
+    """Templates for SQL strings, with fresh unique ids; duplicates (same normalized SQL)
+    are kept once."""
+    taken = set() if taken is None else taken
+    seen: set[str] = set()
+    out = []
+    for sql in sqls:
+        norm = normalize_sql(sql)
+        if norm in seen:
+            continue
+        seen.add(norm)
+        out.append(SqlTemplate(id=template_id_for(norm, taken), sql=norm, origin=origin))
+    return out
+
+
+# -- checking -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TemplateShape:
+    """What a valid template reads: its tables, placeholders and answer expression."""
+
+    tables: tuple[str, ...]
+    placeholders: tuple[Placeholder, ...]
+    answer: str
+
+
+def check_template(sql: str, schema: SchemaInfo, *, dialect: str | None = None) -> TemplateShape:
+    """Validate one template against the schema; :class:`SQLValidationError` says why not.
+
+    Beyond the database layer's checks (one read-only SELECT over known tables and
+    columns): exactly one projected column, at least one placeholder in WHERE, the question
+    must not give the answer away (no projected column compared to a placeholder), and no
+    LIMIT/OFFSET (set-based instantiation answers every combination at once).
+    """
+    validated = validate_select(sql, schema, dialect=dialect)
+    stmt = validated.expression
+    if not isinstance(stmt, exp.Select):
+        raise SQLValidationError("set operations (UNION, ...) are not supported in templates")
+    if len(stmt.expressions) != 1:
+        raise SQLValidationError(
+            f"a template returns exactly one column (the answer), this one returns "
+            f"{len(stmt.expressions)}"
+        )
+    if not validated.placeholders:
+        raise SQLValidationError("no placeholder: put at least one '[Table.Column]' in WHERE")
+    where_clause = stmt.args.get("where")
+    where_sql = where_clause.sql() if where_clause is not None else ""
+    if not any(ph.token in where_sql for ph in validated.placeholders):
+        raise SQLValidationError("no placeholder in WHERE: the question must name something")
+    if stmt.args.get("limit") is not None or stmt.args.get("offset") is not None:
+        raise SQLValidationError("LIMIT/OFFSET cannot apply per combination; remove it")
+    projected = {c.name.lower() for c in stmt.expressions[0].find_all(exp.Column)}
+    for literal in stmt.find_all(exp.Literal):
+        parent = literal.parent
+        if literal.is_string and literal.this.startswith("[") and isinstance(parent, exp.Binary):
+            other = parent.left if parent.right is literal else parent.right
+            if isinstance(other, exp.Column) and other.name.lower() in projected:
+                raise SQLValidationError(
+                    f"the answer column {other.name} is also compared to a placeholder: "
+                    "the question would give the answer away"
+                )
+    answer = stmt.expressions[0].sql()
+    return TemplateShape(validated.tables, validated.placeholders, answer)
+
+
+# -- files ----------------------------------------------------------------------------
+
+
+def load_templates(path: Path) -> LoadedTemplates:
+    """Read ``templates/sql.yaml``; structural errors name the file, the line and the key."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise TemplateFileError(
+            f"{path}: no such file (ragaudit templates sql writes one)"
+        ) from None
+    source = str(path)
+    data, root = parse_yaml(text, source, TemplateFileError)
+    if not isinstance(data, dict):
+        raise TemplateFileError(f"{source}:1: expected a mapping with a 'templates' list")
+    parsed = validate_model(SqlTemplateFile, data, source, root, TemplateFileError)
+    lines: dict[str, str] = {}
+    for i, template in enumerate(parsed.templates):
+        at = where(source, root, ("templates", i, "sql"))
+        if template.id in lines:
+            raise TemplateFileError(
+                f"{where(source, root, ('templates', i, 'id'))}: duplicate template id "
+                f"'{template.id}' (first at {lines[template.id]})"
+            )
+        lines[template.id] = at
+    return LoadedTemplates(path=path, templates=parsed.templates, lines=lines)
+
+
+_HEADER = """\
+# ragaudit SQL templates: the source of truth for `ragaudit generate`.
+# Edit, add or delete templates freely; `ragaudit templates check` revalidates this file,
+# and ragaudit never overwrites it unless you pass --overwrite.
+# A template returns one column (the answer) and names what the question is about with
+# placeholders '[Table.Column]' in WHERE. tables, placeholders and the counts are
+# written by ragaudit for you to read; they are recomputed, not read back.
+"""
+
+
+def save_templates(path: Path, templates: list[SqlTemplate]) -> None:
+    """Write the templates file atomically, one block per template."""
+    data = SqlTemplateFile(templates=templates).model_dump(mode="json", exclude_none=True)
+    body = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=10_000)
+    atomic_write_text(path, _HEADER + body)
+
+
+def import_reference_sql(path: Path, taken: set[str] | None = None) -> list[SqlTemplate]:
+    """Templates from the GRAMMAR reference tool's ``sql_templates.json``
+    (``{"('table',)": [sql, ...], ...}``)."""
+    try:
+        data: Any = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise TemplateFileError(f"{path}: cannot read reference templates: {exc}") from None
+    if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
+        raise TemplateFileError(f"{path}: expected {{table tuple: [SQL, ...]}}")
+    sqls = [str(sql) for group in data.values() for sql in group]
+    return new_templates(sqls, "reference", taken)
