@@ -42,6 +42,22 @@ ConfigOption = Annotated[
 ]
 
 
+ExampleOption = Annotated[
+    bool, typer.Option("--example", help="Use the example database bundled with ragaudit.")
+]
+DbOption = Annotated[str | None, typer.Option("--db", help="Database URL (overrides the config).")]
+
+
+def load_run(config_path: Path | None, example: bool = False, db: str | None = None) -> Config:
+    """The configuration with command-line overrides applied."""
+    config = resolve_config(config_path)
+    if example:
+        config.database.url = "example"
+    if db:
+        config.database.url = db
+    return config
+
+
 def _version_callback(value: bool) -> None:
     if value:
         console.print(f"ragaudit {__version__}")
@@ -146,11 +162,7 @@ def doctor(
     skip_llm: Annotated[bool, typer.Option("--skip-llm", help="Do not call the LLM.")] = False,
 ) -> None:
     """Check the setup: resolved configuration, database schema, and one LLM round trip."""
-    config = resolve_config(config_path)
-    if example:
-        config.database.url = "example"
-    if db:
-        config.database.url = db
+    config = load_run(config_path, example, db)
     if llm:
         config.llm.model = llm
     run = RunDir.from_config(config).create()
@@ -217,6 +229,198 @@ def doctor(
     console.print(f"run directory: {run.root}", markup=False)
     if failures:
         raise typer.Exit(code=1)
+
+
+templates_app = typer.Typer(
+    help="Make, edit and check the SQL and text templates of a run.", no_args_is_help=True
+)
+app.add_typer(templates_app, name="templates")
+
+
+@templates_app.command("sql")
+def templates_sql(
+    config_path: ConfigOption = None,
+    example: ExampleOption = False,
+    db: DbOption = None,
+    from_reference: Annotated[
+        Path | None,
+        typer.Option("--from-reference", help="Import a GRAMMAR sql_templates.json instead."),
+    ] = None,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace an existing templates/sql.yaml.")
+    ] = False,
+) -> None:
+    """Write templates/sql.yaml: SQL templates from the schema enumerator (offline) or an
+    imported reference file. An existing file is kept unless --overwrite."""
+    from ragaudit.pipeline.generation import make_sql_templates
+
+    config = load_run(config_path, example, db)
+    run = RunDir.from_config(config).create()
+    result = make_sql_templates(config, run, from_reference=from_reference, overwrite=overwrite)
+    if not result.written:
+        console.print(
+            f"{result.path} exists ({len(result.templates)} templates) and is kept: it may hold "
+            "your edits. Use --overwrite to regenerate it.",
+            markup=False,
+        )
+        return
+    table = Table(title=f"SQL templates -> {result.path}", title_justify="left")
+    table.add_column("id", overflow="fold")
+    table.add_column("placeholders", overflow="fold")
+    for header in ("combinations", "groups", "multi-answer"):
+        table.add_column(header, justify="right")
+    for t in result.templates:
+        table.add_row(
+            escape(t.id),
+            escape(", ".join(t.placeholders)),
+            str(t.combinations),
+            str(t.groups),
+            str(t.multi_answer_groups),
+        )
+    console.print(table)
+    for sql, reason in result.rejected:
+        err_console.print(f"rejected: {sql}: {reason}", markup=False)
+
+
+@templates_app.command("text")
+def templates_text(
+    config_path: ConfigOption = None,
+    example: ExampleOption = False,
+    db: DbOption = None,
+    from_reference: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--from-reference",
+            help="STYLE=PATH of a GRAMMAR text_templates_<style>.json (repeatable).",
+        ),
+    ] = None,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace an existing templates/text.yaml.")
+    ] = False,
+) -> None:
+    """Write templates/text.yaml: wordings of every SQL template in every style, from the
+    built-in verbalizer (offline) or imported reference files."""
+    from ragaudit.pipeline.generation import make_text_templates
+
+    config = load_run(config_path, example, db)
+    run = RunDir.from_config(config).create()
+    references: dict[str, Path] = {}
+    for item in from_reference or []:
+        style, sep, path = item.partition("=")
+        if not sep or not style or not path:
+            raise UserError(f"--from-reference {item!r}: expected STYLE=PATH")
+        references[style] = Path(path)
+    path, written, texts = make_text_templates(
+        config, run, references=references or None, overwrite=overwrite
+    )
+    counts = {}
+    for styles in texts.values():
+        for style, wordings in styles.items():
+            counts[style] = counts.get(style, 0) + len(wordings)
+    summary = ", ".join(f"{n} {style}" for style, n in counts.items())
+    if written:
+        console.print(
+            f"wrote {path}: {summary} text templates for {len(texts)} SQL templates", markup=False
+        )
+    else:
+        console.print(
+            f"{path} exists ({summary}) and is kept: use --overwrite to regenerate it.",
+            markup=False,
+        )
+
+
+@templates_app.command("check")
+def templates_check(
+    config_path: ConfigOption = None,
+    example: ExampleOption = False,
+    db: DbOption = None,
+) -> None:
+    """Revalidate templates/sql.yaml and templates/text.yaml against the database; each
+    problem names the file and the line."""
+    from ragaudit.pipeline.generation import check
+
+    config = load_run(config_path, example, db)
+    run = RunDir.from_config(config)
+    problems = check(config, run)
+    for problem in problems:
+        err_console.print(problem, markup=False)
+    if problems:
+        raise typer.Exit(code=1)
+    console.print("templates are valid", markup=False)
+
+
+@app.command("generate")
+def generate_cmd(
+    config_path: ConfigOption = None,
+    example: ExampleOption = False,
+    db: DbOption = None,
+    balanced: Annotated[
+        bool | None,
+        typer.Option("--balanced/--unbalanced", help="Same number of queries per style."),
+    ] = None,
+    allow_multi: Annotated[
+        bool | None, typer.Option("--allow-multi", help="Keep multi-answer groups as sets.")
+    ] = None,
+    include_unanswerable: Annotated[
+        bool | None,
+        typer.Option("--include-unanswerable", help="Emit combinations without an answer."),
+    ] = None,
+    max_groups_per_template: Annotated[
+        int | None,
+        typer.Option("--max-groups-per-template", min=1, help="Seeded sample per template."),
+    ] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="Sampling seed.")] = None,
+) -> None:
+    """Instantiate the templates into dataset.jsonl: one semantic group per instantiated SQL
+    query, each asked in every wording, with answers executed on the database."""
+    from rich.progress import MofNCompleteColumn, TimeElapsedColumn
+
+    from ragaudit.pipeline.generation import generate_dataset
+
+    config = load_run(config_path, example, db)
+    run = RunDir.from_config(config).create()
+    updates = {
+        "balanced": balanced,
+        "allow_multi": allow_multi,
+        "include_unanswerable": include_unanswerable,
+        "max_groups_per_template": max_groups_per_template,
+        "seed": seed,
+    }
+    options = config.generate.model_copy(update={k: v for k, v in updates.items() if v is not None})
+    from ragaudit.generate.sql_templates import load_templates
+
+    total = len(load_templates(run.templates_sql).templates)
+    with Progress(
+        TextColumn("generating"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("templates"),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+    ) as progress:
+        task = progress.add_task("templates", total=total)
+        stats = generate_dataset(
+            config, run, options, on_template=lambda _t, _s: progress.advance(task)
+        )
+    table2 = stats.table2()
+    table = Table(title=f"Dataset -> {run.dataset}", title_justify="left")
+    table.add_column("")
+    table.add_column("count", justify="right")
+    table.add_row("SQL templates", str(table2["sql_templates"]))
+    table.add_row("placeholder combinations", str(table2["combinations"]))
+    table.add_row("semantic groups", str(table2["semantic_groups"]))
+    table.add_row(
+        "multi-answer groups (kept)" if options.allow_multi else "multi-answer groups (dropped)",
+        str(table2["multi_answer_groups"]),
+    )
+    for style, n in table2["text_templates"].items():
+        table.add_row(f"text templates ({escape(style)})", str(n))
+    for style, n in table2["text_queries"].items():
+        table.add_row(f"text queries ({escape(style)})", str(n))
+    console.print(table)
+    for tid, why in table2["skipped_templates"].items():
+        err_console.print(f"skipped {tid}: {why}", markup=False)
 
 
 def main(argv: list[str] | None = None) -> None:

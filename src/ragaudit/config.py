@@ -107,6 +107,37 @@ class LLMConfig(_Strict):
         return key
 
 
+class GoldRule(_Strict):
+    """Which documents hold the answer: those keyed by a placeholder's value, or by another
+    column of the row the placeholder names (``id_column``), formatted by ``format``."""
+
+    placeholder: str = Field(pattern=r"^[^.\s]+\.[^.\s]+$", description="Table.Column")
+    id_column: str | None = None
+    format: str = "{value}"
+
+
+class GenerateOptions(_Strict):
+    """How templates become a dataset (the ``generate`` section of ragaudit.yaml)."""
+
+    allow_multi: bool = Field(False, description="Keep groups with several answers as sets.")
+    include_unanswerable: bool = Field(False, description="Emit combinations without answer.")
+    max_groups_per_template: int | None = Field(None, ge=1)
+    balanced: bool = Field(False, description="Same number of queries per group in every style.")
+    seed: int = 0
+    styles: list[str] | None = Field(None, description="Only these styles (default: all).")
+    gold_ids: list[GoldRule] = Field(default_factory=list)
+
+
+class TemplatesConfig(_Strict):
+    """How templates are made (the ``templates`` section)."""
+
+    per_style: int = Field(3, ge=1, le=50, description="Text templates per SQL template and style.")
+    styles: list[str] = Field(
+        default_factory=lambda: ["short", "long"], min_length=1, description="Wording styles."
+    )
+    seed: int = 0
+
+
 class Config(_Strict):
     """The whole ``ragaudit.yaml``."""
 
@@ -114,6 +145,8 @@ class Config(_Strict):
     run: RunConfig = Field(default_factory=RunConfig)
     database: DatabaseConfig = Field(default_factory=DatabaseConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)
+    templates: TemplatesConfig = Field(default_factory=TemplatesConfig)
+    generate: GenerateOptions = Field(default_factory=GenerateOptions)
 
     def masked_dict(self) -> dict[str, Any]:
         """The resolved configuration as plain data with every secret shown as ``***``
@@ -207,4 +240,21 @@ llm:
   # threads: 2           # example: local model CPU threads (default: all cores)
   context_size: 4096     # local model context window
   cache: true            # every call cached in <run>/cache/llm.sqlite; reruns are free
+
+templates:
+  per_style: 3           # text templates per SQL template and style
+  styles: [short, long]  # built-in: short (fragments), long (sentences of 30+ words)
+  seed: 0
+
+generate:
+  allow_multi: false           # keep groups with several answers (as set-valued answers)
+  include_unanswerable: false  # also emit combinations that have no answer
+  # max_groups_per_template: 1000   # example: seeded sample of groups per template
+  balanced: false              # same number of queries per group in every style
+  seed: 0
+  # gold_ids:                  # example: documents keyed by a placeholder's value
+  #   - placeholder: Project.Name
+  #   - placeholder: Client.Name
+  #     id_column: ClientId    # or by another column of that row
+  #     format: "client-{value}"
 """

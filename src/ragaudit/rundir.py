@@ -5,7 +5,7 @@ Layout (DESIGN.md)::
     runs/<name>/
       ragaudit.yaml            resolved configuration, secrets masked
       templates/sql.yaml       templates/text.yaml
-      dataset.jsonl
+      dataset.jsonl            dataset.stats.json
       responses/<system>.jsonl judgements/<system>.jsonl
       summary.json             report.html
       usage.json               LLM usage per step
@@ -58,6 +58,11 @@ class RunDir:
     @property
     def dataset(self) -> Path:
         return self.root / "dataset.jsonl"
+
+    @property
+    def dataset_stats(self) -> Path:
+        """Counts of the generated dataset (the paper's Table 2) and per template."""
+        return self.root / "dataset.stats.json"
 
     def responses(self, system: str) -> Path:
         """Responses of one system under test."""

@@ -13,8 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from ragaudit.config import GenerateOptions, GoldRule
 from ragaudit.db.engine import Database
 from ragaudit.db.schema import SchemaInfo
 from ragaudit.errors import ConfigError
@@ -23,31 +22,6 @@ from ragaudit.generate.instantiate import plan as plan_template
 from ragaudit.generate.sql_templates import SqlTemplate, TemplateFileError, normalize_sql
 from ragaudit.generate.text_templates import TextTemplates, fill, placeholder_problem
 from ragaudit.records.models import QueryRecord, Reference, Scalar, stable_id
-
-
-class GoldRule(BaseModel):
-    """Which documents hold the answer: those keyed by a placeholder's value, or by another
-    column of the row the placeholder names (``id_column``), formatted by ``format``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    placeholder: str = Field(pattern=r"^[^.\s]+\.[^.\s]+$", description="Table.Column")
-    id_column: str | None = None
-    format: str = "{value}"
-
-
-class GenerateOptions(BaseModel):
-    """How templates become a dataset (the ``generate`` section of ragaudit.yaml)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    allow_multi: bool = Field(False, description="Keep groups with several answers as sets.")
-    include_unanswerable: bool = Field(False, description="Emit combinations without answer.")
-    max_groups_per_template: int | None = Field(None, ge=1)
-    balanced: bool = Field(False, description="Same number of queries per group in every style.")
-    seed: int = 0
-    styles: list[str] | None = Field(None, description="Only these styles (default: all).")
-    gold_ids: list[GoldRule] = Field(default_factory=list)
 
 
 @dataclass

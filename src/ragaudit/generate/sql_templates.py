@@ -17,6 +17,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 from sqlglot import exp
+from sqlglot.optimizer.qualify import qualify
 
 from ragaudit.db.placeholders import Placeholder, find_placeholders
 from ragaudit.db.schema import SchemaInfo
@@ -81,13 +82,17 @@ def normalize_sql(sql: str) -> str:
     return " ".join(sql.strip().rstrip(";").split())
 
 
-def template_id_for(sql: str, taken: set[str]) -> str:
-    """A readable, unique id: ``<answer column>-by-<placeholder columns>``."""
-    placeholders = find_placeholders(sql)
-    match = re.search(r"select\s+(?:distinct\s+)?(.+?)\s+from\s", sql, re.IGNORECASE | re.DOTALL)
-    answer = match.group(1).split(".")[-1] if match else "answer"
-    keys = "-".join(f"{p.table}-{p.column}" for p in placeholders) or "all"
-    base = re.sub(r"[^a-z0-9]+", "-", f"{answer}-by-{keys}".lower()).strip("-")[:80] or "t"
+def template_id_for(sql: str, taken: set[str], name: str | None = None) -> str:
+    """A readable, unique id: ``name`` if given, else ``<answer>-by-<placeholder columns>``."""
+    if name is None:
+        placeholders = find_placeholders(sql)
+        match = re.search(
+            r"select\s+(?:distinct\s+)?(.+?)\s+from\s", sql, re.IGNORECASE | re.DOTALL
+        )
+        answer = match.group(1).split(".")[-1] if match else "answer"
+        keys = "-".join(f"{p.table}-{p.column}" for p in placeholders) or "all"
+        name = f"{answer}-by-{keys}"
+    base = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:80] or "t"
     candidate, n = base, 2
     while candidate in taken:
         candidate, n = f"{base}-{n}", n + 1
@@ -96,19 +101,23 @@ def template_id_for(sql: str, taken: set[str]) -> str:
 
 
 def new_templates(
-    sqls: list[str], origin: Origin, taken: set[str] | None = None
+    sqls: list[str],
+    origin: Origin,
+    taken: set[str] | None = None,
+    names: list[str] | None = None,
 ) -> list[SqlTemplate]:
-    """Templates for SQL strings, with fresh unique ids; duplicates (same normalized SQL)
-    are kept once."""
+    """Templates for SQL strings, with fresh unique ids (from ``names`` when given);
+    duplicates (same normalized SQL) are kept once."""
     taken = set() if taken is None else taken
     seen: set[str] = set()
     out = []
-    for sql in sqls:
+    for i, sql in enumerate(sqls):
         norm = normalize_sql(sql)
         if norm in seen:
             continue
         seen.add(norm)
-        out.append(SqlTemplate(id=template_id_for(norm, taken), sql=norm, origin=origin))
+        name = names[i] if names else None
+        out.append(SqlTemplate(id=template_id_for(norm, taken, name), sql=norm, origin=origin))
     return out
 
 
@@ -117,11 +126,14 @@ def new_templates(
 
 @dataclass(frozen=True)
 class TemplateShape:
-    """What a valid template reads: its tables, placeholders and answer expression."""
+    """What a valid template reads: its tables, placeholders and answer expression (and the
+    table and column the answer comes from, when it is a plain column)."""
 
     tables: tuple[str, ...]
     placeholders: tuple[Placeholder, ...]
     answer: str
+    answer_table: str | None = None
+    answer_column: str | None = None
 
 
 def check_template(sql: str, schema: SchemaInfo, *, dialect: str | None = None) -> TemplateShape:
@@ -132,6 +144,7 @@ def check_template(sql: str, schema: SchemaInfo, *, dialect: str | None = None) 
     must not give the answer away (no projected column compared to a placeholder), and no
     LIMIT/OFFSET (set-based instantiation answers every combination at once).
     """
+    dialect = dialect or {"postgresql": "postgres"}.get(schema.dialect, schema.dialect)
     validated = validate_select(sql, schema, dialect=dialect)
     stmt = validated.expression
     if not isinstance(stmt, exp.Select):
@@ -149,18 +162,36 @@ def check_template(sql: str, schema: SchemaInfo, *, dialect: str | None = None) 
         raise SQLValidationError("no placeholder in WHERE: the question must name something")
     if stmt.args.get("limit") is not None or stmt.args.get("offset") is not None:
         raise SQLValidationError("LIMIT/OFFSET cannot apply per combination; remove it")
-    projected = {c.name.lower() for c in stmt.expressions[0].find_all(exp.Column)}
-    for literal in stmt.find_all(exp.Literal):
+    # Compare fully qualified columns: t.Name and r.Name are different columns.
+    qualified = qualify(
+        stmt.copy(), schema=schema.mapping(), dialect=dialect, validate_qualify_columns=False
+    )
+    tables = {t.alias_or_name.lower(): t.name.lower() for t in qualified.find_all(exp.Table)}
+
+    def ident(column: exp.Column) -> tuple[str, str]:
+        return (tables.get(column.table.lower(), column.table.lower()), column.name.lower())
+
+    projected = {ident(c) for c in qualified.expressions[0].find_all(exp.Column)}
+    for literal in qualified.find_all(exp.Literal):
         parent = literal.parent
         if literal.is_string and literal.this.startswith("[") and isinstance(parent, exp.Binary):
             other = parent.left if parent.right is literal else parent.right
-            if isinstance(other, exp.Column) and other.name.lower() in projected:
+            if isinstance(other, exp.Column) and ident(other) in projected:
                 raise SQLValidationError(
                     f"the answer column {other.name} is also compared to a placeholder: "
                     "the question would give the answer away"
                 )
     answer = stmt.expressions[0].sql()
-    return TemplateShape(validated.tables, validated.placeholders, answer)
+    answer_table = answer_column = None
+    column = qualified.expressions[0].unalias()
+    if isinstance(column, exp.Column):
+        table_info = schema.table(tables.get(column.table.lower(), ""))
+        column_info = table_info.column(column.name) if table_info else None
+        if table_info is not None and column_info is not None:
+            answer_table, answer_column = table_info.name, column_info.name
+    return TemplateShape(
+        validated.tables, validated.placeholders, answer, answer_table, answer_column
+    )
 
 
 # -- files ----------------------------------------------------------------------------

@@ -1,0 +1,119 @@
+"""The built-in verbalizer: text templates without an LLM, so the whole path works offline.
+
+Wordings come from table and column names (``SupervisorOrManager`` -> "supervisor or
+manager", ``graduation_college`` -> "graduation college") put into a phrase bank per style,
+chosen with a seed. ``short`` wordings are fragments of a few words, without articles or
+conjunctions; ``long`` ones are complete sentences of at least 30 words with context, as in
+the paper's Table 6.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+from ragaudit.db.schema import SchemaInfo
+from ragaudit.errors import UserError
+from ragaudit.generate.sql_templates import SqlTemplate, check_template
+
+BUILT_IN_STYLES = ("short", "long")
+
+_SHORT_ONE = [
+    "{answer} of {entity} '{k}'",
+    "{entity} '{k}' {answer}",
+    "{answer} for '{k}'",
+    "Get {answer} of '{k}'",
+    "'{k}' {answer}?",
+    "Find {entity} '{k}' {answer}",
+    "Look up {answer}, {entity} '{k}'",
+]
+_SHORT_TWO = [
+    "{answer} for {entity} '{k}', {entity2} '{k2}'",
+    "{entity} '{k}', {entity2} '{k2}': {answer}",
+    "Get {answer} of '{k}' at '{k2}'",
+    "{answer}, '{k}' with '{k2}'",
+    "Find {answer}: {entity} '{k}', {entity2} '{k2}'",
+]
+_LONG_ONE = [
+    "I am going through the records that we keep about every {entity} in our organisation, "
+    "and I would like to know the {answer} that is recorded for the {entity} whose {key} is "
+    "'{k}'. Could you please tell me what it is?",
+    "For a report that I am preparing about our {entity} records, I need one specific detail: "
+    "please look up the {entity} identified by the {key} '{k}' and tell me which {answer} is "
+    "listed for it.",
+    "Could you help me with a question about a single {entity}? In the information that we "
+    "hold, the {entity} with the {key} '{k}' has a {answer} on record, and I would like you to "
+    "tell me exactly what that {answer} is.",
+    "A colleague asked me about the {entity} known by the {key} '{k}', and neither of us could "
+    "remember its {answer}, so I am hoping that you can find the {answer} of this particular "
+    "{entity} in the available documents.",
+    "While checking the details of one {entity} in our files, namely the one whose {key} is "
+    "'{k}', I realised that I do not know its {answer}; please find that {answer} and give it "
+    "to me as precisely as you can.",
+]
+_LONG_TWO = [
+    "I am going through our records and I would like to know the {answer} that is recorded "
+    "for the {entity} whose {key} is '{k}' together with the {entity2} whose {key2} is "
+    "'{k2}'. Could you please tell me what it is?",
+    "For a report that I am preparing, I need one specific detail about how two records "
+    "relate: the {entity} '{k}' and the {entity2} '{k2}'. Please look them up and tell me the "
+    "{answer} that is listed for this pair.",
+    "Could you help me with a question that involves both the {entity} with the {key} '{k}' "
+    "and the {entity2} with the {key2} '{k2}'? I would like to know exactly which {answer} our "
+    "information records for the two of them.",
+    "A colleague asked me about the connection between the {entity} '{k}' and the {entity2} "
+    "'{k2}', and we could not remember the {answer}, so I am hoping that you can find that "
+    "{answer} in the available documents for us.",
+]
+
+
+def words(identifier: str) -> str:
+    """``SupervisorOrManager`` / ``graduation_college`` / ``HTTPCode`` -> lower-case words."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", " ", identifier)
+    return " ".join(spaced.replace("_", " ").replace("-", " ").lower().split())
+
+
+def verbalize(
+    template: SqlTemplate, schema: SchemaInfo, style: str, n: int = 3, seed: int = 0
+) -> list[str]:
+    """``n`` distinct wordings of ``template`` in a built-in style, chosen with ``seed``."""
+    if style not in BUILT_IN_STYLES:
+        raise UserError(
+            f"style '{style}' has no built-in wording: the verbalizer knows "
+            f"{', '.join(BUILT_IN_STYLES)}; use the LLM generator for other styles"
+        )
+    shape = check_template(template.sql, schema)
+    if len(shape.placeholders) > 2:
+        raise UserError(f"{template.id}: the verbalizer words templates of 1 or 2 placeholders")
+    if shape.answer_column is None:
+        answer = "count" if "count" in shape.answer.lower() else words(shape.answer)
+    else:
+        answer = words(shape.answer_column)
+        placeholder_tables = {p.table.lower() for p in shape.placeholders}
+        if shape.answer_table and shape.answer_table.lower() not in placeholder_tables:
+            # A lookup across tables: say whose attribute it is ("client industry").
+            answer = f"{words(shape.answer_table)} {answer}"
+    first = shape.placeholders[0]
+    values = {
+        "answer": answer,
+        "entity": words(first.table),
+        "key": words(first.column),
+        "k": f"[{first.table}.{first.column}]",
+    }
+    if len(shape.placeholders) == 2:
+        second = shape.placeholders[1]
+        values |= {
+            "entity2": words(second.table),
+            "key2": words(second.column),
+            "k2": f"[{second.table}.{second.column}]",
+        }
+        bank = _SHORT_TWO if style == "short" else _LONG_TWO
+    else:
+        bank = _SHORT_ONE if style == "short" else _LONG_ONE
+    rng = random.Random(f"{seed}:{template.id}:{style}")
+    chosen = rng.sample(bank, min(n, len(bank)))
+    out = []
+    for pattern in chosen:
+        text = pattern.format(**values)
+        out.append(text[0].upper() + text[1:] if text[0].isalpha() else text)
+    return out
