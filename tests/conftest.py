@@ -3,6 +3,7 @@ small databases in each supported engine holding the same awkward values."""
 
 from __future__ import annotations
 
+import datetime
 import os
 import sqlite3
 from collections.abc import Iterator
@@ -28,8 +29,20 @@ DDL = [
     "CREATE TABLE person (id INTEGER PRIMARY KEY, name TEXT, code TEXT NOT NULL, role TEXT)",
     "CREATE TABLE badge (badge_id INTEGER PRIMARY KEY, person_id INTEGER REFERENCES person(id),"
     " colour TEXT)",
+    # A real DATE column, a composite primary key, no primary key, and no rows at all.
+    "CREATE TABLE event (title TEXT PRIMARY KEY, happened DATE, place TEXT)",
+    "CREATE TABLE assignment (person_id INTEGER REFERENCES person(id), project_code TEXT,"
+    " hours INTEGER, PRIMARY KEY (person_id, project_code))",
+    "CREATE TABLE loose (label TEXT, shade TEXT)",
+    "CREATE TABLE empty_thing (name TEXT, colour TEXT)",
 ]
 BADGES = [(10, 1, "red"), (11, 2, "blue"), (12, 2, "green")]
+EVENTS = [
+    ("Kick-off", datetime.date(2023, 3, 1), "Orrin"),
+    ("Handover", datetime.date(2024, 12, 20), "Eastmere"),
+]
+ASSIGNMENTS = [(1, "P-1", 10), (1, "P-2", 5), (2, "P-1", 7)]
+LOOSE = [("alpha", "pale"), ("beta", "dark"), ("gamma", "pale")]
 
 
 def _fill(execute) -> None:  # type: ignore[no-untyped-def]
@@ -39,6 +52,12 @@ def _fill(execute) -> None:  # type: ignore[no-untyped-def]
         execute("INSERT INTO person VALUES (%s, %s, %s, %s)", row)
     for row in BADGES:
         execute("INSERT INTO badge VALUES (%s, %s, %s)", row)
+    for row in EVENTS:
+        execute("INSERT INTO event VALUES (%s, %s, %s)", row)
+    for row in ASSIGNMENTS:
+        execute("INSERT INTO assignment VALUES (%s, %s, %s)", row)
+    for row in LOOSE:
+        execute("INSERT INTO loose VALUES (%s, %s)", row)
 
 
 @pytest.fixture
@@ -64,7 +83,12 @@ def postgres_server() -> Iterator[pg.PostgresServer]:
 
 def sqlite_people(path: Path) -> str:
     conn = sqlite3.connect(path)
-    _fill(lambda sql, params: conn.execute(sql.replace("%s", "?"), params or ()))
+    to_text = lambda v: v.isoformat() if isinstance(v, datetime.date) else v  # noqa: E731
+    _fill(
+        lambda sql, params: conn.execute(
+            sql.replace("%s", "?"), tuple(to_text(v) for v in params or ())
+        )
+    )
     conn.commit()
     conn.close()
     return f"sqlite:///{path}"

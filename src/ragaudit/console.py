@@ -8,8 +8,9 @@ from rich.table import Table
 
 from ragaudit.llm.usage import UsageMeter
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+# soft_wrap: a message stays one line however wide the terminal (tables still fit it).
+console = Console(highlight=False, soft_wrap=True)
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def usage_table(meter: UsageMeter) -> Table:

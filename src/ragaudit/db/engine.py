@@ -193,13 +193,20 @@ class Database:
         """Yield the rows of one read-only statement in batches, without holding them all
         in memory (server-side cursors where the driver has them)."""
         timeout = timeout_s or self.timeout_s
-        with self._errors(timeout), self.engine.connect() as conn:
-            conn = conn.execution_options(stream_results=True, yield_per=batch_size)
-            with _deadline(conn, self.dialect, timeout):
-                result = conn.execute(self._clause(statement), params or {})
-                for batch in result.partitions(batch_size):
-                    for row in batch:
-                        yield tuple(row)
+        # Streaming is set on the query alone: on PostgreSQL it becomes a server-side
+        # cursor, which the timeout's SET LOCAL must not go through.
+        clause = self._clause(statement).execution_options(
+            stream_results=True, yield_per=batch_size
+        )
+        with (
+            self._errors(timeout),
+            self.engine.connect() as conn,
+            _deadline(conn, self.dialect, timeout),
+        ):
+            result = conn.execute(clause, params or {})
+            for batch in result.partitions(batch_size):
+                for row in batch:
+                    yield tuple(row)
 
     def dispose(self) -> None:
         """Close pooled connections."""

@@ -74,6 +74,7 @@ class LoadedTextTemplates:
     path: Path
     templates: TextTemplates
     lines: dict[tuple[str, str], str]
+    item_lines: dict[tuple[str, str], list[str]]
 
 
 def load_text_templates(path: Path) -> LoadedTextTemplates:
@@ -95,6 +96,7 @@ def load_text_templates(path: Path) -> LoadedTextTemplates:
         raise TemplateFileError(f"{where(source, root, ('templates',))}: expected a mapping")
     out: TextTemplates = {}
     lines: dict[tuple[str, str], str] = {}
+    item_lines: dict[tuple[str, str], list[str]] = {}
     for tid, styles in templates.items():
         if not isinstance(styles, dict):
             raise TemplateFileError(
@@ -107,7 +109,10 @@ def load_text_templates(path: Path) -> LoadedTextTemplates:
                 raise TemplateFileError(f"{at}: templates.{tid}.{style}: expected a list of texts")
             out.setdefault(str(tid), {})[str(style)] = texts
             lines[(str(tid), str(style))] = at
-    return LoadedTextTemplates(path=path, templates=out, lines=lines)
+            item_lines[(str(tid), str(style))] = [
+                where(source, root, ("templates", tid, style, i)) for i in range(len(texts))
+            ]
+    return LoadedTextTemplates(path=path, templates=out, lines=lines, item_lines=item_lines)
 
 
 _HEADER = """\

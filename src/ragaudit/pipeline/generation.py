@@ -170,10 +170,13 @@ def check(config: Config, run: RunDir) -> list[str]:
             if template is None:
                 problems.append(f"{at}: templates.{tid}: no SQL template has this id")
                 continue
+            item_lines = texts.item_lines[(tid, style)]
             for i, text in enumerate(texts.templates[tid][style]):
                 problem = placeholder_problem(text, template.placeholder_list)
                 if problem:
-                    problems.append(f"{at}: templates.{tid}.{style}[{i}]: {problem}: {text!r}")
+                    problems.append(
+                        f"{item_lines[i]}: templates.{tid}.{style}[{i}]: {problem}: {text!r}"
+                    )
     db.dispose()
     return problems
 

@@ -1,0 +1,155 @@
+"""Set-based instantiation on real SQLite, DuckDB and PostgreSQL databases holding the
+awkward values: quotes, unicode, NULL, numbers stored as text, dates, composite keys."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragaudit.config import GenerateOptions
+from ragaudit.db import Database, introspect
+from ragaudit.generate import (
+    DatasetStats,
+    SqlTemplate,
+    count_combinations,
+    generate,
+    iter_groups,
+    plan,
+)
+from ragaudit.generate.enumerate import enumerate_templates
+
+
+def _groups(url: str, sql: str) -> dict[tuple, list]:
+    db = Database(url)
+    schema = introspect(db)
+    plan_ = plan(sql, schema, dialect=db.sqlglot_dialect)
+    return {tuple(g.bindings.values()): g.answers for g in iter_groups(db, plan_)}
+
+
+def _dataset(url: str, sqls: dict[str, str], **options) -> tuple[list, DatasetStats]:  # type: ignore[no-untyped-def]
+    db = Database(url)
+    schema = introspect(db)
+    templates = [SqlTemplate(id=tid, sql=sql) for tid, sql in sqls.items()]
+    texts = {}
+    for t in templates:
+        tokens = " ".join(f"'[{p.key}]'" for p in t.placeholder_list)
+        texts[t.id] = {"short": [f"{t.id} {tokens}"], "long": [f"Tell me {t.id} {tokens}"]}
+    stats = DatasetStats()
+    records = list(generate(db, schema, templates, texts, GenerateOptions(**options), stats=stats))
+    return records, stats
+
+
+def test_quotes_unicode_and_numbers_as_text_are_exact(people_db_url: str) -> None:
+    by_name = _groups(people_db_url, "SELECT role FROM person WHERE name = '[person.name]'")
+    assert by_name == {
+        ("O'Brien",): ["surveyor"],
+        ('Zoë "Z" Ng',): ["modeller"],
+        ("Plain Name",): ["engineer"],
+    }  # the NULL name is not a question anyone can ask
+    by_code = _groups(people_db_url, "SELECT role FROM person WHERE code = '[person.code]'")
+    assert by_code[("0042",)] == ["engineer"] and by_code[("42",)] == ["modeller"]
+
+
+def test_null_answers_are_explicit(people_db_url: str) -> None:
+    records, _ = _dataset(
+        people_db_url, {"name-by-code": "SELECT name FROM person WHERE code = '[person.code]'"}
+    )
+    nameless = [r for r in records if r.bindings == {"person.code": "13"}]
+    assert nameless and all(r.reference.is_null for r in nameless)
+    assert nameless[0].query == "name-by-code '13'"
+
+
+def test_dates_become_iso_text(people_db_url: str) -> None:
+    groups = _groups(people_db_url, "SELECT happened FROM event WHERE title = '[event.title]'")
+    assert groups == {("Kick-off",): ["2023-03-01"], ("Handover",): ["2024-12-20"]}
+
+
+def test_multi_answer_groups_are_dropped_or_kept_as_sets(people_db_url: str) -> None:
+    sql = {
+        "colour": "SELECT b.colour FROM badge AS b JOIN person AS p ON b.person_id = p.id "
+        "WHERE p.name = '[person.name]'"
+    }
+    dropped, stats = _dataset(people_db_url, sql)
+    assert {r.bindings["person.name"] for r in dropped} == {"O'Brien"}
+    assert stats.templates[0].multi_answer_groups == 1
+    kept, _ = _dataset(people_db_url, sql, allow_multi=True)
+    zoe = next(r for r in kept if r.bindings["person.name"] == 'Zoë "Z" Ng')
+    assert zoe.reference.values == ["blue", "green"] and zoe.reference.is_set
+
+
+def test_composite_key_join_and_unanswerable_combinations(people_db_url: str) -> None:
+    sql = {
+        "hours": "SELECT a.hours FROM assignment AS a JOIN person AS p ON a.person_id = p.id "
+        "WHERE p.name = '[person.name]' AND a.project_code = '[assignment.project_code]'"
+    }
+    answered, stats = _dataset(people_db_url, sql)
+    assert stats.templates[0].combinations == 3 * 2  # 3 named people x 2 project codes
+    assert {
+        (r.bindings["person.name"], r.bindings["assignment.project_code"], r.reference.values[0])
+        for r in answered
+    } == {("O'Brien", "P-1", 10), ("O'Brien", "P-2", 5), ('Zoë "Z" Ng', "P-1", 7)}
+    everything, stats = _dataset(people_db_url, sql, include_unanswerable=True)
+    blanks = [r for r in everything if r.label == "unanswerable"]
+    assert stats.templates[0].unanswerable == 3
+    assert {r.reference.values == [] for r in blanks} == {True}
+    assert len({r.group_id for r in everything}) == 6
+
+
+def test_placeholders_outside_equality_use_a_cross_join(people_db_url: str) -> None:
+    groups = _groups(people_db_url, "SELECT COUNT(*) FROM person WHERE code > '[person.code]'")
+    # '0042' < '007' < '13' < '42' as text; nothing is greater than '42', so no group.
+    assert groups == {("0042",): [3], ("007",): [2], ("13",): [1]}
+
+
+def test_sampling_is_bounded_and_seeded(people_db_url: str) -> None:
+    sql = {"role": "SELECT role FROM person WHERE code = '[person.code]'"}
+    first, _ = _dataset(people_db_url, sql, max_groups_per_template=2, seed=1)
+    again, _ = _dataset(people_db_url, sql, max_groups_per_template=2, seed=1)
+    assert len({r.group_id for r in first}) == 2
+    assert [r.query_id for r in first] == [r.query_id for r in again]
+
+
+def test_enumerator_handles_no_primary_key_empty_and_composite_tables(people_db_url: str) -> None:
+    db = Database(people_db_url)
+    schema = introspect(db)
+    templates = enumerate_templates(db, schema)
+    ids = {t.id for t in templates}
+    assert "shade-by-loose-label" in ids  # a table without a primary key
+    assert "happened-by-event-title" in ids and "place-by-event-title" in ids
+    assert not any("empty" in t.sql.lower() for t in templates)  # no rows, no questions
+    assert not any(
+        p.column.lower() in {"id", "badge_id", "person_id"}
+        for t in templates
+        for p in t.placeholder_list
+    )
+    for t in templates:
+        plan_ = plan(t.sql, schema, dialect=db.sqlglot_dialect)
+        assert next(iter_groups(db, plan_), None) is not None, t.id
+        assert count_combinations(db, plan_) >= 1
+
+
+def test_group_ids_do_not_depend_on_the_engine(people_db_url: str, tmp_path) -> None:
+    from tests.conftest import sqlite_people
+
+    sql = {"role": "SELECT role FROM person WHERE name = '[person.name]'"}
+    here, _ = _dataset(people_db_url, sql)
+    there, _ = _dataset(sqlite_people(tmp_path / "ref.sqlite"), sql)
+    assert sorted(r.query_id for r in here) == sorted(r.query_id for r in there)
+
+
+@pytest.mark.parametrize(
+    ("sql", "reason"),
+    [
+        ("SELECT role, code FROM person WHERE name = '[person.name]'", "exactly one column"),
+        ("SELECT role FROM person", "no placeholder"),
+        ("SELECT name FROM person WHERE name = '[person.name]'", "give the answer away"),
+        ("SELECT role FROM person WHERE name = '[person.name]' LIMIT 1", "LIMIT"),
+        ("SELECT role FROM person WHERE name = '[person.nickname]'", "unknown column"),
+    ],
+)
+def test_invalid_templates_are_rejected_with_a_reason(sql: str, reason: str, tmp_path) -> None:
+    from ragaudit.errors import SQLValidationError
+    from tests.conftest import sqlite_people
+
+    db = Database(sqlite_people(tmp_path / "p.sqlite"))
+    with pytest.raises(SQLValidationError, match=reason):
+        plan(sql, introspect(db), dialect="sqlite")
