@@ -6,8 +6,10 @@ non-zero exit status and no traceback; anything else is a bug and keeps its trac
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -21,6 +23,7 @@ from ragaudit import __version__
 from ragaudit.config import DEFAULT_CONFIG_NAME, EXAMPLE_CONFIG, Config, load_config
 from ragaudit.console import console, err_console, usage_table
 from ragaudit.errors import ConfigError, UserError
+from ragaudit.llm.client import LLMClient
 from ragaudit.rundir import RunDir
 from ragaudit.secrets import redact
 
@@ -48,14 +51,47 @@ ExampleOption = Annotated[
 DbOption = Annotated[str | None, typer.Option("--db", help="Database URL (overrides the config).")]
 
 
-def load_run(config_path: Path | None, example: bool = False, db: str | None = None) -> Config:
+LLMOption = Annotated[
+    str | None,
+    typer.Option("--llm", help="LLM: local, local:/path.gguf or openai:<model> (overrides)."),
+]
+
+
+def load_run(
+    config_path: Path | None, example: bool = False, db: str | None = None, llm: str | None = None
+) -> Config:
     """The configuration with command-line overrides applied."""
     config = resolve_config(config_path)
     if example:
         config.database.url = "example"
     if db:
         config.database.url = db
+    if llm:
+        config.llm.model = llm
     return config
+
+
+@contextlib.contextmanager
+def llm_for(config: Config, run: RunDir, step: str, needed: bool) -> Iterator[LLMClient | None]:
+    """The run's cached LLM client for one step (None when the step needs none); its usage
+    is printed and merged into usage.json at the end."""
+    if not needed:
+        yield None
+        return
+    from ragaudit.llm import make_llm
+    from ragaudit.llm.usage import UsageMeter
+
+    if config.llm.backend == "local" and not config.llm.model_name:
+        _prepare_embedded_model()
+    meter = UsageMeter()
+    client = make_llm(config.llm, cache_path=run.llm_cache, meter=meter)
+    try:
+        with meter.step(step):
+            yield client
+    finally:
+        client.close()
+        console.print(usage_table(meter))
+        meter.write(run.usage)
 
 
 def _version_callback(value: bool) -> None:
@@ -152,19 +188,14 @@ def doctor(
     db: Annotated[
         str | None, typer.Option("--db", help="Database URL (overrides the config).")
     ] = None,
-    llm: Annotated[
-        str | None,
-        typer.Option("--llm", help="LLM: local, local:/path.gguf or openai:<model> (overrides)."),
-    ] = None,
+    llm: LLMOption = None,
     prompt: Annotated[
         str, typer.Option("--prompt", help="What to ask the LLM for the round trip.")
     ] = "In one short sentence: why test a RAG system with questions whose answers are known?",
     skip_llm: Annotated[bool, typer.Option("--skip-llm", help="Do not call the LLM.")] = False,
 ) -> None:
     """Check the setup: resolved configuration, database schema, and one LLM round trip."""
-    config = load_run(config_path, example, db)
-    if llm:
-        config.llm.model = llm
+    config = load_run(config_path, example, db, llm=llm)
     run = RunDir.from_config(config).create()
     run.write_config(config)
 
@@ -249,14 +280,23 @@ def templates_sql(
     overwrite: Annotated[
         bool, typer.Option("--overwrite", help="Replace an existing templates/sql.yaml.")
     ] = False,
+    generator: Annotated[
+        str | None, typer.Option("--generator", help="enumerator or llm (overrides the config).")
+    ] = None,
+    llm: LLMOption = None,
 ) -> None:
-    """Write templates/sql.yaml: SQL templates from the schema enumerator (offline) or an
-    imported reference file. An existing file is kept unless --overwrite."""
+    """Write templates/sql.yaml: SQL templates from the schema enumerator (offline), the
+    LLM, or an imported reference file. An existing file is kept unless --overwrite."""
     from ragaudit.pipeline.generation import make_sql_templates
 
-    config = load_run(config_path, example, db)
+    config = load_run(config_path, example, db, llm=llm)
+    if generator:
+        config.templates.sql_generator = generator  # type: ignore[assignment]
     run = RunDir.from_config(config).create()
-    result = make_sql_templates(config, run, from_reference=from_reference, overwrite=overwrite)
+    with llm_for(config, run, "templates", config.templates.sql_generator == "llm") as client:
+        result = make_sql_templates(
+            config, run, from_reference=from_reference, overwrite=overwrite, llm=client
+        )
     if not result.written:
         console.print(
             f"{result.path} exists ({len(result.templates)} templates) and is kept: it may hold "
@@ -297,12 +337,18 @@ def templates_text(
     overwrite: Annotated[
         bool, typer.Option("--overwrite", help="Replace an existing templates/text.yaml.")
     ] = False,
+    generator: Annotated[
+        str | None, typer.Option("--generator", help="verbalizer or llm (overrides the config).")
+    ] = None,
+    llm: LLMOption = None,
 ) -> None:
     """Write templates/text.yaml: wordings of every SQL template in every style, from the
-    built-in verbalizer (offline) or imported reference files."""
+    built-in verbalizer (offline), the LLM, or imported reference files."""
     from ragaudit.pipeline.generation import make_text_templates
 
-    config = load_run(config_path, example, db)
+    config = load_run(config_path, example, db, llm=llm)
+    if generator:
+        config.templates.text_generator = generator  # type: ignore[assignment]
     run = RunDir.from_config(config).create()
     references: dict[str, Path] = {}
     for item in from_reference or []:
@@ -310,9 +356,14 @@ def templates_text(
         if not sep or not style or not path:
             raise UserError(f"--from-reference {item!r}: expected STYLE=PATH")
         references[style] = Path(path)
-    path, written, texts = make_text_templates(
-        config, run, references=references or None, overwrite=overwrite
-    )
+    use_llm = config.templates.text_generator == "llm" and not references
+    with llm_for(config, run, "templates", use_llm) as client:
+        result = make_text_templates(
+            config, run, references=references or None, overwrite=overwrite, llm=client
+        )
+    path, written, texts = result.path, result.written, result.texts
+    for tid, style, text, reason in result.rejected:
+        err_console.print(f"rejected ({tid}, {style}): {text!r}: {reason}", markup=False)
     counts = {}
     for styles in texts.values():
         for style, wordings in styles.items():

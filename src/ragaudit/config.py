@@ -131,9 +131,28 @@ class GenerateOptions(_Strict):
 class TemplatesConfig(_Strict):
     """How templates are made (the ``templates`` section)."""
 
+    sql_generator: Literal["enumerator", "llm"] = Field(
+        "enumerator", description="SQL templates from the schema enumerator (offline) or the LLM."
+    )
+    text_generator: Literal["verbalizer", "llm"] = Field(
+        "verbalizer", description="Text templates from the built-in verbalizer or the LLM."
+    )
+    targets: list[Literal["tables", "foreign_keys", "associations"]] = Field(
+        default_factory=lambda: ["tables", "foreign_keys", "associations"],
+        min_length=1,
+        description="What the LLM writes templates for: single tables, pairs joined by a "
+        "foreign key, tables linked through an association table.",
+    )
+    criteria: list[str] = Field(
+        default_factory=list, description="Extra criteria for the LLM's SQL templates."
+    )
     per_style: int = Field(3, ge=1, le=50, description="Text templates per SQL template and style.")
     styles: list[str] = Field(
         default_factory=lambda: ["short", "long"], min_length=1, description="Wording styles."
+    )
+    style_instructions: dict[str, str] = Field(
+        default_factory=dict,
+        description="Instruction of each user-defined style (built-in: short, long).",
     )
     seed: int = 0
 
@@ -242,8 +261,14 @@ llm:
   cache: true            # every call cached in <run>/cache/llm.sqlite; reruns are free
 
 templates:
-  per_style: 3           # text templates per SQL template and style
-  styles: [short, long]  # built-in: short (fragments), long (sentences of 30+ words)
+  sql_generator: enumerator    # or llm (writes templates for the targets below)
+  text_generator: verbalizer   # or llm (needed for styles other than short and long)
+  targets: [tables, foreign_keys, associations]
+  # criteria: ["Only ask about current projects"]   # example: extra criteria for the LLM
+  per_style: 3                 # text templates per SQL template and style
+  styles: [short, long]        # built-in: short (fragments), long (sentences of 30+ words)
+  # style_instructions:        # example: a user-defined style for the LLM
+  #   polite: "Courteous requests that start with 'Could you please'."
   seed: 0
 
 generate:

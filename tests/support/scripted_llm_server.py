@@ -17,6 +17,7 @@ import contextlib
 import json
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,6 +63,8 @@ class ScriptedLLMServer:
         self.host = host
         self.port = 0
         self.script: deque[Reply] = deque()
+        # When the script is empty: content from the request body, if a responder is set.
+        self.responder: Callable[[dict[str, Any]], str] | None = None
         self.requests: list[dict[str, Any]] = []
         self.headers_seen: list[dict[str, str]] = []
         self.in_flight = 0
@@ -172,11 +175,12 @@ class ScriptedLLMServer:
             messages = body.get("messages") or [{}]
             prompt_words = sum(len(str(m.get("content", "")).split()) for m in messages)
             if reply is None or (reply.status == 200 and reply.body is None):
-                content = (
-                    reply.content
-                    if reply is not None and reply.content is not None
-                    else ("echo: " + str(messages[-1].get("content", "")))
-                )
+                if reply is not None and reply.content is not None:
+                    content = reply.content
+                elif self.responder is not None:
+                    content = self.responder(body)
+                else:
+                    content = "echo: " + str(messages[-1].get("content", ""))
                 payload = json.dumps(_completion(content, body.get("model", "?"), prompt_words))
                 await self._send(writer, 200, payload, reply.headers if reply else {})
             else:

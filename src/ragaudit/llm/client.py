@@ -94,8 +94,9 @@ class LLMClient:
             self._semaphores[loop] = sem
         return sem
 
-    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run a coroutine from synchronous code on this client's private event loop."""
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run a coroutine from synchronous code on this client's private event loop (its
+        HTTP sessions are reused from one call to the next)."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -157,7 +158,7 @@ class LLMClient:
 
     def complete(self, messages: Messages, params: GenerationParams | None = None) -> Completion:
         """Synchronous :meth:`acomplete`."""
-        return self._run(self.acomplete(messages, params))
+        return self.run(self.acomplete(messages, params))
 
     async def asample(
         self, messages: Messages, k: int, params: GenerationParams | None = None
@@ -176,7 +177,7 @@ class LLMClient:
         self, messages: Messages, k: int, params: GenerationParams | None = None
     ) -> list[Completion]:
         """Synchronous :meth:`asample`."""
-        return self._run(self.asample(messages, k, params))
+        return self.run(self.asample(messages, k, params))
 
     # -- structured completions -----------------------------------------------------------
 
@@ -247,7 +248,7 @@ class LLMClient:
         attempts: int | None = None,
     ) -> Any:
         """Synchronous :meth:`acomplete_json`."""
-        return self._run(self.acomplete_json(messages, schema, params, attempts=attempts))
+        return self.run(self.acomplete_json(messages, schema, params, attempts=attempts))
 
     async def acomplete_lines(
         self,
@@ -295,7 +296,7 @@ class LLMClient:
         attempts: int | None = None,
     ) -> list[T]:
         """Synchronous :meth:`acomplete_lines`."""
-        return self._run(
+        return self.run(
             self.acomplete_lines(
                 messages, item, params, min_items=min_items, max_items=max_items, attempts=attempts
             )

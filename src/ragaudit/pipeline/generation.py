@@ -3,6 +3,7 @@ check`` and ``generate``."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +14,12 @@ from ragaudit.errors import ConfigError, UserError
 from ragaudit.generate.dataset import DatasetStats, TemplateStats, generate
 from ragaudit.generate.enumerate import enumerate_templates
 from ragaudit.generate.instantiate import count_combinations, iter_groups, plan
+from ragaudit.generate.llm_templates import (
+    STYLE_INSTRUCTIONS,
+    LLMTextResult,
+    llm_sql_templates,
+    llm_text_templates,
+)
 from ragaudit.generate.sql_templates import (
     SqlTemplate,
     TemplateFileError,
@@ -30,6 +37,7 @@ from ragaudit.generate.text_templates import (
     save_text_templates,
 )
 from ragaudit.generate.verbalize import verbalize
+from ragaudit.llm.client import LLMClient
 from ragaudit.records.io import atomic_write_json, write_jsonl_atomic
 from ragaudit.rundir import RunDir
 
@@ -83,8 +91,10 @@ def make_sql_templates(
     *,
     from_reference: Path | None = None,
     overwrite: bool = False,
+    llm: LLMClient | None = None,
 ) -> SqlTemplatesResult:
-    """Write ``templates/sql.yaml`` from the schema enumerator or a reference JSON file.
+    """Write ``templates/sql.yaml`` from the schema enumerator, the LLM
+    (``templates.sql_generator: llm``) or a reference JSON file.
 
     An existing file is the user's: it is kept as it is unless ``overwrite``.
     """
@@ -92,11 +102,21 @@ def make_sql_templates(
     if path.exists() and not overwrite:
         return SqlTemplatesResult(path, False, load_templates(path).templates, [])
     db, schema = open_database(config)
-    candidates = (
-        import_reference_sql(from_reference) if from_reference else enumerate_templates(db, schema)
-    )
-    kept: list[SqlTemplate] = []
     rejected: list[tuple[str, str]] = []
+    if from_reference:
+        candidates = import_reference_sql(from_reference)
+    elif config.templates.sql_generator == "llm":
+        if llm is None:
+            raise ConfigError("templates.sql_generator is llm but no LLM client was given")
+        result = llm.run(
+            llm_sql_templates(
+                llm, db, schema, list(config.templates.targets), config.templates.criteria
+            )
+        )
+        candidates, rejected = result.templates, list(result.rejected)
+    else:
+        candidates = enumerate_templates(db, schema)
+    kept: list[SqlTemplate] = []
     for template in candidates:
         try:
             counted = template_counts(db, schema, template)
@@ -113,24 +133,65 @@ def make_sql_templates(
     return SqlTemplatesResult(path, True, kept, rejected)
 
 
+@dataclass
+class TextTemplatesResult:
+    """What ``templates text`` did."""
+
+    path: Path
+    written: bool
+    texts: TextTemplates
+    rejected: list[tuple[str, str, str, str]]  # template id, style, text, reason
+
+
+def style_instructions(config: Config) -> dict[str, str]:
+    """The instruction of every configured style (built-in or from the config)."""
+    out = {}
+    for style in config.templates.styles:
+        instruction = config.templates.style_instructions.get(style) or STYLE_INSTRUCTIONS.get(
+            style
+        )
+        if instruction is None:
+            raise ConfigError(
+                f"templates.styles: style '{style}' needs an instruction in "
+                f"templates.style_instructions.{style}"
+            )
+        out[style] = instruction
+    return out
+
+
 def make_text_templates(
     config: Config,
     run: RunDir,
     *,
     references: dict[str, Path] | None = None,
     overwrite: bool = False,
-) -> tuple[Path, bool, TextTemplates]:
-    """Write ``templates/text.yaml``: from reference files (``{style: path}``) or the
-    built-in verbalizer for every configured style. An existing file is kept unless
-    ``overwrite``."""
+    llm: LLMClient | None = None,
+) -> TextTemplatesResult:
+    """Write ``templates/text.yaml``: from reference files (``{style: path}``), the LLM
+    (``templates.text_generator: llm``) or the built-in verbalizer, for every configured
+    style. An existing file is kept unless ``overwrite``."""
     path = run.templates_text
     if path.exists() and not overwrite:
-        return path, False, load_text_templates(path).templates
+        return TextTemplatesResult(path, False, load_text_templates(path).templates, [])
     sql = load_templates(run.templates_sql).templates
     texts: TextTemplates = {}
+    rejected: list[tuple[str, str, str, str]] = []
     if references:
         for style, ref in references.items():
             import_reference_text(ref, style, sql, into=texts)
+    elif config.templates.text_generator == "llm":
+        if llm is None:
+            raise ConfigError("templates.text_generator is llm but no LLM client was given")
+        styles = style_instructions(config)
+        client = llm
+
+        async def all_templates() -> list[LLMTextResult]:
+            jobs = [llm_text_templates(client, t, styles, config.templates.per_style) for t in sql]
+            return list(await asyncio.gather(*jobs))
+
+        for template, result in zip(sql, llm.run(all_templates()), strict=True):
+            texts[template.id] = result.texts
+            rejected += [(template.id, *item) for item in result.rejected]
     else:
         db, schema = open_database(config)
         for template in sql:
@@ -141,7 +202,7 @@ def make_text_templates(
                 texts.setdefault(template.id, {})[style] = dedupe(wordings)
         db.dispose()
     save_text_templates(path, texts)
-    return path, True, texts
+    return TextTemplatesResult(path, True, texts, rejected)
 
 
 def check(config: Config, run: RunDir) -> list[str]:
