@@ -8,8 +8,9 @@ at most ``max_groups_per_template`` groups per template).
 
 from __future__ import annotations
 
+import itertools
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,7 +18,13 @@ from ragaudit.config import GenerateOptions, GoldRule
 from ragaudit.db.engine import Database
 from ragaudit.db.schema import SchemaInfo
 from ragaudit.errors import ConfigError
-from ragaudit.generate.instantiate import Group, count_combinations, iter_groups, iter_unanswered
+from ragaudit.generate.instantiate import (
+    Group,
+    Plan,
+    count_combinations,
+    iter_groups,
+    iter_unanswered,
+)
 from ragaudit.generate.instantiate import plan as plan_template
 from ragaudit.generate.sql_templates import SqlTemplate, TemplateFileError, normalize_sql
 from ragaudit.generate.text_templates import TextTemplates, fill, placeholder_problem
@@ -111,10 +118,11 @@ class GoldResolver:
         return ids
 
 
-def _sample(groups: Iterator[Group], limit: int | None, rng: random.Random) -> list[Group]:
-    """All groups, or a seeded uniform sample of ``limit`` of them (reservoir), in order."""
+def _sample(groups: Iterator[Group], limit: int | None, rng: random.Random) -> Iterable[Group]:
+    """All groups (streamed), or a seeded uniform sample of ``limit`` of them (reservoir,
+    in their original order)."""
     if limit is None:
-        return list(groups)
+        return groups
     reservoir: list[tuple[int, Group]] = []
     for n, group in enumerate(groups):
         if n < limit:
@@ -183,14 +191,28 @@ def generate(
                         continue
                 yield group
 
-        kept = _sample(counted(iter_groups(db, plan_)), options.max_groups_per_template, rng)
+        kept: Iterable[Group] = _sample(
+            counted(iter_groups(db, plan_)), options.max_groups_per_template, rng
+        )
         if options.include_unanswerable:
-            blanks = (Group(bindings=b, answers=[]) for b in iter_unanswered(db, plan_, answered))
-            unanswered = _sample(blanks, options.max_groups_per_template, rng)
-            tstats.unanswerable = len(unanswered)
-            kept += unanswered
-        tstats.kept_groups = len(kept)
+
+            def unanswered(
+                tstats: TemplateStats = tstats,
+                plan_: Plan = plan_,
+                answered: set[tuple[Scalar, ...]] = answered,
+                rng: random.Random = rng,
+            ) -> Iterator[Group]:
+                # Runs after every answered group was seen, so `answered` is complete.
+                blanks = (
+                    Group(bindings=b, answers=[]) for b in iter_unanswered(db, plan_, answered)
+                )
+                for group in _sample(blanks, options.max_groups_per_template, rng):
+                    tstats.unanswerable += 1
+                    yield group
+
+            kept = itertools.chain(kept, unanswered())
         for group in kept:
+            tstats.kept_groups += 1
             gid = group_id(template, group.bindings)
             reference = Reference.from_values(group.answers)
             gold_ids = gold(group.bindings)
