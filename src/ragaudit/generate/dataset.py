@@ -211,6 +211,11 @@ def generate(
                     yield group
 
             kept = itertools.chain(kept, unanswered())
+        text_ids = {
+            (style, wording): f"{template.id}:{style}:{stable_id(wording, length=8)}"
+            for style, wordings in styles.items()
+            for wording in wordings
+        }
         for group in kept:
             tstats.kept_groups += 1
             gid = group_id(template, group.bindings)
@@ -218,7 +223,7 @@ def generate(
             gold_ids = gold(group.bindings)
             for style, wordings in styles.items():
                 for wording in wordings:
-                    text_id = f"{template.id}:{style}:{stable_id(wording, length=8)}"
+                    text_id = text_ids[(style, wording)]
                     yield QueryRecord(
                         query_id="q-" + stable_id(gid, style, wording),
                         group_id=gid,

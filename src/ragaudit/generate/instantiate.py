@@ -70,7 +70,7 @@ class Plan:
     count_sql: tuple[str, ...]  # per placeholder: COUNT(DISTINCT) of its column
 
 
-@dataclass
+@dataclass(slots=True)
 class Group:
     """One semantic group: an instantiated SQL query, its bindings and its answers."""
 
@@ -226,18 +226,47 @@ def count_combinations(db: Database, plan_: Plan) -> int:
     return total
 
 
+_PLAIN = frozenset({str, int, type(None)})
+
+
+def _scalar(value: Any) -> Scalar:
+    # The common types pass straight through: this runs once per row at scale.
+    return value if type(value) in _PLAIN else to_scalar(value)
+
+
+def _group(keys: list[str], combo: Any, answers: list[Any], single: bool) -> Group:
+    if single:
+        bindings = {keys[0]: _scalar(combo)}
+    else:
+        bindings = {key: _scalar(v) for key, v in zip(keys, combo, strict=True)}
+    values = [_scalar(a) for a in answers]
+    if len(values) > 1:
+        values = sorted(set(values), key=_sort_key)
+    return Group(bindings=bindings, answers=values)
+
+
 def iter_groups(db: Database, plan_: Plan, *, batch_size: int = 10_000) -> Iterator[Group]:
-    """Every combination that has an answer, with its distinct answers (sorted), streamed."""
+    """Every combination that has an answer, with its distinct answers (sorted), streamed.
+
+    Rows arrive ordered by the placeholder columns, so a group ends where the key changes.
+    """
     k = len(plan_.placeholders)
     keys = [ph.key for ph in plan_.placeholders]
-    rows = db.stream(plan_.sql, batch_size=batch_size)
-    for combo, members in itertools.groupby(rows, key=lambda row: row[:k]):
-        answers = {to_scalar(row[k]) for row in members}
-        ordered = sorted(answers, key=_sort_key) if len(answers) > 1 else list(answers)
-        yield Group(
-            bindings={key: to_scalar(v) for key, v in zip(keys, combo, strict=True)},
-            answers=ordered,
-        )
+    single = k == 1
+    current: Any = None
+    answers: list[Any] = []
+    for row in db.stream(plan_.sql, batch_size=batch_size):
+        combo = row[0] if single else row[:k]
+        answer = row[k]
+        if answers and combo == current:
+            if answer not in answers:
+                answers.append(answer)
+            continue
+        if answers:
+            yield _group(keys, current, answers, single)
+        current, answers = combo, [answer]
+    if answers:
+        yield _group(keys, current, answers, single)
 
 
 def iter_unanswered(
