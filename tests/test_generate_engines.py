@@ -153,3 +153,16 @@ def test_invalid_templates_are_rejected_with_a_reason(sql: str, reason: str, tmp
     db = Database(sqlite_people(tmp_path / "p.sqlite"))
     with pytest.raises(SQLValidationError, match=reason):
         plan(sql, introspect(db), dialect="sqlite")
+
+
+def test_gold_ids_from_a_value_or_a_looked_up_column(people_db_url: str) -> None:
+    from ragaudit.config import GoldRule
+
+    sql = {"role": "SELECT role FROM person WHERE name = '[person.name]'"}
+    rules = [
+        GoldRule(placeholder="person.name", id_column="id", format="doc-{value}"),
+        GoldRule(placeholder="person.name"),
+    ]
+    records, _ = _dataset(people_db_url, sql, gold_ids=rules)
+    obrien = next(r for r in records if r.bindings["person.name"] == "O'Brien")
+    assert obrien.gold_ids == ["doc-1", "O'Brien"]

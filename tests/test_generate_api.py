@@ -1,0 +1,35 @@
+"""The Python API mirrors the CLI, for notebooks: the same steps on the same run files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ragaudit.config import Config
+from ragaudit.pipeline.generation import (
+    check,
+    generate_dataset,
+    make_sql_templates,
+    make_text_templates,
+)
+from ragaudit.records import QueryRecord, read_jsonl
+from ragaudit.rundir import RunDir
+
+
+def test_the_pipeline_from_python(tmp_path: Path) -> None:
+    config = Config.model_validate(
+        {
+            "run": {"root": str(tmp_path), "name": "nb"},
+            "database": {"url": "example"},
+            "templates": {"per_style": 2},
+        }
+    )
+    run = RunDir.from_config(config).create()
+    sql = make_sql_templates(config, run)
+    assert sql.written and sql.templates and not sql.rejected
+    text = make_text_templates(config, run)
+    assert all(len(styles["short"]) == 2 for styles in text.texts.values())
+    assert check(config, run) == []
+    stats = generate_dataset(config, run, config.generate.model_copy(update={"balanced": True}))
+    records = list(read_jsonl(run.dataset, QueryRecord))
+    assert len(records) == sum(stats.table2()["text_queries"].values())
+    assert {r.variant for r in records} == {"short", "long"}
