@@ -3,6 +3,7 @@ numbers, so that every error can say ``file:line: dotted.key: message``."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -22,6 +23,21 @@ def parse_yaml(text: str, source: str, error: type[UserError] = UserError) -> tu
         problem = getattr(exc, "problem", None) or str(exc)
         raise error(f"{where}: invalid YAML: {problem}") from None
     return data, root
+
+
+def read_yaml(
+    path: Path, missing_hint: str, error: type[UserError] = UserError
+) -> tuple[Any, Any, str]:
+    """Read and parse a YAML file: ``(data, node tree, source name)``. A missing file is an
+    ``error`` that says what writes it (``missing_hint``)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise error(f"{path}: no such file ({missing_hint})") from None
+    except OSError as exc:
+        raise error(f"{path}: cannot read: {exc.strerror}") from None
+    data, root = parse_yaml(text, str(path), error)
+    return data, root, str(path)
 
 
 def line_of(root: yaml.Node | None, path: tuple[Any, ...]) -> int | None:

@@ -24,7 +24,7 @@ from ragaudit.db.schema import SchemaInfo
 from ragaudit.db.validate import validate_select
 from ragaudit.errors import SQLValidationError, UserError
 from ragaudit.records.io import atomic_write_text
-from ragaudit.yamlfile import parse_yaml, validate_model, where
+from ragaudit.yamlfile import read_yaml, validate_model, where
 
 Origin = Literal["enumerator", "llm", "reference", "user"]
 
@@ -199,14 +199,7 @@ def check_template(sql: str, schema: SchemaInfo, *, dialect: str | None = None) 
 
 def load_templates(path: Path) -> LoadedTemplates:
     """Read ``templates/sql.yaml``; structural errors name the file, the line and the key."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise TemplateFileError(
-            f"{path}: no such file (ragaudit templates sql writes one)"
-        ) from None
-    source = str(path)
-    data, root = parse_yaml(text, source, TemplateFileError)
+    data, root, source = read_yaml(path, "ragaudit templates sql writes one", TemplateFileError)
     if not isinstance(data, dict):
         raise TemplateFileError(f"{source}:1: expected a mapping with a 'templates' list")
     parsed = validate_model(SqlTemplateFile, data, source, root, TemplateFileError)

@@ -18,7 +18,7 @@ import yaml
 from ragaudit.db.placeholders import Placeholder
 from ragaudit.generate.sql_templates import SqlTemplate, TemplateFileError, normalize_sql
 from ragaudit.records.io import atomic_write_text
-from ragaudit.yamlfile import parse_yaml, where
+from ragaudit.yamlfile import read_yaml, where
 
 # [Table.Column] in a text template; the quotes around it, if any, are the wording's own.
 TOKEN = re.compile(r"\[\s*([^\[\]'.]+?)\s*\.\s*([^\[\]'.]+?)\s*\]")
@@ -79,14 +79,7 @@ class LoadedTextTemplates:
 
 def load_text_templates(path: Path) -> LoadedTextTemplates:
     """Read ``templates/text.yaml``; errors name the file, the line and the key."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise TemplateFileError(
-            f"{path}: no such file (ragaudit templates text writes one)"
-        ) from None
-    source = str(path)
-    data, root = parse_yaml(text, source, TemplateFileError)
+    data, root, source = read_yaml(path, "ragaudit templates text writes one", TemplateFileError)
     if not isinstance(data, dict) or set(data) - {"schema_version", "templates"}:
         raise TemplateFileError(f"{source}:1: expected 'schema_version' and 'templates' only")
     if data.get("schema_version", 1) != 1:
