@@ -133,8 +133,6 @@ REFERENCE = REPO.parent / "shared" / "reference" / "grammar"
 def grammar_reference() -> Path:
     """The GRAMMAR reference data (test data outside the project; absent in a user's clone)."""
     if not REFERENCE.is_dir():
-        message = f"GRAMMAR reference data not found at {REFERENCE} (../shared is absent)"
-        if IN_CI:
-            pytest.fail(message)
-        pytest.skip(message)
+        # A user's clone has no ../shared (in their CI too): skip, saying why.
+        pytest.skip(f"GRAMMAR reference data not found at {REFERENCE} (../shared is absent)")
     return REFERENCE
