@@ -101,6 +101,8 @@ def _text_responder(body: dict[str, Any]) -> str:
     messages = body["messages"]
     first_ask = len(messages) == 2
     if "30 words" in messages[1]["content"]:  # the long style
+        if first_ask:
+            return "Which industry is '[Client.Name]' in?"  # far too short for long
         long = (
             "Could you tell me, since I am preparing a detailed overview of all of our "
             "clients and their markets for the board, which industry the client named "
@@ -117,7 +119,7 @@ def _text_responder(body: dict[str, Any]) -> str:
 
 def test_text_templates_need_exactly_the_placeholders(llm_server: ScriptedLLMServer) -> None:
     llm_server.responder = _text_responder
-    styles = {"short": "few words", "long": "at least 30 words"}
+    styles = {"short": "few words", "long": "at least 30 words"}  # the built-in style names
     with _llm(llm_server) as llm:
         result = llm.run(llm_text_templates(llm, TEMPLATE, styles, n=3))
     assert result.texts["short"] == [
@@ -133,6 +135,10 @@ def test_text_templates_need_exactly_the_placeholders(llm_server: ScriptedLLMSer
     )
     assert "missing" in reasons[("short", "industry of '[client.name]'")]
     assert reasons[("short", "Industry of '[Client.Name]'!")] == "near-duplicate"
+    assert reasons[("long", "Which industry is '[Client.Name]' in?")] == (
+        "5 words; the long style needs at least 30"
+    )
+    assert all(len(text.split()) >= 30 for text in result.texts["long"])
     # The second ask carried the rejections back to the model.
     reask = next(r for r in llm_server.requests if len(r["messages"]) == 4)
     assert "missing placeholder Client.Name" in reask["messages"][-1]["content"]

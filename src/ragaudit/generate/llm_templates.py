@@ -250,6 +250,24 @@ STYLE_INSTRUCTIONS = {
 }
 
 
+# Length rules of the built-in styles (the paper's Table 6): checked, not only asked for.
+STYLE_WORDS = {"short": (1, 12), "long": (30, 400)}
+
+
+def style_problem(style: str, text: str) -> str | None:
+    """Why ``text`` does not fit a built-in style's length, or None."""
+    bounds = STYLE_WORDS.get(style)
+    if bounds is None:
+        return None
+    n = len(text.split())
+    low, high = bounds
+    if n < low:
+        return f"{n} words; the {style} style needs at least {low}"
+    if n > high:
+        return f"{n} words; the {style} style allows at most {high}"
+    return None
+
+
 def text_prompt(template: SqlTemplate, style: str, instruction: str, n: int) -> Messages:
     """Ask for ``n`` wordings of a SQL template in one style."""
     tokens = ", ".join(f"'[{p.key}]'" for p in template.placeholder_list)
@@ -293,7 +311,9 @@ async def llm_text_templates(
             reply = (await llm.acomplete(conversation)).text
             problems = []
             for line in parse_lines(reply):
-                problem = placeholder_problem(line, template.placeholder_list)
+                problem = placeholder_problem(line, template.placeholder_list) or style_problem(
+                    style, line
+                )
                 if problem:
                     result.rejected.append((style, line, problem))
                     problems.append(f"{line!r}: {problem}")
