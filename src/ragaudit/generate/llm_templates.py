@@ -246,7 +246,10 @@ STYLE_INSTRUCTIONS = {
     "short": "Short, fragmentary queries of a few words, like search-box input: no articles, "
     "no conjunctions, no full sentences.",
     "long": "Complete, natural sentences of at least 30 words that give some context about why "
-    "the information is needed before asking for it.",
+    "the information is needed before asking for it. For example: 'I am preparing an overview "
+    "of our records for a meeting with the management team next week, and for that I need to "
+    "know one detail about a particular client: in which industry does it work?' (with the "
+    "placeholder where the client is named)",
 }
 
 
@@ -307,8 +310,15 @@ async def llm_text_templates(
     async def one(style: str, instruction: str) -> None:
         conversation = list(text_prompt(template, style, instruction, n))
         kept: list[str] = []
-        for _ in range(attempts):
-            reply = (await llm.acomplete(conversation)).text
+        for attempt in range(attempts):
+            # Re-asks sample: at temperature 0 a model tends to repeat the rejected lines.
+            params = None
+            if attempt:
+                base = llm.default_params
+                params = base.model_copy(
+                    update={"temperature": 0.7, "seed": (base.seed or 0) + attempt}
+                )
+            reply = (await llm.acomplete(conversation, params)).text
             problems = []
             for line in parse_lines(reply):
                 problem = placeholder_problem(line, template.placeholder_list) or style_problem(
