@@ -1,0 +1,66 @@
+"""Examples from the files systems leave behind: ragaudit's own records, or the neutral
+JSON Lines of results from systems ragaudit did not run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Literal
+
+from ragaudit.analysis.metrics import Example
+from ragaudit.records.io import RecordFileError, iter_jsonl_dicts
+from ragaudit.records.models import Judgement, QueryRecord
+
+RetrievalRule = Literal["same_set", "any_hit", "all_gold"]
+NEUTRAL_FIELDS = ("query_id", "group_id", "variant", "correct")
+
+
+def retrieval_correct(
+    retrieved: list[str], gold: list[str] | None, rule: RetrievalRule = "same_set"
+) -> bool | None:
+    """Whether retrieval found the answer's documents: the same set (the paper's rule), at
+    least one gold document, or every gold document. None when there are no gold ids."""
+    if gold is None:
+        return None
+    got, want = set(retrieved), set(gold)
+    if rule == "same_set":
+        return got == want
+    if rule == "any_hit":
+        return bool(got & want)
+    return want <= got
+
+
+def read_neutral(
+    path: Path, *, system: str | None = None, rule: RetrievalRule = "same_set"
+) -> Iterator[Example]:
+    """Examples from a neutral JSONL file (query_id, group_id, template_id, variant, query,
+    reference, response, retrieved_ids, gold_ids, correct)."""
+    name = system or path.stem
+    for number, row in iter_jsonl_dicts(path):
+        missing = [f for f in NEUTRAL_FIELDS if f not in row]
+        if missing:
+            raise RecordFileError(f"{path}:{number}: missing {', '.join(missing)}")
+        if not isinstance(row["correct"], bool):
+            raise RecordFileError(f"{path}:{number}: correct: expected true or false")
+        yield Example(
+            query_id=str(row["query_id"]),
+            group_id=str(row["group_id"]),
+            variant=str(row["variant"]),
+            correct=row["correct"],
+            retrieval_correct=retrieval_correct(
+                list(row.get("retrieved_ids") or []), row.get("gold_ids"), rule
+            ),
+            system=str(row.get("system") or name),
+        )
+
+
+def from_records(
+    queries: Iterator[QueryRecord], judgements: Iterator[Judgement]
+) -> Iterator[Example]:
+    """Examples from a run: the dataset joined with one system's judgements by query id."""
+    index = {q.query_id: (q.group_id, q.variant) for q in queries}
+    for j in judgements:
+        if j.query_id not in index:
+            raise RecordFileError(f"judgement for unknown query {j.query_id} ({j.system})")
+        group, variant = index[j.query_id]
+        yield Example(j.query_id, group, variant, j.correct, j.retrieval_correct, j.system)

@@ -1,0 +1,192 @@
+"""Semantic groups, their tags, and the GRAMMAR metrics, per system and variant.
+
+Definitions (grammar-v2 section 4.3), all computed within one system and one variant:
+
+* a **group** is one semantic group (an instantiated SQL query) and its text queries;
+* a group is a **gap** if every query is answered incorrectly, **robust** if every one is
+  answered correctly, **non-robust** otherwise;
+* **accuracy** = correct / total;
+* **robustness** R = correct / (total - examples in gap groups);
+* **gap fraction** lambda = examples in gap groups / total, so accuracy = R x (1 - lambda);
+* **accuracy_retrieval** = examples whose retrieval was correct / total (the retrieval
+  module alone: the language model's errors removed);
+* **robustness_retrieval** = retrieval-correct examples among those outside gap groups /
+  (total - examples in gap groups);
+* **acc_retrieval_db** = 1 - gap groups / groups; across variants, a group counts as a gap
+  of the retrieval database only if it is a gap in every variant.
+
+Every proportion carries its counts and a 95% Wilson interval.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Tag = Literal["gap", "robust", "non-robust"]
+
+
+@dataclass(frozen=True, slots=True)
+class Example:
+    """One judged answer: which group and wording it belongs to, and its verdicts."""
+
+    query_id: str
+    group_id: str
+    variant: str
+    correct: bool
+    retrieval_correct: bool | None = None
+    system: str = "system"
+
+
+def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """The Wilson score interval of k successes in n trials (95% by default)."""
+    if n == 0:
+        return (0.0, 1.0)
+    p = k / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+@dataclass(frozen=True)
+class Proportion:
+    """k of n, with its value and 95% Wilson interval."""
+
+    k: int
+    n: int
+
+    @property
+    def value(self) -> float | None:
+        return self.k / self.n if self.n else None
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        return wilson(self.k, self.n)
+
+    def as_dict(self) -> dict[str, Any]:
+        low, high = self.interval
+        return {"value": self.value, "k": self.k, "n": self.n, "ci95": [low, high]}
+
+    def __str__(self) -> str:
+        if not self.n:
+            return "n/a"
+        low, high = self.interval
+        return f"{self.value:.2f} [{low:.2f}, {high:.2f}]"
+
+
+def group_tags(examples: Iterable[Example]) -> dict[str, Tag]:
+    """Each group's tag from its examples' correctness (one system, one variant)."""
+    seen: dict[str, list[bool]] = defaultdict(list)
+    for ex in examples:
+        seen[ex.group_id].append(ex.correct)
+    return {
+        gid: "gap" if not any(v) else "robust" if all(v) else "non-robust"
+        for gid, v in seen.items()
+    }
+
+
+@dataclass
+class VariantMetrics:
+    """All figures of one system and one variant."""
+
+    n_queries: int
+    n_groups: int
+    tags: dict[str, Tag]
+    accuracy: Proportion
+    robustness: Proportion
+    gap_fraction: Proportion
+    accuracy_retrieval: Proportion | None
+    robustness_retrieval: Proportion | None
+    acc_retrieval_db: Proportion
+
+    def tag_counts(self) -> dict[str, int]:
+        counts = {"gap": 0, "robust": 0, "non-robust": 0}
+        for tag in self.tags.values():
+            counts[tag] += 1
+        return counts
+
+    def as_dict(self) -> dict[str, Any]:
+        def opt(p: Proportion | None) -> dict[str, Any] | None:
+            return p.as_dict() if p is not None else None
+
+        return {
+            "n_queries": self.n_queries,
+            "n_groups": self.n_groups,
+            "groups": self.tag_counts(),
+            "accuracy": self.accuracy.as_dict(),
+            "robustness": self.robustness.as_dict(),
+            "gap_fraction": self.gap_fraction.as_dict(),
+            "accuracy_retrieval": opt(self.accuracy_retrieval),
+            "robustness_retrieval": opt(self.robustness_retrieval),
+            "acc_retrieval_db": self.acc_retrieval_db.as_dict(),
+        }
+
+
+def variant_metrics(examples: list[Example]) -> VariantMetrics:
+    """The metrics of one system and one variant (see the module docstring)."""
+    tags = group_tags(examples)
+    n = len(examples)
+    correct = sum(ex.correct for ex in examples)
+    outside = [ex for ex in examples if tags[ex.group_id] != "gap"]
+    in_gap = n - len(outside)
+    judged = [ex for ex in examples if ex.retrieval_correct is not None]
+    has_retrieval = len(judged) == n and n > 0
+    gap_groups = sum(1 for t in tags.values() if t == "gap")
+    return VariantMetrics(
+        n_queries=n,
+        n_groups=len(tags),
+        tags=tags,
+        accuracy=Proportion(correct, n),
+        robustness=Proportion(correct, n - in_gap),
+        gap_fraction=Proportion(in_gap, n),
+        accuracy_retrieval=Proportion(sum(bool(ex.retrieval_correct) for ex in examples), n)
+        if has_retrieval
+        else None,
+        robustness_retrieval=Proportion(
+            sum(bool(ex.retrieval_correct) for ex in outside), len(outside)
+        )
+        if has_retrieval
+        else None,
+        acc_retrieval_db=Proportion(len(tags) - gap_groups, len(tags)),
+    )
+
+
+@dataclass
+class SystemSummary:
+    """One system: metrics per variant, and the retrieval database judged across variants."""
+
+    system: str
+    variants: dict[str, VariantMetrics] = field(default_factory=dict)
+    acc_retrieval_db: Proportion = field(default_factory=lambda: Proportion(0, 0))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "system": self.system,
+            "acc_retrieval_db": self.acc_retrieval_db.as_dict(),
+            "variants": {v: m.as_dict() for v, m in self.variants.items()},
+        }
+
+
+def analyze(examples: Iterable[Example]) -> dict[str, SystemSummary]:
+    """Metrics for every system and variant; a group is a gap of the retrieval database
+    when it is a gap in every variant it appears in."""
+    by_system: dict[str, dict[str, list[Example]]] = defaultdict(lambda: defaultdict(list))
+    for ex in examples:
+        by_system[ex.system][ex.variant].append(ex)
+    out: dict[str, SystemSummary] = {}
+    for system, variants in sorted(by_system.items()):
+        summary = SystemSummary(system=system)
+        for variant, items in sorted(variants.items()):
+            summary.variants[variant] = variant_metrics(items)
+        groups: dict[str, list[Tag]] = defaultdict(list)
+        for metrics in summary.variants.values():
+            for gid, tag in metrics.tags.items():
+                groups[gid].append(tag)
+        always_gap = sum(1 for tags in groups.values() if all(t == "gap" for t in tags))
+        summary.acc_retrieval_db = Proportion(len(groups) - always_gap, len(groups))
+        out[system] = summary
+    return out

@@ -1,0 +1,63 @@
+"""The GRAMMAR metrics on small hand-made cases, and the Wilson interval."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragaudit.analysis import Example, analyze, group_tags, variant_metrics, wilson
+
+
+def _ex(
+    group: str, correct: bool, variant: str = "short", retrieval: bool | None = True, n: int = 0
+) -> Example:
+    return Example(f"{group}-{variant}-{n}", group, variant, correct, retrieval)
+
+
+def test_tags_accuracy_robustness_and_gap_fraction() -> None:
+    examples = [
+        _ex("a", True, n=0),
+        _ex("a", True, n=1),  # robust
+        _ex("b", True, n=0),
+        _ex("b", False, n=1),  # non-robust
+        _ex("c", False, n=0, retrieval=False),
+        _ex("c", False, n=1, retrieval=False),  # gap
+    ]
+    assert group_tags(examples) == {"a": "robust", "b": "non-robust", "c": "gap"}
+    m = variant_metrics(examples)
+    assert (m.accuracy.k, m.accuracy.n) == (3, 6)
+    assert (m.robustness.k, m.robustness.n) == (3, 4)
+    assert (m.gap_fraction.k, m.gap_fraction.n) == (2, 6)
+    assert (m.accuracy_retrieval.k, m.accuracy_retrieval.n) == (4, 6)
+    assert (m.robustness_retrieval.k, m.robustness_retrieval.n) == (4, 4)
+    assert (m.acc_retrieval_db.k, m.acc_retrieval_db.n) == (2, 3)
+
+
+def test_retrieval_database_gap_must_hold_in_every_variant() -> None:
+    examples = [
+        _ex("a", False, "short"),
+        _ex("a", True, "long"),
+        _ex("b", False, "short"),
+        _ex("b", False, "long"),
+    ]
+    summary = analyze(examples)["system"]
+    assert (summary.acc_retrieval_db.k, summary.acc_retrieval_db.n) == (1, 2)
+    assert summary.variants["short"].acc_retrieval_db.k == 0
+
+
+def test_without_retrieval_verdicts_retrieval_metrics_are_absent() -> None:
+    m = variant_metrics([_ex("a", True, retrieval=None)])
+    assert m.accuracy_retrieval is None and m.robustness_retrieval is None
+
+
+@pytest.mark.parametrize(
+    ("k", "n", "low", "high"),
+    [
+        (0, 10, 0.0, 0.2775),
+        (5, 10, 0.2366, 0.7634),
+        (10, 10, 0.7225, 1.0),
+        (50, 100, 0.4038, 0.5962),
+    ],
+)
+def test_wilson_interval_matches_known_values(k: int, n: int, low: float, high: float) -> None:
+    lo, hi = wilson(k, n)
+    assert lo == pytest.approx(low, abs=1e-4) and hi == pytest.approx(high, abs=1e-4)
