@@ -61,3 +61,10 @@ def test_without_retrieval_verdicts_retrieval_metrics_are_absent() -> None:
 def test_wilson_interval_matches_known_values(k: int, n: int, low: float, high: float) -> None:
     lo, hi = wilson(k, n)
     assert lo == pytest.approx(low, abs=1e-4) and hi == pytest.approx(high, abs=1e-4)
+
+
+def test_interval_always_contains_the_estimate() -> None:
+    for n in range(1, 400):
+        for k in (0, 1, n // 2, n - 1, n):
+            low, high = wilson(k, n)
+            assert low <= k / n <= high

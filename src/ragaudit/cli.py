@@ -474,6 +474,61 @@ def generate_cmd(
         err_console.print(f"skipped {tid}: {why}", markup=False)
 
 
+@app.command("analyze")
+def analyze_cmd(
+    config_path: ConfigOption = None,
+    neutral: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--neutral",
+            help="Neutral JSONL results of a system ragaudit did not run (file or folder; "
+            "repeatable). Default: the run's dataset and judgements.",
+        ),
+    ] = None,
+    retrieval_rule: Annotated[
+        str, typer.Option("--retrieval-rule", help="same_set, any_hit or all_gold.")
+    ] = "same_set",
+    seed: Annotated[int, typer.Option("--seed", help="Bootstrap and permutation seed.")] = 0,
+    system: Annotated[
+        str, typer.Option("--system", help="Name of the system in --neutral files.")
+    ] = "external",
+) -> None:
+    """Groups, robustness, retrieval database and module metrics, and paired tests:
+    summary.json, summary.md and groups.jsonl in the run directory."""
+    from ragaudit.pipeline.analysis import METRIC_NAMES, default_neutral, run_analysis
+
+    if retrieval_rule not in ("same_set", "any_hit", "all_gold"):
+        raise UserError(f"--retrieval-rule {retrieval_rule!r}: use same_set, any_hit or all_gold")
+    config = resolve_config(config_path)
+    run = RunDir.from_config(config)
+    result = run_analysis(
+        run,
+        neutral=default_neutral(neutral or []),
+        rule=retrieval_rule,  # type: ignore[arg-type]
+        seed=seed,
+        system=system,
+    )
+    for system, summary in result.summaries.items():
+        table = Table(
+            title=f"{system}  (acc_retrieval_db {summary.acc_retrieval_db})", title_justify="left"
+        )
+        table.add_column("metric")
+        for variant in summary.variants:
+            table.add_column(escape(variant), justify="right")
+        for name in ("n_queries", "n_groups", *METRIC_NAMES):
+            cells = []
+            for m in summary.variants.values():
+                value = getattr(m, name)
+                cells.append("n/a" if value is None else str(value))
+            table.add_row(name, *cells)
+        console.print(table)
+    for comparison in result.comparisons:
+        console.print(comparison["verdict"], markup=False)
+    console.print(
+        f"wrote {run.summary}, {run.root / 'summary.md'}, {run.root / 'groups.jsonl'}", markup=False
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: run the app, turning user errors into one line."""
     try:

@@ -34,8 +34,9 @@ def read_neutral(
     path: Path, *, system: str | None = None, rule: RetrievalRule = "same_set"
 ) -> Iterator[Example]:
     """Examples from a neutral JSONL file (query_id, group_id, template_id, variant, query,
-    reference, response, retrieved_ids, gold_ids, correct)."""
-    name = system or path.stem
+    reference, response, retrieved_ids, gold_ids, correct); a row's own ``system`` field
+    wins over ``system``."""
+    name = system or "external"
     for number, row in iter_jsonl_dicts(path):
         missing = [f for f in NEUTRAL_FIELDS if f not in row]
         if missing:

@@ -1,0 +1,191 @@
+"""The ``analyze`` step: judged examples -> summary.json, summary.md and a per-group
+drill-down, with paired comparisons between variants and between systems."""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ragaudit.analysis import Example, SystemSummary, analyze
+from ragaudit.analysis.inputs import RetrievalRule, from_records, read_neutral
+from ragaudit.analysis.significance import Comparison, PairedCounts, compare
+from ragaudit.errors import UserError
+from ragaudit.records.io import (
+    atomic_write_json,
+    atomic_write_text,
+    iter_jsonl_dicts,
+    read_jsonl,
+    write_jsonl_atomic,
+)
+from ragaudit.records.models import Judgement, QueryRecord
+from ragaudit.rundir import RunDir
+
+METRIC_NAMES = (
+    "accuracy",
+    "robustness",
+    "accuracy_retrieval",
+    "robustness_retrieval",
+    "gap_fraction",
+    "acc_retrieval_db",
+)
+
+
+@dataclass
+class AnalysisResult:
+    """Everything ``analyze`` computed."""
+
+    summaries: dict[str, SystemSummary]
+    comparisons: list[dict[str, Any]]
+    markdown: str
+
+
+def _group_counts(examples: Iterable[Example]) -> dict[str, tuple[int, int]]:
+    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for ex in examples:
+        counts[ex.group_id][0] += ex.correct
+        counts[ex.group_id][1] += 1
+    return {g: (c, n) for g, (c, n) in counts.items()}
+
+
+def comparisons(examples: list[Example], seed: int = 0) -> list[dict[str, Any]]:
+    """Every pair of variants within a system, and every pair of systems within a variant,
+    compared on accuracy and R, paired by semantic group."""
+    by: dict[tuple[str, str], list[Example]] = defaultdict(list)
+    for ex in examples:
+        by[(ex.system, ex.variant)].append(ex)
+    systems = sorted({s for s, _ in by})
+    variants = sorted({v for _, v in by})
+    pairs = [((s, v1), (s, v2)) for s in systems for v1, v2 in itertools.combinations(variants, 2)]
+    pairs += [((s1, v), (s2, v)) for v in variants for s1, s2 in itertools.combinations(systems, 2)]
+    out = []
+    for left, right in pairs:
+        if left not in by or right not in by:
+            continue
+        counts = PairedCounts.from_dicts(_group_counts(by[left]), _group_counts(by[right]))
+        name_a = left[1] if left[0] == right[0] else left[0]
+        name_b = right[1] if left[0] == right[0] else right[0]
+        for metric in ("accuracy", "robustness"):
+            result: Comparison = compare(counts, metric, seed=seed)
+            out.append(
+                {
+                    "a": {"system": left[0], "variant": left[1]},
+                    "b": {"system": right[0], "variant": right[1]},
+                    **result.as_dict(),
+                    "verdict": result.verdict(name_a, name_b),
+                }
+            )
+    return out
+
+
+def markdown_table(summaries: dict[str, SystemSummary]) -> str:
+    """One row per system and variant, every metric with its 95% interval."""
+    head = "| system | variant | queries | groups | " + " | ".join(METRIC_NAMES) + " |"
+    lines = [head, "|" + "---|" * (4 + len(METRIC_NAMES))]
+    for system, summary in summaries.items():
+        for variant, m in summary.variants.items():
+            cells = [
+                str(getattr(m, name)) if getattr(m, name) is not None else "n/a"
+                for name in METRIC_NAMES
+            ]
+            lines.append(
+                f"| {system} | {variant} | {m.n_queries} | {m.n_groups} | "
+                + " | ".join(cells)
+                + " |"
+            )
+        lines.append(
+            f"| {system} | all variants | | | acc_retrieval_db (gap in every variant): "
+            f"{summary.acc_retrieval_db} |" + " |" * (len(METRIC_NAMES) - 1)
+        )
+    return "\n".join(lines) + "\n"
+
+
+def load_examples(
+    run: RunDir, neutral: list[Path], rule: RetrievalRule, system: str | None = None
+) -> tuple[list[Example], dict[str, dict[str, Any]]]:
+    """Examples from neutral files, or from the run's dataset and judgements; plus the
+    details of each query (text, reference, response, retrieved ids) for the drill-down."""
+    examples: list[Example] = []
+    details: dict[str, dict[str, Any]] = {}
+    if neutral:
+        for path in neutral:
+            examples.extend(read_neutral(path, system=system, rule=rule))
+            for _, row in iter_jsonl_dicts(path):
+                details[str(row["query_id"])] = {
+                    k: row.get(k) for k in ("query", "reference", "response", "retrieved_ids")
+                }
+        return examples, details
+    files = sorted(run.judgements("x").parent.glob("*.jsonl"))
+    if not files:
+        raise UserError(
+            f"nothing to analyze: no judgements in {run.judgements('x').parent} "
+            "(run ragaudit judge, or pass --neutral FILE)"
+        )
+    queries = list(read_jsonl(run.dataset, QueryRecord))
+    for path in files:
+        examples.extend(from_records(iter(queries), read_jsonl(path, Judgement)))
+    for q in queries:
+        details[q.query_id] = {"query": q.query, "reference": q.reference.display}
+    return examples, details
+
+
+def run_analysis(
+    run: RunDir,
+    *,
+    neutral: list[Path] | None = None,
+    rule: RetrievalRule = "same_set",
+    seed: int = 0,
+    system: str | None = None,
+) -> AnalysisResult:
+    """Analyze and write summary.json, summary.md and groups.jsonl into the run; ``system``
+    names the system of neutral files."""
+    examples, details = load_examples(run, neutral or [], rule, system)
+    if not examples:
+        raise UserError("nothing to analyze: the inputs hold no judged answers")
+    summaries = analyze(examples)
+    compared = comparisons(examples, seed=seed)
+    table = markdown_table(summaries)
+    run.root.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(
+        run.summary,
+        {
+            "systems": {name: s.as_dict() for name, s in summaries.items()},
+            "comparisons": compared,
+        },
+    )
+    verdicts = "".join(f"- {c['verdict']}\n" for c in compared)
+    atomic_write_text(run.root / "summary.md", table + ("\n" + verdicts if verdicts else ""))
+    by_group: dict[tuple[str, str, str], list[Example]] = defaultdict(list)
+    for ex in examples:
+        by_group[(ex.system, ex.variant, ex.group_id)].append(ex)
+    rows = (
+        {
+            "system": system,
+            "variant": variant,
+            "group_id": gid,
+            "tag": summaries[system].variants[variant].tags[gid],
+            "queries": [
+                {
+                    **details.get(ex.query_id, {}),
+                    "query_id": ex.query_id,
+                    "correct": ex.correct,
+                    "retrieval_correct": ex.retrieval_correct,
+                }
+                for ex in items
+            ],
+        }
+        for (system, variant, gid), items in sorted(by_group.items())
+    )
+    write_jsonl_atomic(run.root / "groups.jsonl", rows)
+    return AnalysisResult(summaries, compared, table)
+
+
+def default_neutral(paths: list[Path]) -> list[Path]:
+    """Expand folders into their ``*.jsonl`` files."""
+    out: list[Path] = []
+    for p in paths:
+        out.extend(sorted(p.glob("*.jsonl")) if p.is_dir() else [p])
+    return out
