@@ -1,0 +1,182 @@
+"""Deterministic answer matching: decide what can be decided without an LLM.
+
+The matchers only ever decide **Correct** (the reference is in the response: exactly,
+contained, as the same number in another format, as the same date in another format, or
+every value of a set answer) or **Incorrect** for a refusal or an empty response when an
+answer exists. Everything else is left undecided for the LLM judge: a response that does
+not contain the reference may still say it in other words.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from ragaudit.records.models import Reference, Scalar
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_NON_WORD = re.compile(r"[^\w%.\-/]+")
+_REFUSAL = re.compile(
+    r"(\bi (do not|don't|cannot|can't) (know|answer|find|say|determine)|\bi (do not|don't) "
+    r"have (access|information|any information|the information|enough information)|"
+    r"\bas an ai\b|\bunable to "
+    r"(answer|find|determine)|\bnot (provided|mentioned|available|specified|stated|given) in"
+    r"|\bno (information|mention|data) (about|on|regarding|is|available)|\bcannot be "
+    r"(determined|found|answered)|\b(do|does) not (contain|mention|provide|specify|say|"
+    r"include)|^n/?a$|"
+    r"^(unknown|none)\.?$)",
+    re.IGNORECASE,
+)
+_NUMBER = re.compile(
+    r"(?<![\w.])[-+]?\d{1,3}(?:[,\u00a0\u202f ]\d{3})+(?:\.\d+)?(?![\w])"
+    r"|(?<![\w.])[-+]?\d+(?:\.\d+)?(?![\w])"
+)
+_MONTHS = {
+    m: i
+    for i, names in enumerate(
+        [
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ],
+        start=1,
+    )
+    for m in names
+}
+_MONTH = "(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_ISO = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
+_DAY_MONTH_YEAR = re.compile(
+    rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\s*,?\s+(\d{{4}})\b", re.IGNORECASE
+)
+_MONTH_DAY_YEAR = re.compile(
+    rf"\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?\s*,?\s+(\d{{4}})\b", re.IGNORECASE
+)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the matchers concluded: decided or not, the verdict, and which rule decided."""
+
+    decided: bool
+    correct: bool | None
+    rule: str
+
+
+UNDECIDED = Decision(False, None, "undecided")
+
+
+def normalize(text: str) -> str:
+    """Case-, accent-width-, punctuation- and article-insensitive form of a text."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    text = _ARTICLES.sub(" ", text)
+    text = _NON_WORD.sub(" ", text)
+    return " ".join(text.replace("-", " ").split()).strip(" .")
+
+
+def numbers(text: str) -> list[float]:
+    """Numbers written in a text, whatever their thousands separators."""
+    out = []
+    for match in _NUMBER.findall(text):
+        cleaned = re.sub(r"[,\u00a0\u202f ]", "", match)
+        try:
+            out.append(float(cleaned))
+        except ValueError:
+            continue
+    return out
+
+
+def dates(text: str) -> set[dt.date]:
+    """Dates written as 2023-03-01, 1 March 2023 or March 1, 2023 (and abbreviations)."""
+    found: set[dt.date] = set()
+
+    def add(year: str, month: int, day: str) -> None:
+        with contextlib.suppress(ValueError):
+            found.add(dt.date(int(year), month, int(day)))
+
+    for y, m, d in _ISO.findall(text):
+        add(y, int(m), d)
+    for d, m, y in _DAY_MONTH_YEAR.findall(text):
+        add(y, _MONTHS[m.lower()], d)
+    for m, d, y in _MONTH_DAY_YEAR.findall(text):
+        add(y, _MONTHS[m.lower()], d)
+    return found
+
+
+def is_refusal(response: str) -> bool:
+    """An empty answer, or one that says it does not know."""
+    return not response.strip() or bool(_REFUSAL.search(response.strip()))
+
+
+def _as_number(value: Scalar) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str) and re.fullmatch(r"[-+]?\d[\d,\s]*(\.\d+)?", value.strip()):
+        found = numbers(value)
+        return found[0] if len(found) == 1 else None
+    return None
+
+
+def _value_matches(value: Scalar, response: str, norm_response: str) -> str | None:
+    """The rule by which ``value`` is found in the response, or None."""
+    text = str(value)
+    norm_value = normalize(text)
+    if norm_value and norm_value == norm_response:
+        return "exact"
+    # Word boundaries, and no decimal continuation: "10" is not in "10.5".
+    if norm_value and re.search(
+        rf"(?<!\w)(?<!\d\.){re.escape(norm_value)}(?!\w)(?!\.\d)", norm_response
+    ):
+        return "contains"
+    number = _as_number(value)
+    if number is not None and any(
+        abs(n - number) <= max(1e-9, 1e-6 * abs(number)) for n in numbers(response)
+    ):
+        return "number"
+    value_dates = dates(text)
+    if value_dates and value_dates & dates(response):
+        return "date"
+    return None
+
+
+def match(reference: Reference, response: str | None) -> Decision:
+    """Decide Correct (reference found), Incorrect (refusal while an answer exists), or
+    leave it to the LLM judge."""
+    response = response or ""
+    if not reference.values:  # unanswerable: saying so is the right answer
+        return Decision(True, True, "refusal") if is_refusal(response) else UNDECIDED
+    if not response.strip():
+        return Decision(True, False, "refusal")
+    if reference.is_null:
+        return Decision(True, False, "refusal") if is_refusal(response) else UNDECIDED
+    norm_response = normalize(response)
+    rules = [_value_matches(v, response, norm_response) for v in reference.values if v is not None]
+    found = bool(rules) and all(rules)
+    if is_refusal(response):
+        # A hedge that still gives the answer ("I have no access, but it is X") is for the
+        # LLM judge; a plain refusal is wrong when an answer exists.
+        # Numbers inside a refusal are mostly list numbering, not answers.
+        hedged = any(
+            rule is not None and _as_number(value) is None
+            for rule, value in zip(
+                rules, [v for v in reference.values if v is not None], strict=True
+            )
+        )
+        return UNDECIDED if hedged else Decision(True, False, "refusal")
+    if found:
+        rule = rules[0] if len(rules) == 1 else "set"
+        return Decision(True, True, rule or "contains")
+    return UNDECIDED

@@ -1,0 +1,91 @@
+"""Deterministic matchers: what they decide, and how often they agree with the paper's
+stored judgements."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ragaudit.judge.matchers import dates, match, normalize, numbers
+from ragaudit.records.models import Reference
+
+
+def _decide(values: list, response: str) -> tuple[bool, bool | None, str]:
+    d = match(Reference.from_values(values), response)
+    return d.decided, d.correct, d.rule
+
+
+@pytest.mark.parametrize(
+    ("values", "response", "rule"),
+    [
+        (["Maldives"], "maldives", "exact"),
+        (["Blue Horizon Hotels"], "The client is the Blue Horizon Hotels group.", "contains"),
+        ([1000], "It employs 1,000 people.", "number"),
+        ([1000], "about 1000.0 in total", "number"),
+        ([1000], "exactly 1 000", "number"),
+        (["1000"], "1,000", "number"),
+        (["2023-03-01"], "It started on 1 March 2023.", "date"),
+        (["2023-03-01"], "It started on March 1, 2023.", "date"),
+        (["2023-03-01"], "Start: 2023-03-01", "contains"),
+        (["blue", "green"], "Green and blue badges.", "set"),
+    ],
+)
+def test_decides_correct(values: list, response: str, rule: str) -> None:
+    assert _decide(values, response) == (True, True, rule)
+
+
+@pytest.mark.parametrize(
+    ("values", "response", "expected"),
+    [
+        (["Paris"], "", (True, False, "refusal")),
+        (["Paris"], "I don't know.", (True, False, "refusal")),
+        (["Paris"], "The documents do not mention it.", (True, False, "refusal")),
+        ([], "I do not know.", (True, True, "refusal")),  # unanswerable: refusing is right
+        (["Paris"], "Lyon", (False, None, "undecided")),  # may be a paraphrase: for the LLM
+        (["blue", "green"], "Blue.", (False, None, "undecided")),  # half a set
+        (
+            ["Banking"],
+            "As an AI I have no access, but it is the banking industry.",
+            (False, None, "undecided"),
+        ),  # a hedge that still answers
+        ([None], "It is not recorded.", (False, None, "undecided")),
+        ([None], "", (True, False, "refusal")),
+        ([2], "I don't have access; try these steps: 1. ask 2. check", (True, False, "refusal")),
+    ],
+)
+def test_refusals_and_what_is_left_to_the_llm(values: list, response: str, expected) -> None:
+    assert _decide(values, response) == expected
+
+
+def test_small_numbers_need_a_word_boundary() -> None:
+    assert _decide([3], "Project 13 is late.") == (False, None, "undecided")
+
+
+def test_parsers() -> None:
+    assert normalize("The  Blue-Horizon, Hotels!") == "blue horizon hotels"
+    assert numbers("1,000 and 2 500.5 and -3") == [1000.0, 2500.5, -3.0]
+    assert {d.isoformat() for d in dates("on 3rd of Sept 2024 or 2024-02-30")} == {"2024-09-03"}
+
+
+def test_agreement_with_the_stored_judgements(grammar_reference: Path) -> None:
+    decided = correct = agree_correct = incorrect = agree_incorrect = total = 0
+    for path in sorted(grammar_reference.glob("*.jsonl")):
+        for line in path.read_text().splitlines():
+            row = json.loads(line)
+            d = match(Reference.from_values([row["reference"]]), row["response"])
+            total += 1
+            if not d.decided:
+                continue
+            decided += 1
+            if d.correct:
+                correct += 1
+                agree_correct += row["correct"] is True
+            else:
+                incorrect += 1
+                agree_incorrect += row["correct"] is False
+    assert total == 5482
+    assert decided >= 0.6 * total  # most answers need no LLM
+    assert agree_correct / correct >= 0.98
+    assert agree_incorrect / incorrect >= 0.95
