@@ -13,9 +13,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from benchmarks import bench_generate, bench_llm_client  # noqa: E402
+from benchmarks import bench_analysis, bench_generate, bench_llm_client  # noqa: E402
 
-BENCHMARKS = {"llm_client": bench_llm_client.run, "generate": bench_generate.run}
+BENCHMARKS = {
+    "llm_client": bench_llm_client.run,
+    "generate": bench_generate.run,
+    "analysis": bench_analysis.run,
+}
 
 
 def main() -> int:

@@ -35,13 +35,15 @@ def test_analyze_neutral_files(tmp_path: Path, grammar_reference: Path) -> None:
     verdicts = [c["verdict"] for c in summary["comparisons"]]
     assert len(verdicts) == 2 and all("groups)" in v for v in verdicts)
     assert "keyword-top1 | short | 314 | 157" in (tmp_path / "runs/default/summary.md").read_text()
-    groups = (tmp_path / "runs/default/groups.jsonl").read_text().splitlines()
-    assert len(groups) == 2 * 157
-    first = json.loads(groups[0])
-    assert first["tag"] in {"gap", "robust", "non-robust"}
-    assert {"query", "reference", "response", "retrieved_ids", "correct"} <= set(
-        first["queries"][0]
-    )
+    drill = (tmp_path / "runs/default/drilldown.jsonl").read_text().splitlines()
+    rows = [json.loads(line) for line in drill]
+    assert len(rows) == 314 + 257
+    assert {r["tag"] for r in rows} == {"gap", "robust", "non-robust"}
+    assert {"tag", "correct", "retrieval_correct", "group_id", "record"} <= set(rows[0])
+    assert {"query", "reference", "response", "retrieved_ids"} <= set(rows[0]["record"])
+    assert all(r["record"]["query_id"] == r["query_id"] for r in rows)
+    gaps = {r["group_id"] for r in rows if r["variant"] == "short" and r["tag"] == "gap"}
+    assert len(gaps) == 113
 
 
 def test_analyze_without_inputs_is_one_line(tmp_path: Path) -> None:

@@ -494,7 +494,7 @@ def analyze_cmd(
     ] = "external",
 ) -> None:
     """Groups, robustness, retrieval database and module metrics, and paired tests:
-    summary.json, summary.md and groups.jsonl in the run directory."""
+    summary.json, summary.md and drilldown.jsonl in the run directory."""
     from ragaudit.pipeline.analysis import METRIC_NAMES, default_neutral, run_analysis
 
     if retrieval_rule not in ("same_set", "any_hit", "all_gold"):
@@ -524,9 +524,7 @@ def analyze_cmd(
         console.print(table)
     for comparison in result.comparisons:
         console.print(comparison["verdict"], markup=False)
-    console.print(
-        f"wrote {run.summary}, {run.root / 'summary.md'}, {run.root / 'groups.jsonl'}", markup=False
-    )
+    console.print(f"wrote {run.summary}, {run.root / 'summary.md'}, {run.drilldown}", markup=False)
 
 
 def main(argv: list[str] | None = None) -> None:

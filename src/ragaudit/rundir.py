@@ -7,7 +7,7 @@ Layout (DESIGN.md)::
       templates/sql.yaml       templates/text.yaml
       dataset.jsonl            dataset.stats.json
       responses/<system>.jsonl judgements/<system>.jsonl
-      summary.json             report.html
+      summary.json             summary.md    drilldown.jsonl    report.html
       usage.json               LLM usage per step
       cache/llm.sqlite         every LLM call, keyed by its full request
 """
@@ -75,6 +75,11 @@ class RunDir:
     @property
     def summary(self) -> Path:
         return self.root / "summary.json"
+
+    @property
+    def drilldown(self) -> Path:
+        """One line per analyzed query with its group's tag."""
+        return self.root / "drilldown.jsonl"
 
     @property
     def report(self) -> Path:

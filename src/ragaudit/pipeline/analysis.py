@@ -4,20 +4,20 @@ drill-down, with paired comparisons between variants and between systems."""
 from __future__ import annotations
 
 import itertools
+import json
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ragaudit.analysis import Example, SystemSummary, analyze
 from ragaudit.analysis.inputs import RetrievalRule, from_records, read_neutral
-from ragaudit.analysis.significance import Comparison, PairedCounts, compare
+from ragaudit.analysis.significance import PairedCounts, compare_many
 from ragaudit.errors import UserError
 from ragaudit.records.io import (
     atomic_write_json,
     atomic_write_text,
-    iter_jsonl_dicts,
     read_jsonl,
     write_jsonl_atomic,
 )
@@ -68,8 +68,7 @@ def comparisons(examples: list[Example], seed: int = 0) -> list[dict[str, Any]]:
         counts = PairedCounts.from_dicts(_group_counts(by[left]), _group_counts(by[right]))
         name_a = left[1] if left[0] == right[0] else left[0]
         name_b = right[1] if left[0] == right[0] else right[0]
-        for metric in ("accuracy", "robustness"):
-            result: Comparison = compare(counts, metric, seed=seed)
+        for result in compare_many(counts, ("accuracy", "robustness"), seed=seed):
             out.append(
                 {
                     "a": {"system": left[0], "variant": left[1]},
@@ -103,33 +102,74 @@ def markdown_table(summaries: dict[str, SystemSummary]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def load_examples(
-    run: RunDir, neutral: list[Path], rule: RetrievalRule, system: str | None = None
-) -> tuple[list[Example], dict[str, dict[str, Any]]]:
-    """Examples from neutral files, or from the run's dataset and judgements; plus the
-    details of each query (text, reference, response, retrieved ids) for the drill-down."""
-    examples: list[Example] = []
-    details: dict[str, dict[str, Any]] = {}
-    if neutral:
-        for path in neutral:
-            examples.extend(read_neutral(path, system=system, rule=rule))
-            for _, row in iter_jsonl_dicts(path):
-                details[str(row["query_id"])] = {
-                    k: row.get(k) for k in ("query", "reference", "response", "retrieved_ids")
-                }
-        return examples, details
-    files = sorted(run.judgements("x").parent.glob("*.jsonl"))
+def _judgement_files(run: RunDir) -> list[Path]:
+    folder = run.judgements("x").parent
+    files = sorted(folder.glob("*.jsonl"))
     if not files:
         raise UserError(
-            f"nothing to analyze: no judgements in {run.judgements('x').parent} "
+            f"nothing to analyze: no judgements in {folder} "
             "(run ragaudit judge, or pass --neutral FILE)"
         )
+    return files
+
+
+def load_examples(
+    run: RunDir, neutral: list[Path], rule: RetrievalRule, system: str | None = None
+) -> list[Example]:
+    """Examples from neutral files, or from the run's dataset and judgements."""
+    if neutral:
+        return [ex for path in neutral for ex in read_neutral(path, system=system, rule=rule)]
+    files = _judgement_files(run)  # before the dataset: say what is missing first
     queries = list(read_jsonl(run.dataset, QueryRecord))
+    examples: list[Example] = []
     for path in files:
         examples.extend(from_records(iter(queries), read_jsonl(path, Judgement)))
-    for q in queries:
-        details[q.query_id] = {"query": q.query, "reference": q.reference.display}
-    return examples, details
+    return examples
+
+
+def _drilldown_rows(
+    run: RunDir,
+    neutral: list[Path],
+    examples: list[Example],
+    summaries: dict[str, SystemSummary],
+    system: str | None,
+) -> Iterator[dict[str, Any] | str]:
+    """One line per query with its group's tag. Texts are read again from the inputs as
+    they stream out, so those of a million queries are never all in memory."""
+
+    def row(ex: Example, texts: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "system": ex.system,
+            "variant": ex.variant,
+            "group_id": ex.group_id,
+            "tag": summaries[ex.system].variants[ex.variant].tags[ex.group_id],
+            "query_id": ex.query_id,
+            **texts,
+            "correct": ex.correct,
+            "retrieval_correct": ex.retrieval_correct,
+        }
+
+    if neutral:
+        # The examples were read from these files in this order, one per non-blank line:
+        # each line is embedded as it is, next to its verdicts, without parsing it again.
+        position = iter(examples)
+        for path in neutral:
+            with path.open(encoding="utf-8") as handle:
+                for line in handle:
+                    if not line.strip():
+                        continue
+                    ex = next(position, None)
+                    if ex is None:
+                        return
+                    head = json.dumps(row(ex, {}), ensure_ascii=False)[:-1]
+                    yield head + ', "record": ' + line.strip() + "}"
+        return
+    texts = {
+        q.query_id: (q.query, q.reference.display) for q in read_jsonl(run.dataset, QueryRecord)
+    }
+    for ex in examples:
+        query, reference = texts.get(ex.query_id, (None, None))
+        yield row(ex, {"query": query, "reference": reference})
 
 
 def run_analysis(
@@ -140,9 +180,10 @@ def run_analysis(
     seed: int = 0,
     system: str | None = None,
 ) -> AnalysisResult:
-    """Analyze and write summary.json, summary.md and groups.jsonl into the run; ``system``
-    names the system of neutral files."""
-    examples, details = load_examples(run, neutral or [], rule, system)
+    """Analyze and write summary.json, summary.md and drilldown.jsonl into the run;
+    ``system`` names the system of neutral files."""
+    neutral = neutral or []
+    examples = load_examples(run, neutral, rule, system)
     if not examples:
         raise UserError("nothing to analyze: the inputs hold no judged answers")
     summaries = analyze(examples)
@@ -158,28 +199,7 @@ def run_analysis(
     )
     verdicts = "".join(f"- {c['verdict']}\n" for c in compared)
     atomic_write_text(run.root / "summary.md", table + ("\n" + verdicts if verdicts else ""))
-    by_group: dict[tuple[str, str, str], list[Example]] = defaultdict(list)
-    for ex in examples:
-        by_group[(ex.system, ex.variant, ex.group_id)].append(ex)
-    rows = (
-        {
-            "system": system,
-            "variant": variant,
-            "group_id": gid,
-            "tag": summaries[system].variants[variant].tags[gid],
-            "queries": [
-                {
-                    **details.get(ex.query_id, {}),
-                    "query_id": ex.query_id,
-                    "correct": ex.correct,
-                    "retrieval_correct": ex.retrieval_correct,
-                }
-                for ex in items
-            ],
-        }
-        for (system, variant, gid), items in sorted(by_group.items())
-    )
-    write_jsonl_atomic(run.root / "groups.jsonl", rows)
+    write_jsonl_atomic(run.drilldown, _drilldown_rows(run, neutral, examples, summaries, system))
     return AnalysisResult(summaries, compared, table)
 
 

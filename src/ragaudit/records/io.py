@@ -69,14 +69,17 @@ def atomic_write_json(path: Path, data: Any) -> None:
     atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
-def _dump_line(record: BaseModel | dict[str, Any]) -> str:
+def _dump_line(record: BaseModel | dict[str, Any] | str) -> str:
+    if isinstance(record, str):  # already one JSON document
+        return record if record.endswith("\n") else record + "\n"
     if isinstance(record, BaseModel):
         return record.model_dump_json() + "\n"
     return json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
-def write_jsonl_atomic(path: Path, records: Iterable[BaseModel | dict[str, Any]]) -> int:
-    """Write every record as one JSON line, replacing ``path`` atomically; return the count."""
+def write_jsonl_atomic(path: Path, records: Iterable[BaseModel | dict[str, Any] | str]) -> int:
+    """Write every record as one JSON line (a ``str`` is taken as an already serialized
+    line), replacing ``path`` atomically; return the count."""
     count = 0
     with _atomic_open(path) as handle:
         for record in records:
