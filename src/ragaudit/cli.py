@@ -474,6 +474,67 @@ def generate_cmd(
         err_console.print(f"skipped {tid}: {why}", markup=False)
 
 
+@app.command("judge")
+def judge_cmd(
+    config_path: ConfigOption = None,
+    system: Annotated[
+        list[str] | None, typer.Option("--system", help="Only this system (repeatable).")
+    ] = None,
+    samples: Annotated[
+        int, typer.Option("--samples", min=1, help="Judge k times with the LLM; majority vote.")
+    ] = 1,
+    audit: Annotated[
+        int, typer.Option("--audit", min=0, help="Re-judge N deterministic decisions with the LLM.")
+    ] = 0,
+    closed_domain: Annotated[
+        bool, typer.Option("--closed-domain", help="A retrieval miss makes the answer incorrect.")
+    ] = False,
+    retrieval_rule: Annotated[
+        str, typer.Option("--retrieval-rule", help="same_set, any_hit or all_gold.")
+    ] = "same_set",
+    no_llm: Annotated[
+        bool, typer.Option("--no-llm", help="Matchers only; undecided answers count incorrect.")
+    ] = False,
+    llm: LLMOption = None,
+) -> None:
+    """Judge every response: deterministic matchers first, the LLM judge for the rest;
+    writes judgements/<system>.jsonl (resumable)."""
+    from ragaudit.pipeline.judging import judge_run
+
+    if retrieval_rule not in ("same_set", "any_hit", "all_gold"):
+        raise UserError(f"--retrieval-rule {retrieval_rule!r}: use same_set, any_hit or all_gold")
+    config = load_run(config_path, llm=llm)
+    run = RunDir.from_config(config).create()
+    with llm_for(config, run, "judge", not no_llm) as client:
+        report = judge_run(
+            run,
+            client,
+            systems=system,
+            samples=samples,
+            audit=audit,
+            closed_domain=closed_domain,
+            rule=retrieval_rule,  # type: ignore[arg-type]
+        )
+    for name, entry in report.systems.items():
+        methods = ", ".join(f"{m} {n}" for m, n in sorted(entry["methods"].items()))
+        console.print(
+            f"{name}: judged {entry['judged_now']} now, {entry['already_judged']} "
+            f"before ({methods or 'nothing new'})",
+            markup=False,
+        )
+        if entry.get("llm_sample_agreement") is not None:
+            console.print(
+                f"  LLM sample agreement: {entry['llm_sample_agreement']:.0%}", markup=False
+            )
+        if "audit" in entry:
+            a = entry["audit"]
+            console.print(
+                f"  audit: {a['disagreements']} of {a['audited']} deterministic "
+                "decisions disagree with the LLM judge",
+                markup=False,
+            )
+
+
 @app.command("analyze")
 def analyze_cmd(
     config_path: ConfigOption = None,

@@ -1,0 +1,95 @@
+"""The judging cascade: deterministic matchers first, then the LLM judge for what they
+leave open; retrieval judged from gold ids; an optional closed-domain rule."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from ragaudit.analysis.inputs import RetrievalRule, retrieval_correct
+from ragaudit.judge.llm_judge import llm_judge
+from ragaudit.judge.matchers import match
+from ragaudit.llm.client import LLMClient
+from ragaudit.records.models import Judgement, QueryRecord, ResponseRecord
+
+
+@dataclass
+class JudgeStats:
+    """How answers were decided: counts per method, and LLM sample agreement."""
+
+    methods: Counter[str] = field(default_factory=Counter)
+    agreements: list[float] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, object]:
+        mean = sum(self.agreements) / len(self.agreements) if self.agreements else None
+        return {"methods": dict(self.methods), "llm_sample_agreement": mean}
+
+
+async def judge_one(
+    query: QueryRecord,
+    response: ResponseRecord,
+    llm: LLMClient | None,
+    *,
+    samples: int = 1,
+    closed_domain: bool = False,
+    rule: RetrievalRule = "same_set",
+    stats: JudgeStats | None = None,
+) -> Judgement:
+    """One judgement, recording how it was decided (``match:<rule>``, ``llm``, ``error``,
+    ``unmatched`` when no LLM may decide)."""
+    stats = stats if stats is not None else JudgeStats()
+    retrieval = retrieval_correct(response.retrieved_ids, query.gold_ids, rule)
+    rationale = None
+    if response.error is not None:
+        correct, method, rationale = False, "error", response.error[:200]
+    else:
+        decision = match(query.reference, response.response)
+        if decision.decided:
+            correct, method = bool(decision.correct), f"match:{decision.rule}"
+        elif llm is not None:
+            verdict = await llm_judge(
+                llm, query.query, query.reference.display, response.response or "", samples
+            )
+            correct, method, rationale = verdict.correct, "llm", verdict.reason
+            if samples > 1:
+                stats.agreements.append(verdict.agreement)
+                rationale = f"{verdict.agreement:.0%} of {samples} samples: {verdict.reason}"
+        else:
+            correct, method = False, "unmatched"
+    if closed_domain and retrieval is False and correct:
+        # Closed domain: an answer the documents could not have given is not credited.
+        correct, method = False, f"{method}+closed-domain"
+    stats.methods[method] += 1
+    return Judgement(
+        query_id=query.query_id,
+        system=response.system,
+        correct=correct,
+        method=method,
+        retrieval_correct=retrieval,
+        rationale=rationale,
+    )
+
+
+async def judge_many(
+    pairs: Iterable[tuple[QueryRecord, ResponseRecord]],
+    llm: LLMClient | None,
+    *,
+    samples: int = 1,
+    closed_domain: bool = False,
+    rule: RetrievalRule = "same_set",
+    stats: JudgeStats | None = None,
+) -> list[Judgement]:
+    """Judge every pair; LLM calls run concurrently (bounded by the client)."""
+    stats = stats if stats is not None else JudgeStats()
+    return list(
+        await asyncio.gather(
+            *(
+                judge_one(
+                    q, r, llm, samples=samples, closed_domain=closed_domain, rule=rule, stats=stats
+                )
+                for q, r in pairs
+            )
+        )
+    )

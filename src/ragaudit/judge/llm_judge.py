@@ -1,0 +1,69 @@
+"""The reference-based LLM judge: given the question, the true answer and the response, is
+the response correct? Used only for answers the deterministic matchers left open."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel
+
+from ragaudit.llm.client import LLMClient
+from ragaudit.llm.types import Messages, system, user
+
+
+class Verdict(BaseModel):
+    """What the judge must reply."""
+
+    verdict: Literal["Correct", "Incorrect"]
+    reason: str = ""
+
+
+def judge_prompt(query: str, reference: str, response: str) -> Messages:
+    """Ask whether ``response`` gives the true answer to ``query``."""
+    return [
+        system("You grade answers against a known true answer. You are strict and brief."),
+        user(
+            f"Question: {query}\nTrue answer: {reference}\nResponse: {response}\n\n"
+            "Is the response correct, i.e. does it give the true answer (other wording, "
+            "formatting or extra detail is fine; a different answer, a refusal or a hedge "
+            "without the answer is not)? Reply with JSON only: "
+            '{"verdict": "Correct" or "Incorrect", "reason": "<one short sentence>"}'
+        ),
+    ]
+
+
+@dataclass(frozen=True)
+class LLMDecision:
+    """The judge's verdict; with k samples, the majority and how many agreed with it."""
+
+    correct: bool
+    agreement: float
+    samples: int
+    reason: str
+
+
+async def llm_judge(
+    llm: LLMClient, query: str, reference: str, response: str, samples: int = 1
+) -> LLMDecision:
+    """Judge once, or ``samples`` times (sampled, k cache entries) by majority vote."""
+    messages = judge_prompt(query, reference, response)
+    if samples <= 1:
+        verdict = await llm.acomplete_json(messages, Verdict)
+        return LLMDecision(verdict.verdict == "Correct", 1.0, 1, verdict.reason)
+    base = llm.default_params.model_copy(update={"temperature": 0.7})
+    verdicts = await asyncio.gather(
+        *(
+            llm.acomplete_json(
+                messages,
+                Verdict,
+                base.model_copy(update={"sample_index": i, "seed": (base.seed or 0) + i}),
+            )
+            for i in range(samples)
+        )
+    )
+    yes = sum(v.verdict == "Correct" for v in verdicts)
+    correct = yes * 2 > samples
+    agreeing = yes if correct else samples - yes
+    return LLMDecision(correct, agreeing / samples, samples, verdicts[0].reason)

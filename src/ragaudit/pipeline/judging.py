@@ -1,0 +1,132 @@
+"""The ``judge`` step: every system's responses -> judgements/<system>.jsonl.
+
+Resumable: answers already judged are skipped, and new judgements are appended in durable
+batches, so a killed run goes on where it stopped.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragaudit.analysis.inputs import RetrievalRule
+from ragaudit.errors import UserError
+from ragaudit.judge.cascade import JudgeStats, judge_many
+from ragaudit.judge.llm_judge import llm_judge
+from ragaudit.llm.client import LLMClient
+from ragaudit.records.io import JsonlAppender, atomic_write_json, read_jsonl
+from ragaudit.records.models import Judgement, QueryRecord, ResponseRecord
+from ragaudit.rundir import RunDir
+
+BATCH = 200
+
+
+@dataclass
+class JudgeReport:
+    """Per system: how answers were decided, and what the audit found."""
+
+    systems: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def judge_run(
+    run: RunDir,
+    llm: LLMClient | None,
+    *,
+    systems: list[str] | None = None,
+    samples: int = 1,
+    audit: int = 0,
+    closed_domain: bool = False,
+    rule: RetrievalRule = "same_set",
+    seed: int = 0,
+) -> JudgeReport:
+    """Judge the responses of every system (or ``systems``) in the run."""
+    folder = run.responses("x").parent
+    files = sorted(folder.glob("*.jsonl"))
+    if systems:
+        files = [f for f in files if f.stem in set(systems)]
+    if not files:
+        raise UserError(f"nothing to judge: no responses in {folder} (run ragaudit run first)")
+    queries = {q.query_id: q for q in read_jsonl(run.dataset, QueryRecord)}
+    report = JudgeReport()
+    for path in files:
+        responses = list(read_jsonl(path, ResponseRecord))
+        if not responses:
+            continue
+        name = responses[0].system
+        out = run.judgements(name)
+        done = {j.query_id for j in read_jsonl(out, Judgement)} if out.exists() else set()
+        todo = [r for r in responses if r.query_id not in done]
+        unknown = [r.query_id for r in todo if r.query_id not in queries]
+        if unknown:
+            raise UserError(f"{path}: response for unknown query {unknown[0]} (not in dataset)")
+        stats = JudgeStats()
+        with JsonlAppender(out) as sink:
+            for start in range(0, len(todo), BATCH):
+                batch = [(queries[r.query_id], r) for r in todo[start : start + BATCH]]
+                coro = judge_many(
+                    batch, llm, samples=samples, closed_domain=closed_domain, rule=rule, stats=stats
+                )
+                sink.append_many(llm.run(coro) if llm is not None else _run_plain(coro))
+        entry: dict[str, Any] = {
+            "judged_now": len(todo),
+            "already_judged": len(done),
+            **stats.as_dict(),
+        }
+        if audit and llm is not None:
+            entry["audit"] = _audit(run, name, queries, responses, llm, audit, seed)
+        report.systems[name] = entry
+    atomic_write_json(run.root / "judge.stats.json", report.systems)
+    return report
+
+
+def _run_plain(coro: Any) -> Any:
+    from ragaudit import aio
+
+    return aio.run(coro)
+
+
+def _audit(
+    run: RunDir,
+    system: str,
+    queries: dict[str, QueryRecord],
+    responses: list[ResponseRecord],
+    llm: LLMClient,
+    n: int,
+    seed: int,
+) -> dict[str, Any]:
+    """Re-judge ``n`` random deterministic decisions with the LLM; report disagreements
+    (the judgements themselves are not changed)."""
+    by_id = {r.query_id: r for r in responses}
+    decided = [
+        j for j in read_jsonl(run.judgements(system), Judgement) if j.method.startswith("match:")
+    ]
+    chosen = random.Random(f"{seed}:{system}").sample(decided, min(n, len(decided)))
+
+    async def check() -> list[bool]:
+        import asyncio
+
+        results = await asyncio.gather(
+            *(
+                llm_judge(
+                    llm,
+                    queries[j.query_id].query,
+                    queries[j.query_id].reference.display,
+                    by_id[j.query_id].response or "",
+                )
+                for j in chosen
+            )
+        )
+        return [r.correct for r in results]
+
+    verdicts = llm.run(check())
+    disagreements = [
+        {"query_id": j.query_id, "method": j.method, "match": j.correct, "llm": v}
+        for j, v in zip(chosen, verdicts, strict=True)
+        if j.correct != v
+    ]
+    return {
+        "audited": len(chosen),
+        "disagreements": len(disagreements),
+        "examples": disagreements[:10],
+    }

@@ -1,0 +1,146 @@
+"""ragaudit judge: the cascade over a run's responses, with the LLM judge played by the
+scripted server over real HTTP; then ragaudit analyze on the judged run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ragaudit.records import (
+    Judgement,
+    QueryRecord,
+    Reference,
+    ResponseRecord,
+    RetrievedItem,
+    read_jsonl,
+    write_jsonl_atomic,
+)
+from tests.support.cli import ragaudit
+from tests.support.scripted_llm_server import ScriptedLLMServer
+
+CASES = [  # query id, group, variant, reference, response, retrieved, error
+    ("q1", "g1", "short", ["Paris"], "Paris.", ["d1"], None),
+    ("q2", "g1", "long", ["Paris"], "It is the French capital city.", ["d2"], None),
+    ("q3", "g2", "short", ["Paris"], "Lyon", ["d1"], None),
+    ("q4", "g2", "long", ["Paris"], "I don't know.", ["d1"], None),
+    ("q5", "g3", "short", [1000], "About 1,000 staff.", ["d1"], None),
+    ("q6", "g3", "long", [1000], None, [], "timeout after 30 s"),
+]
+
+
+def _run_dir(tmp_path: Path) -> Path:
+    root = tmp_path / "runs" / "default"
+    write_jsonl_atomic(
+        root / "dataset.jsonl",
+        [
+            QueryRecord(
+                query_id=q,
+                group_id=g,
+                variant=v,
+                query=f"question {q}?",
+                reference=Reference.from_values(ref),
+                gold_ids=["d1"],
+            )
+            for q, g, v, ref, *_ in CASES
+        ],
+    )
+    write_jsonl_atomic(
+        root / "responses" / "rag.jsonl",
+        [
+            ResponseRecord(
+                query_id=q,
+                system="rag",
+                response=resp,
+                retrieved=[RetrievedItem(id=d) for d in docs],
+                error=err,
+            )
+            for q, _, _, _, resp, docs, err in CASES
+        ],
+    )
+    return root
+
+
+def _judge_responder(body: dict[str, Any]) -> str:
+    """A plausible judge: the true answer in the response (digits without separators), or
+    the paraphrase it knows, is correct; anything else is not."""
+    prompt = body["messages"][-1]["content"]
+    truth = prompt.split("True answer: ", 1)[1].split("\n")[0].lower()
+    response = prompt.split("Response: ", 1)[1].split("\n")[0].lower().replace(",", "")
+    good = "french capital" in response or (truth in response and "don't know" not in response)
+    return json.dumps({"verdict": "Correct" if good else "Incorrect", "reason": "scripted"})
+
+
+def _env(server: ScriptedLLMServer) -> dict[str, str]:
+    return {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-t-0000000000"}
+
+
+def _judgements(root: Path) -> dict[str, Judgement]:
+    return {j.query_id: j for j in read_jsonl(root / "judgements" / "rag.jsonl", Judgement)}
+
+
+def test_cascade_methods_and_resume(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
+    llm_server.responder = _judge_responder
+    root = _run_dir(tmp_path)
+    result = ragaudit("judge", "--llm", "openai:judge", cwd=tmp_path, env=_env(llm_server))
+    assert result.returncode == 0, result.stderr
+    got = _judgements(root)
+    assert {q: (j.correct, j.method) for q, j in got.items()} == {
+        "q1": (True, "match:exact"),
+        "q2": (True, "llm"),
+        "q3": (False, "llm"),
+        "q4": (False, "match:refusal"),
+        "q5": (True, "match:number"),
+        "q6": (False, "error"),
+    }
+    assert got["q1"].retrieval_correct is True and got["q2"].retrieval_correct is False
+    assert llm_server.request_count == 2  # only the undecided answers reached the LLM
+    again = ragaudit("judge", "--llm", "openai:judge", cwd=tmp_path, env=_env(llm_server))
+    assert "judged 0 now, 6 before" in again.stdout
+    assert llm_server.request_count == 2
+    assert len((root / "judgements" / "rag.jsonl").read_text().splitlines()) == 6
+    stats = json.loads((root / "judge.stats.json").read_text())
+    assert stats["rag"]["already_judged"] == 6
+    analyzed = ragaudit("analyze", cwd=tmp_path)
+    assert analyzed.returncode == 0, analyzed.stderr
+    summary = json.loads((root / "summary.json").read_text())["systems"]["rag"]
+    assert summary["variants"]["short"]["accuracy"]["k"] == 2  # q1 and q5
+
+
+def test_samples_audit_and_closed_domain(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
+    llm_server.responder = _judge_responder
+    root = _run_dir(tmp_path)
+    result = ragaudit(
+        "judge",
+        "--llm",
+        "openai:judge",
+        "--samples",
+        "3",
+        "--audit",
+        "2",
+        "--closed-domain",
+        cwd=tmp_path,
+        env=_env(llm_server),
+    )
+    assert result.returncode == 0, result.stderr
+    got = _judgements(root)
+    assert (got["q2"].correct, got["q2"].method) == (False, "llm+closed-domain")
+    assert got["q2"].rationale.startswith("100% of 3 samples")
+    assert "LLM sample agreement: 100%" in result.stdout
+    assert "audit: 0 of 2 deterministic decisions disagree" in result.stdout
+    assert llm_server.request_count == 2 * 3 + 2
+
+
+def test_matchers_only(tmp_path: Path) -> None:
+    root = _run_dir(tmp_path)
+    result = ragaudit("judge", "--no-llm", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    got = _judgements(root)
+    assert got["q2"].method == "unmatched" and got["q2"].correct is False
+    assert "unmatched 2" in result.stdout
+
+
+def test_nothing_to_judge_is_one_line(tmp_path: Path) -> None:
+    result = ragaudit("judge", "--no-llm", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: nothing to judge: no responses in")
