@@ -68,3 +68,40 @@ def test_interval_always_contains_the_estimate() -> None:
         for k in (0, 1, n // 2, n - 1, n):
             low, high = wilson(k, n)
             assert low <= k / n <= high
+
+
+def _r(q: str, group: str, correct: bool, docs: tuple[str, ...], system: str = "rag") -> Example:
+    return Example(q, group, "short", correct, None, system, docs)
+
+
+def test_context_comparison_blames_the_right_module() -> None:
+    from ragaudit.analysis.metrics import context_comparison
+
+    examples = [
+        _r("a1", "a", True, ("d1",)),
+        _r("a2", "a", False, ("d1",)),  # same context as a correct answer: the LM's fault
+        _r("a3", "a", False, ("d9",)),  # another context: the retriever's fault
+        _r("b1", "b", False, ("d2",)),  # gap group: the retriever (or the knowledge base)
+        _r("b2", "b", False, ("d2",)),
+    ]
+    judged = {ex.query_id: ex.retrieval_correct for ex in context_comparison(examples)}
+    assert judged == {"a1": True, "a2": True, "a3": False, "b1": False, "b2": False}
+    summary = analyze(examples)["rag"].variants["short"]
+    assert (summary.accuracy_retrieval.k, summary.accuracy_retrieval.n) == (2, 5)
+    assert (summary.robustness_retrieval.k, summary.robustness_retrieval.n) == (2, 3)
+
+
+def test_open_domain_groups_are_flagged_and_excluded() -> None:
+    examples = [
+        _r("x1", "known", True, ("d",), "llm-only"),
+        _r("x2", "closed", False, ("d",), "llm-only"),
+        _r("r1", "known", False, ("d",)),
+        _r("r2", "closed", False, ("d",)),
+        _r("r3", "other", True, ("d",)),
+    ]
+    summary = analyze(examples, llm_only="llm-only")["rag"]
+    assert (summary.acc_retrieval_db.k, summary.acc_retrieval_db.n) == (1, 3)
+    assert summary.open_domain_groups == 1
+    closed = summary.acc_retrieval_db_closed
+    assert (closed.k, closed.n) == (1, 2)
+    assert analyze(examples, llm_only="llm-only")["llm-only"].acc_retrieval_db_closed is None

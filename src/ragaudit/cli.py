@@ -553,6 +553,14 @@ def analyze_cmd(
     system: Annotated[
         str, typer.Option("--system", help="Name of the system in --neutral files.")
     ] = "external",
+    llm_only: Annotated[
+        str | None,
+        typer.Option(
+            "--llm-only",
+            help="System answering without retrieval: flags the "
+            "groups it answers (open domain) and gives Acc_retrieval_db without them.",
+        ),
+    ] = None,
 ) -> None:
     """Groups, robustness, retrieval database and module metrics, and paired tests:
     summary.json, summary.md and drilldown.jsonl in the run directory."""
@@ -568,10 +576,14 @@ def analyze_cmd(
         rule=retrieval_rule,  # type: ignore[arg-type]
         seed=seed,
         system=system,
+        llm_only=llm_only,
     )
     for system, summary in result.summaries.items():
+        closed = summary.acc_retrieval_db_closed
+        extra = f"; closed domain {closed}" if closed is not None else ""
         table = Table(
-            title=f"{system}  (acc_retrieval_db {summary.acc_retrieval_db})", title_justify="left"
+            title=f"{system}  (acc_retrieval_db {summary.acc_retrieval_db}{extra})",
+            title_justify="left",
         )
         table.add_column("metric")
         for variant in summary.variants:

@@ -52,6 +52,7 @@ def read_neutral(
                 list(row.get("retrieved_ids") or []), row.get("gold_ids"), rule
             ),
             system=str(row.get("system") or name),
+            retrieved=tuple(row["retrieved_ids"]) if row.get("retrieved_ids") is not None else None,
         )
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 Tag = Literal["gap", "robust", "non-robust"]
@@ -39,6 +39,7 @@ class Example:
     correct: bool
     retrieval_correct: bool | None = None
     system: str = "system"
+    retrieved: tuple[str, ...] | None = None
 
 
 def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
@@ -165,21 +166,78 @@ class SystemSummary:
     system: str
     variants: dict[str, VariantMetrics] = field(default_factory=dict)
     acc_retrieval_db: Proportion = field(default_factory=lambda: Proportion(0, 0))
+    open_domain_groups: int | None = None
+    acc_retrieval_db_closed: Proportion | None = None
 
     def as_dict(self) -> dict[str, Any]:
+        closed = self.acc_retrieval_db_closed
         return {
             "system": self.system,
             "acc_retrieval_db": self.acc_retrieval_db.as_dict(),
+            "open_domain_groups": self.open_domain_groups,
+            "acc_retrieval_db_closed_domain": closed.as_dict() if closed else None,
             "variants": {v: m.as_dict() for v, m in self.variants.items()},
         }
 
 
-def analyze(examples: Iterable[Example]) -> dict[str, SystemSummary]:
+def context_comparison(examples: list[Example]) -> list[Example]:
+    """Judge retrieval without gold ids (one system, one variant), by comparing contexts.
+
+    A correct answer had an adequate context. In a non-robust group, an incorrect answer
+    whose retrieved ids equal those of a correct answer in the same group had that same
+    adequate context: the language model is at fault, not the retriever. Any other
+    incorrect answer is the retriever's fault. Examples that already have a retrieval
+    verdict, or no retrieved ids, are left as they are.
+    """
+    tags = group_tags(examples)
+    good: dict[str, set[tuple[str, ...]]] = defaultdict(set)
+    for ex in examples:
+        if ex.correct and ex.retrieved is not None:
+            good[ex.group_id].add(tuple(sorted(ex.retrieved)))
+    out = []
+    for ex in examples:
+        if ex.retrieval_correct is not None or ex.retrieved is None:
+            out.append(ex)
+            continue
+        if ex.correct:
+            verdict = True
+        elif tags[ex.group_id] == "non-robust":
+            verdict = tuple(sorted(ex.retrieved)) in good[ex.group_id]
+        else:
+            verdict = False
+        out.append(replace(ex, retrieval_correct=verdict))
+    return out
+
+
+def open_domain_groups(examples: Iterable[Example], llm_only: str) -> set[str]:
+    """Groups the LLM-only system (no retrieval) answers correctly in every query: their
+    answers may come from the model's own knowledge (the paper's Table 4)."""
+    by_variant: dict[str, list[Example]] = defaultdict(list)
+    for ex in examples:
+        if ex.system == llm_only:
+            by_variant[ex.variant].append(ex)
+    flagged: set[str] = set()
+    for items in by_variant.values():
+        flagged |= {g for g, tag in group_tags(items).items() if tag == "robust"}
+    return flagged
+
+
+def analyze(
+    examples: Iterable[Example], *, llm_only: str | None = None
+) -> dict[str, SystemSummary]:
     """Metrics for every system and variant; a group is a gap of the retrieval database
-    when it is a gap in every variant it appears in."""
+    when it is a gap in every variant it appears in. With ``llm_only`` (the name of a
+    system answering without retrieval), groups it answers correctly are flagged as open
+    domain and Acc_retrieval_db is also given without them."""
+    examples = list(examples)
     by_system: dict[str, dict[str, list[Example]]] = defaultdict(lambda: defaultdict(list))
     for ex in examples:
         by_system[ex.system][ex.variant].append(ex)
+    for variants in by_system.values():
+        for variant, items in variants.items():
+            if any(ex.retrieval_correct is None and ex.retrieved is not None for ex in items):
+                variants[variant] = context_comparison(items)
+    open_domain = open_domain_groups(examples, llm_only) if llm_only else set()
     out: dict[str, SystemSummary] = {}
     for system, variants in sorted(by_system.items()):
         summary = SystemSummary(system=system)
@@ -189,7 +247,13 @@ def analyze(examples: Iterable[Example]) -> dict[str, SystemSummary]:
         for metrics in summary.variants.values():
             for gid, tag in metrics.tags.items():
                 groups[gid].append(tag)
-        always_gap = sum(1 for tags in groups.values() if all(t == "gap" for t in tags))
-        summary.acc_retrieval_db = Proportion(len(groups) - always_gap, len(groups))
+        always_gap = {g for g, tags in groups.items() if all(t == "gap" for t in tags)}
+        summary.acc_retrieval_db = Proportion(len(groups) - len(always_gap), len(groups))
+        if llm_only and system != llm_only:
+            closed = [g for g in groups if g not in open_domain]
+            summary.open_domain_groups = len(groups) - len(closed)
+            summary.acc_retrieval_db_closed = Proportion(
+                sum(1 for g in closed if g not in always_gap), len(closed)
+            )
         out[system] = summary
     return out

@@ -179,6 +179,7 @@ def run_analysis(
     rule: RetrievalRule = "same_set",
     seed: int = 0,
     system: str | None = None,
+    llm_only: str | None = None,
 ) -> AnalysisResult:
     """Analyze and write summary.json, summary.md and drilldown.jsonl into the run;
     ``system`` names the system of neutral files."""
@@ -186,7 +187,7 @@ def run_analysis(
     examples = load_examples(run, neutral, rule, system)
     if not examples:
         raise UserError("nothing to analyze: the inputs hold no judged answers")
-    summaries = analyze(examples)
+    summaries = analyze(examples, llm_only=llm_only)
     compared = comparisons(examples, seed=seed)
     table = markdown_table(summaries)
     run.root.mkdir(parents=True, exist_ok=True)
