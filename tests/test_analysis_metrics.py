@@ -105,3 +105,18 @@ def test_open_domain_groups_are_flagged_and_excluded() -> None:
     closed = summary.acc_retrieval_db_closed
     assert (closed.k, closed.n) == (1, 2)
     assert analyze(examples, llm_only="llm-only")["llm-only"].acc_retrieval_db_closed is None
+
+
+def test_retrieval_rules() -> None:
+    from ragaudit.analysis.inputs import check_rule, retrieval_correct
+    from ragaudit.errors import UserError
+
+    got, gold = ["d3", "d1", "d2"], ["d1", "d2"]
+    assert retrieval_correct(got, gold, "same_set") is False
+    assert retrieval_correct(got, gold, "any_hit") is True
+    assert retrieval_correct(got, gold, "all_gold") is True
+    assert retrieval_correct(got, gold, "recall@2") is False
+    assert retrieval_correct(got, gold, "recall@3") is True
+    assert retrieval_correct(got, None, "same_set") is None
+    with pytest.raises(UserError, match="recall@K"):
+        check_rule("recall@x")

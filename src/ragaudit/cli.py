@@ -490,7 +490,7 @@ def judge_cmd(
         bool, typer.Option("--closed-domain", help="A retrieval miss makes the answer incorrect.")
     ] = False,
     retrieval_rule: Annotated[
-        str, typer.Option("--retrieval-rule", help="same_set, any_hit or all_gold.")
+        str, typer.Option("--retrieval-rule", help="same_set, any_hit, all_gold or recall@K.")
     ] = "same_set",
     no_llm: Annotated[
         bool, typer.Option("--no-llm", help="Matchers only; undecided answers count incorrect.")
@@ -499,10 +499,10 @@ def judge_cmd(
 ) -> None:
     """Judge every response: deterministic matchers first, the LLM judge for the rest;
     writes judgements/<system>.jsonl (resumable)."""
+    from ragaudit.analysis.inputs import check_rule
     from ragaudit.pipeline.judging import judge_run
 
-    if retrieval_rule not in ("same_set", "any_hit", "all_gold"):
-        raise UserError(f"--retrieval-rule {retrieval_rule!r}: use same_set, any_hit or all_gold")
+    check_rule(retrieval_rule)
     config = load_run(config_path, llm=llm)
     run = RunDir.from_config(config).create()
     with llm_for(config, run, "judge", not no_llm) as client:
@@ -547,7 +547,7 @@ def analyze_cmd(
         ),
     ] = None,
     retrieval_rule: Annotated[
-        str, typer.Option("--retrieval-rule", help="same_set, any_hit or all_gold.")
+        str, typer.Option("--retrieval-rule", help="same_set, any_hit, all_gold or recall@K.")
     ] = "same_set",
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap and permutation seed.")] = 0,
     system: Annotated[
@@ -564,10 +564,10 @@ def analyze_cmd(
 ) -> None:
     """Groups, robustness, retrieval database and module metrics, and paired tests:
     summary.json, summary.md and drilldown.jsonl in the run directory."""
+    from ragaudit.analysis.inputs import check_rule
     from ragaudit.pipeline.analysis import METRIC_NAMES, default_neutral, run_analysis
 
-    if retrieval_rule not in ("same_set", "any_hit", "all_gold"):
-        raise UserError(f"--retrieval-rule {retrieval_rule!r}: use same_set, any_hit or all_gold")
+    check_rule(retrieval_rule)
     config = resolve_config(config_path)
     run = RunDir.from_config(config)
     result = run_analysis(

@@ -5,13 +5,24 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Literal
 
 from ragaudit.analysis.metrics import Example
+from ragaudit.errors import UserError
 from ragaudit.records.io import RecordFileError, iter_jsonl_dicts
 from ragaudit.records.models import Judgement, QueryRecord
 
-RetrievalRule = Literal["same_set", "any_hit", "all_gold"]
+RetrievalRule = str  # same_set | any_hit | all_gold | recall@K
+
+
+def check_rule(rule: str) -> str:
+    """``rule`` if it names a retrieval rule, else a one-line error."""
+    if rule in ("same_set", "any_hit", "all_gold"):
+        return rule
+    if rule.startswith("recall@") and rule[7:].isdigit() and int(rule[7:]) > 0:
+        return rule
+    raise UserError(f"retrieval rule {rule!r}: use same_set, any_hit, all_gold or recall@K")
+
+
 NEUTRAL_FIELDS = ("query_id", "group_id", "variant", "correct")
 
 
@@ -19,9 +30,12 @@ def retrieval_correct(
     retrieved: list[str], gold: list[str] | None, rule: RetrievalRule = "same_set"
 ) -> bool | None:
     """Whether retrieval found the answer's documents: the same set (the paper's rule), at
-    least one gold document, or every gold document. None when there are no gold ids."""
+    least one gold document, every gold document, or every gold document within the top K
+    (``recall@K``). None when there are no gold ids."""
     if gold is None:
         return None
+    if rule.startswith("recall@"):
+        return set(gold) <= set(retrieved[: int(rule[7:])])
     got, want = set(retrieved), set(gold)
     if rule == "same_set":
         return got == want
