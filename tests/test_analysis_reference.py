@@ -64,6 +64,9 @@ def test_aurp_balanced_long_and_retrieval_database(grammar_reference: Path) -> N
     balanced = _summary(grammar_reference, "aurp", "balanced")
     long = balanced.variants["long"].accuracy
     assert (long.k, long.n) == (130, 471)
+    # On a balanced dataset every group weighs the same already.
+    for m in balanced.variants.values():
+        assert m.accuracy_balanced == pytest.approx(m.accuracy.value)
     unbalanced = _summary(grammar_reference, "aurp", "unbalanced")
     db = unbalanced.acc_retrieval_db
     assert (db.k, db.n) == (45, 157)

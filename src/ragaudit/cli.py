@@ -565,7 +565,7 @@ def analyze_cmd(
     """Groups, robustness, retrieval database and module metrics, and paired tests:
     summary.json, summary.md and drilldown.jsonl in the run directory."""
     from ragaudit.analysis.inputs import check_rule
-    from ragaudit.pipeline.analysis import METRIC_NAMES, default_neutral, run_analysis
+    from ragaudit.pipeline.analysis import METRIC_NAMES, default_neutral, run_analysis, show
 
     check_rule(retrieval_rule)
     config = resolve_config(config_path)
@@ -589,11 +589,7 @@ def analyze_cmd(
         for variant in summary.variants:
             table.add_column(escape(variant), justify="right")
         for name in ("n_queries", "n_groups", *METRIC_NAMES):
-            cells = []
-            for m in summary.variants.values():
-                value = getattr(m, name)
-                cells.append("n/a" if value is None else str(value))
-            table.add_row(name, *cells)
+            table.add_row(name, *(show(getattr(m, name)) for m in summary.variants.values()))
         console.print(table)
     for comparison in result.comparisons:
         console.print(comparison["verdict"], markup=False)

@@ -13,7 +13,9 @@ Definitions (grammar-v2 section 4.3), all computed within one system and one var
 * **robustness_retrieval** = retrieval-correct examples among those outside gap groups /
   (total - examples in gap groups);
 * **acc_retrieval_db** = 1 - gap groups / groups; across variants, a group counts as a gap
-  of the retrieval database only if it is a gap in every variant.
+  of the retrieval database only if it is a gap in every variant;
+* **accuracy_balanced** = the mean of per-group accuracies: every group weighs the same,
+  the "balance gap examples" view (equal to accuracy on a balanced dataset).
 
 Every proportion carries its counts and a 95% Wilson interval.
 """
@@ -106,6 +108,7 @@ class VariantMetrics:
     accuracy_retrieval: Proportion | None
     robustness_retrieval: Proportion | None
     acc_retrieval_db: Proportion
+    accuracy_balanced: float | None = None
 
     def tag_counts(self) -> dict[str, int]:
         counts = {"gap": 0, "robust": 0, "non-robust": 0}
@@ -127,7 +130,20 @@ class VariantMetrics:
             "accuracy_retrieval": opt(self.accuracy_retrieval),
             "robustness_retrieval": opt(self.robustness_retrieval),
             "acc_retrieval_db": self.acc_retrieval_db.as_dict(),
+            "accuracy_balanced": self.accuracy_balanced,
         }
+
+
+def _balanced_accuracy(examples: list[Example]) -> float | None:
+    """Every group weighs the same (the mean of per-group accuracies): the "balance gap
+    examples" view, which equals accuracy when every group has the same number of
+    queries."""
+    per_group: dict[str, list[bool]] = defaultdict(list)
+    for ex in examples:
+        per_group[ex.group_id].append(ex.correct)
+    if not per_group:
+        return None
+    return sum(sum(v) / len(v) for v in per_group.values()) / len(per_group)
 
 
 def variant_metrics(examples: list[Example]) -> VariantMetrics:
@@ -156,6 +172,7 @@ def variant_metrics(examples: list[Example]) -> VariantMetrics:
         if has_retrieval
         else None,
         acc_retrieval_db=Proportion(len(tags) - gap_groups, len(tags)),
+        accuracy_balanced=_balanced_accuracy(examples),
     )
 
 

@@ -31,7 +31,17 @@ METRIC_NAMES = (
     "robustness_retrieval",
     "gap_fraction",
     "acc_retrieval_db",
+    "accuracy_balanced",
 )
+
+
+def show(value: object) -> str:
+    """A figure for a table: proportions with their interval, plain numbers to 2 decimals."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    return str(value)
 
 
 @dataclass
@@ -86,10 +96,7 @@ def markdown_table(summaries: dict[str, SystemSummary]) -> str:
     lines = [head, "|" + "---|" * (4 + len(METRIC_NAMES))]
     for system, summary in summaries.items():
         for variant, m in summary.variants.items():
-            cells = [
-                str(getattr(m, name)) if getattr(m, name) is not None else "n/a"
-                for name in METRIC_NAMES
-            ]
+            cells = [show(getattr(m, name)) for name in METRIC_NAMES]
             lines.append(
                 f"| {system} | {variant} | {m.n_queries} | {m.n_groups} | "
                 + " | ".join(cells)
