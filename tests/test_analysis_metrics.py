@@ -108,8 +108,8 @@ def test_open_domain_groups_are_flagged_and_excluded() -> None:
 
 
 def test_retrieval_rules() -> None:
-    from ragaudit.analysis.inputs import check_rule, retrieval_correct
     from ragaudit.errors import UserError
+    from ragaudit.judge.retrieval import check_rule, retrieval_correct
 
     got, gold = ["d3", "d1", "d2"], ["d1", "d2"]
     assert retrieval_correct(got, gold, "same_set") is False

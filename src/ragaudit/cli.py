@@ -499,7 +499,7 @@ def judge_cmd(
 ) -> None:
     """Judge every response: deterministic matchers first, the LLM judge for the rest;
     writes judgements/<system>.jsonl (resumable)."""
-    from ragaudit.analysis.inputs import check_rule
+    from ragaudit.judge.retrieval import check_rule
     from ragaudit.pipeline.judging import judge_run
 
     check_rule(retrieval_rule)
@@ -564,7 +564,7 @@ def analyze_cmd(
 ) -> None:
     """Groups, robustness, retrieval database and module metrics, and paired tests:
     summary.json, summary.md and drilldown.jsonl in the run directory."""
-    from ragaudit.analysis.inputs import check_rule
+    from ragaudit.judge.retrieval import check_rule
     from ragaudit.pipeline.analysis import METRIC_NAMES, default_neutral, run_analysis, show
 
     check_rule(retrieval_rule)

@@ -8,9 +8,9 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ragaudit.analysis.inputs import RetrievalRule, retrieval_correct
 from ragaudit.judge.llm_judge import llm_judge
 from ragaudit.judge.matchers import match
+from ragaudit.judge.retrieval import RetrievalRule, retrieval_correct
 from ragaudit.llm.client import LLMClient
 from ragaudit.records.models import Judgement, QueryRecord, ResponseRecord
 

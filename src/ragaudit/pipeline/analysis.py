@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from ragaudit.analysis import Example, SystemSummary, analyze
-from ragaudit.analysis.inputs import RetrievalRule, from_records, read_neutral
 from ragaudit.analysis.significance import PairedCounts, compare_many
 from ragaudit.errors import UserError
+from ragaudit.judge.retrieval import RetrievalRule
+from ragaudit.pipeline.inputs import from_records, read_neutral
 from ragaudit.records.io import (
     atomic_write_json,
     atomic_write_text,

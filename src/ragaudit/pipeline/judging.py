@@ -10,10 +10,10 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragaudit.analysis.inputs import RetrievalRule
 from ragaudit.errors import UserError
 from ragaudit.judge.cascade import JudgeStats, judge_many
 from ragaudit.judge.llm_judge import llm_judge
+from ragaudit.judge.retrieval import RetrievalRule
 from ragaudit.llm.client import LLMClient
 from ragaudit.records.io import JsonlAppender, atomic_write_json, read_jsonl
 from ragaudit.records.models import Judgement, QueryRecord, ResponseRecord

@@ -1,5 +1,5 @@
 """Examples from the files systems leave behind: ragaudit's own records, or the neutral
-JSON Lines of results from systems ragaudit did not run."""
+JSON Lines of results from systems ragaudit did not run (the IO edge of the analysis)."""
 
 from __future__ import annotations
 
@@ -7,41 +7,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ragaudit.analysis.metrics import Example
-from ragaudit.errors import UserError
+from ragaudit.judge.retrieval import RetrievalRule, retrieval_correct
 from ragaudit.records.io import RecordFileError, iter_jsonl_dicts
 from ragaudit.records.models import Judgement, QueryRecord
 
-RetrievalRule = str  # same_set | any_hit | all_gold | recall@K
-
-
-def check_rule(rule: str) -> str:
-    """``rule`` if it names a retrieval rule, else a one-line error."""
-    if rule in ("same_set", "any_hit", "all_gold"):
-        return rule
-    if rule.startswith("recall@") and rule[7:].isdigit() and int(rule[7:]) > 0:
-        return rule
-    raise UserError(f"retrieval rule {rule!r}: use same_set, any_hit, all_gold or recall@K")
-
-
 NEUTRAL_FIELDS = ("query_id", "group_id", "variant", "correct")
-
-
-def retrieval_correct(
-    retrieved: list[str], gold: list[str] | None, rule: RetrievalRule = "same_set"
-) -> bool | None:
-    """Whether retrieval found the answer's documents: the same set (the paper's rule), at
-    least one gold document, every gold document, or every gold document within the top K
-    (``recall@K``). None when there are no gold ids."""
-    if gold is None:
-        return None
-    if rule.startswith("recall@"):
-        return set(gold) <= set(retrieved[: int(rule[7:])])
-    got, want = set(retrieved), set(gold)
-    if rule == "same_set":
-        return got == want
-    if rule == "any_hit":
-        return bool(got & want)
-    return want <= got
 
 
 def read_neutral(
