@@ -1,0 +1,1 @@
+"""Systems under test: corpora, retrievers, generators, pipelines and adapters."""
