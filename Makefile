@@ -23,8 +23,10 @@ $(STAMP_LOCAL): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[local]'
 	touch $@
 
+# torch is pinned to its CPU build first: left to the resolver, torch pulls GBs of CUDA.
 $(STAMP_DEV): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[local,dev]'
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e '.[local,dense,langchain,llamaindex,dev]'
 	touch $@
 
 demo: $(STAMP_LOCAL)

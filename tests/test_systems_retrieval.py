@@ -99,3 +99,106 @@ def test_ranking_metrics() -> None:
     assert reciprocal_rank(["a"], ["b"]) == 0.0
     assert ndcg_at_k(["b", "a"], ["b"], 2) == 1.0
     assert ndcg_at_k(["a", "b"], ["b"], 2) == pytest.approx(1 / math.log2(3))
+
+
+# -- dense, hybrid, persisted indexes (the real all-MiniLM-L6-v2 on the CPU) -------------
+
+SEMANTIC = {
+    "pets": "Dogs and cats are the most common household animals people keep at home.",
+    "money": "The central bank raised interest rates to slow down inflation this quarter.",
+    "space": "The rocket carried a satellite into orbit around the earth.",
+}
+
+
+def test_dense_retrieval_finds_paraphrases_that_share_no_words() -> None:
+    from ragaudit.systems.retrievers import DenseRetriever
+
+    dense = DenseRetriever(chunk([Document(k, v) for k, v in SEMANTIC.items()]))
+    assert dense.retrieve("puppies and kittens as companions", k=1)[0].doc_id == "pets"
+    assert dense.retrieve("monetary policy of lenders", k=1)[0].doc_id == "money"
+    hits = dense.retrieve("astronaut launch", k=3)
+    assert hits[0].doc_id == "space" and len(hits) == 3
+    assert all(-1.0 <= h.score <= 1.0 for h in hits)
+    # Queries embedded ahead in a batch give the same scores as one at a time.
+    single = dense.scores("astronaut launch")
+    dense.prepare(["astronaut launch"])
+    assert dense.scores("astronaut launch") == pytest.approx(single, abs=1e-5)
+
+
+def test_hybrid_weight_one_is_bm25_and_zero_is_dense() -> None:
+    from ragaudit.systems.retrievers import DenseRetriever, HybridRetriever
+
+    chunks = chunk([Document(k, v) for k, v in {**DOCS, **SEMANTIC}.items()])
+    bm25, dense = BM25Retriever(chunks), DenseRetriever(chunks)
+    for query in ("Who manages the Orrin Footbridge?", "puppies as companions", "rail 2023"):
+        # BM25 alone: the same scores, min-max scaled (documents scoring 0 tie in any order).
+        raw = bm25.scores(query)
+        only_text = HybridRetriever(chunks, 1.0)
+        if raw.max() > raw.min():
+            expected = (raw - raw.min()) / (raw.max() - raw.min())
+            assert only_text.scores(query) == pytest.approx(expected)
+            assert only_text.retrieve(query, k=1)[0].doc_id == bm25.retrieve(query, k=1)[0].doc_id
+        else:  # no query word in the corpus: BM25 has no opinion, and neither has w = 1
+            assert not only_text.scores(query).any()
+        semantic = [h.doc_id for h in dense.retrieve(query, k=3)]
+        assert [h.doc_id for h in HybridRetriever(chunks, 0.0).retrieve(query, k=3)] == semantic
+    mixed = HybridRetriever(chunks, 0.5)
+    scores = mixed.scores("Orrin Footbridge puppies")
+    assert scores.min() >= 0 and scores.max() <= 1.0 + 1e-9
+    with pytest.raises(UserError, match="not in"):
+        HybridRetriever(chunks, 1.5)
+
+
+def test_indexes_persist_and_are_rebuilt_only_when_the_corpus_changes(tmp_path: Path) -> None:
+    from ragaudit.systems import retrievers as r
+
+    chunks = chunk([Document(k, v) for k, v in DOCS.items()])
+    r.BM25Retriever(chunks, tmp_path)
+    r.DenseRetriever(chunks, tmp_path)
+    built = sorted(p.name for p in tmp_path.iterdir())
+    assert [n.split("-")[0] for n in built] == ["bm25", "dense"]
+    stamps = {p: (p / "complete").stat().st_mtime_ns for p in tmp_path.iterdir()}
+    calls = []
+    real_embed = r.embed
+    r.embed = lambda texts, batch_size=64: calls.append(len(texts)) or real_embed(texts)  # type: ignore[assignment]
+    try:
+        again = r.DenseRetriever(chunks, tmp_path)
+        assert calls == []  # loaded, not re-embedded
+        assert again.retrieve("Orrin footbridge manager", k=1)[0].doc_id == "orrin"
+        assert calls == [1]  # the query alone
+        r.BM25Retriever(chunks, tmp_path)
+        assert {p: (p / "complete").stat().st_mtime_ns for p in tmp_path.iterdir()} == stamps
+        changed = [*chunks[:-1], chunks[-1].__class__("viaduct", 0, "Norbury Viaduct, 2024.")]
+        r.DenseRetriever(changed, tmp_path)
+        assert calls == [1, 3]  # the changed corpus was embedded, once
+    finally:
+        r.embed = real_embed  # type: ignore[assignment]
+    assert len(list(tmp_path.iterdir())) == 3
+
+
+def test_make_retriever_rejects_unknown_kinds() -> None:
+    from ragaudit.systems.retrievers import make_retriever
+
+    with pytest.raises(UserError, match="unknown retriever 'fuzzy'"):
+        make_retriever("fuzzy", [])
+
+
+def test_ranking_summary_per_variant_and_label_up_to_the_retrieval_depth() -> None:
+    from ragaudit.analysis import Example
+    from ragaudit.analysis.retrieval_metrics import ranking_columns, ranking_summary
+
+    examples = [
+        Example("q1", "g1", "short", True, None, "s", ("a", "b", "c"), ("a",), "fact_single"),
+        Example("q2", "g1", "long", True, None, "s", ("b", "a", "c"), ("a",), "fact_single"),
+        Example("q3", "g2", "long", True, None, "s", ("x", "y", "z"), ("a",), "summary"),
+        Example("q4", "g2", "long", True, None, "s", ("x",), None, "summary"),  # no gold: out
+        Example("q5", "g2", "long", True, None, "t", (), ("a",)),  # never retrieves: out
+    ]
+    ranking = ranking_summary(examples)
+    assert set(ranking) == {"s"} and ranking["s"]["depth"] == 3
+    long = ranking["s"]["variants"]["long"]
+    assert long["recall@1"]["value"] == 0.0 and long["recall@3"]["value"] == 0.5
+    assert long["mrr"]["value"] == 0.25 and long["mrr"]["n"] == 2
+    assert "recall@5" not in long  # deeper than anything retrieved
+    assert ranking["s"]["labels"]["summary"]["recall@3"]["value"] == 0.0
+    assert ranking_columns(ranking) == ["recall@1", "recall@3", "mrr", "ndcg@3"]

@@ -72,26 +72,48 @@ def load_run(
 
 
 @contextlib.contextmanager
-def llm_for(config: Config, run: RunDir, step: str, needed: bool) -> Iterator[LLMClient | None]:
-    """The run's cached LLM client for one step (None when the step needs none); its usage
-    is printed and merged into usage.json at the end."""
-    if not needed:
-        yield None
+def llm_clients(
+    config: Config, run: RunDir, step: str, models: list[str]
+) -> Iterator[dict[str, LLMClient]]:
+    """Cached LLM clients for one step, one per model named (``llm`` section settings, the
+    model swapped); their usage is printed and merged into usage.json at the end. The run's
+    main model caches in cache/llm.sqlite, any other in a file of its own."""
+    if not models:
+        yield {}
         return
     from ragaudit.llm import make_llm
     from ragaudit.llm.usage import UsageMeter
+    from ragaudit.records.models import stable_id
 
-    if config.llm.backend == "local" and not config.llm.model_name:
-        _prepare_embedded_model()
     meter = UsageMeter()
-    client = make_llm(config.llm, cache_path=run.llm_cache, meter=meter)
+    clients: dict[str, LLMClient] = {}
     try:
+        for model in dict.fromkeys(models):
+            settings = config.llm.model_copy(update={"model": model})
+            settings = type(settings).model_validate(settings.model_dump())  # checks the name
+            if settings.backend == "local" and not settings.model_name:
+                _prepare_embedded_model()
+            cache = (
+                run.llm_cache
+                if model == config.llm.model
+                else run.llm_cache.with_name(f"llm-{stable_id(model, length=10)}.sqlite")
+            )
+            clients[model] = make_llm(settings, cache_path=cache, meter=meter)
         with meter.step(step):
-            yield client
+            yield clients
     finally:
-        client.close()
+        for client in clients.values():
+            client.close()
         console.print(usage_table(meter))
         meter.write(run.usage)
+
+
+@contextlib.contextmanager
+def llm_for(config: Config, run: RunDir, step: str, needed: bool) -> Iterator[LLMClient | None]:
+    """The run's cached LLM client for one step (None when the step needs none); its usage
+    is printed and merged into usage.json at the end."""
+    with llm_clients(config, run, step, [config.llm.model] if needed else []) as clients:
+        yield clients.get(config.llm.model)
 
 
 def _version_callback(value: bool) -> None:
@@ -474,6 +496,104 @@ def generate_cmd(
         err_console.print(f"skipped {tid}: {why}", markup=False)
 
 
+@app.command("run")
+def run_cmd(
+    config_path: ConfigOption = None,
+    system: Annotated[
+        list[str] | None, typer.Option("--system", help="Only this system (repeatable).")
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="Only the first N queries of the dataset.")
+    ] = None,
+    retry_errors: Annotated[
+        bool,
+        typer.Option("--retry-errors", help="Ask again the queries whose record has an error."),
+    ] = False,
+    concurrency: Annotated[
+        int | None, typer.Option("--concurrency", min=1, help="Queries in flight (overrides).")
+    ] = None,
+    timeout: Annotated[
+        float | None, typer.Option("--timeout", min=0.001, help="Per-query timeout in seconds.")
+    ] = None,
+    llm: LLMOption = None,
+) -> None:
+    """Ask every system under test every query: responses/<system>.jsonl, one line per
+    query. Resumable: a rerun asks only what is missing."""
+    from rich.progress import MofNCompleteColumn, TimeRemainingColumn
+
+    from ragaudit.pipeline.running import llm_model_of, run_systems, selected_systems
+    from ragaudit.systems.factory import needs_llm
+
+    config = load_run(config_path, llm=llm)
+    if concurrency:
+        config.harness.concurrency = concurrency
+    if timeout:
+        config.harness.timeout_s = timeout
+    chosen = selected_systems(config, system)
+    run = RunDir.from_config(config).create()
+    models = [llm_model_of(config, sc) for sc in chosen if needs_llm(sc)]
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]}"),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=err_console,
+    )
+
+    def hooks(name: str):  # type: ignore[no-untyped-def]
+        task = progress.add_task(escape(name), total=None, start=False, rate="")
+        started = time.perf_counter()
+
+        def on_start(total: int, done: int) -> None:
+            progress.update(task, total=total, completed=done)
+            progress.start_task(task)
+
+        def advance(n: int) -> None:
+            progress.advance(task, n)
+            t = progress.tasks[task]
+            rate = (t.completed - (t.fields.get("base") or 0)) / max(
+                time.perf_counter() - started, 1e-9
+            )
+            progress.update(task, rate=f"{rate:.1f}/s")
+
+        return on_start, advance
+
+    with llm_clients(config, run, "run", models) as clients:
+        from ragaudit import aio
+
+        runner = next(iter(clients.values())).run if clients else aio.run
+        with progress:
+            results = runner(
+                run_systems(
+                    config,
+                    run,
+                    chosen,
+                    clients,
+                    limit=limit,
+                    retry_errors=retry_errors,
+                    progress=hooks,
+                )
+            )
+    table = Table(title=f"Responses -> {run.responses('x').parent}", title_justify="left")
+    for header in ("system", "asked now", "already done", "errors", "queries/s", "tokens"):
+        table.add_column(header, justify="left" if header == "system" else "right")
+    for name, s in results.items():
+        table.add_row(
+            escape(name),
+            str(s.asked),
+            str(s.already_done),
+            str(s.errors),
+            f"{s.rate:.1f}",
+            str(s.prompt_tokens + s.completion_tokens),
+        )
+    console.print(table)
+    for name, s in results.items():
+        for example in s.error_examples[:3]:
+            err_console.print(f"{name}: {example}", markup=False)
+
+
 @app.command("judge")
 def judge_cmd(
     config_path: ConfigOption = None,
@@ -561,6 +681,14 @@ def analyze_cmd(
             "groups it answers (open domain) and gives Acc_retrieval_db without them.",
         ),
     ] = None,
+    outcome: Annotated[
+        str,
+        typer.Option(
+            "--outcome",
+            help="answer (judgements) or retrieval (responses: retrieval correctness by the "
+            "retrieval rule is analyzed as the outcome; no judging needed).",
+        ),
+    ] = "answer",
 ) -> None:
     """Groups, robustness, retrieval database and module metrics, and paired tests:
     summary.json, summary.md and drilldown.jsonl in the run directory."""
@@ -568,6 +696,8 @@ def analyze_cmd(
     from ragaudit.pipeline.analysis import METRIC_NAMES, default_neutral, run_analysis, show
 
     check_rule(retrieval_rule)
+    if outcome not in ("answer", "retrieval"):
+        raise UserError(f"--outcome {outcome!r}: use answer or retrieval")
     config = resolve_config(config_path)
     run = RunDir.from_config(config)
     result = run_analysis(
@@ -577,7 +707,10 @@ def analyze_cmd(
         seed=seed,
         system=system,
         llm_only=llm_only,
+        outcome=outcome,  # type: ignore[arg-type]
     )
+    if outcome == "retrieval":
+        console.print(f"outcome: retrieval correctness ({retrieval_rule})", markup=False)
     for system, summary in result.summaries.items():
         closed = summary.acc_retrieval_db_closed
         extra = f"; closed domain {closed}" if closed is not None else ""
@@ -593,6 +726,23 @@ def analyze_cmd(
         console.print(table)
     for comparison in result.comparisons:
         console.print(comparison["verdict"], markup=False)
+    if result.ranking:
+        from ragaudit.analysis.retrieval_metrics import ranking_columns
+
+        table = Table(
+            title="Retrieval ranking (means; intervals in summary.md)", title_justify="left"
+        )
+        names = ranking_columns(result.ranking)
+        for header in ("system", "variant", *names):
+            table.add_column(header, justify="left" if header in ("system", "variant") else "right")
+        for name, entry in result.ranking.items():
+            for variant, metrics in entry["variants"].items():
+                table.add_row(
+                    escape(name),
+                    escape(variant),
+                    *(show(metrics[m]["value"]) if m in metrics else "" for m in names),
+                )
+        console.print(table)
     console.print(f"wrote {run.summary}, {run.root / 'summary.md'}, {run.drilldown}", markup=False)
 
 

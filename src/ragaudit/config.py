@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from ragaudit.errors import ConfigError
 from ragaudit.secrets import mask, register_secret
@@ -157,6 +157,87 @@ class TemplatesConfig(_Strict):
     seed: int = 0
 
 
+class CorpusConfig(_Strict):
+    """The documents the built-in systems retrieve from."""
+
+    path: Path | None = Field(
+        None, description="JSON {id: text}, JSON list / JSONL of {id, text}, or a folder."
+    )
+    chunking: Literal["document", "paragraph", "window"] = "document"
+    chunk_size: int = Field(200, ge=1, description="Words per window (chunking: window).")
+    chunk_overlap: int = Field(50, ge=0, description="Words shared by neighbouring windows.")
+
+
+SYSTEM_KINDS = ("builtin", "http", "callable", "langchain", "llamaindex")
+
+
+class SystemConfig(_Strict):
+    """One system under test: a built-in RAG pipeline or an adapter to the user's own."""
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+    kind: Literal["builtin", "http", "callable", "langchain", "llamaindex"] = "builtin"
+    # built-in pipelines
+    retriever: Literal["keyword", "bm25", "dense", "hybrid", "none"] = "bm25"
+    k: int = Field(3, ge=1, le=1000, description="Documents given to the generator.")
+    text_weight: float = Field(0.5, ge=0, le=1, description="Hybrid: weight of BM25 vs dense.")
+    rerank_candidates: int | None = Field(
+        None, ge=1, le=100, description="LLM re-ranker: judge this many candidates (off: null)."
+    )
+    generator: Literal["concise", "strict", "llm_only", "none"] = "concise"
+    llm: str | None = Field(None, description="Model of this system (default: the llm section).")
+    # http
+    url: str | None = None
+    method: Literal["POST", "GET"] = "POST"
+    headers: dict[str, str] = Field(
+        default_factory=dict, description="${VAR} is read from the environment (a secret)."
+    )
+    request: Any = Field(
+        default_factory=lambda: {"query": "{query}"},
+        description="JSON body; {query}, {query_id} and {variant} are filled in.",
+    )
+    answer_path: str | None = Field("answer", description="JSON path of the answer.")
+    ids_path: str | None = Field(None, description="JSON path of the retrieved document ids.")
+    contexts_path: str | None = Field(None, description="JSON path of the retrieved texts.")
+    retries: int = Field(2, ge=0, le=20, description="Retries on 5xx, 429 and connection errors.")
+    # callable, langchain, llamaindex
+    target: str | None = Field(None, description="module:attribute of the function or object.")
+    id_field: str = Field("id", description="Metadata key of a retrieved document's id.")
+    timeout_s: float | None = Field(None, gt=0, description="Per-query timeout (else harness).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _llm_only_retrieves_nothing(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("generator") == "llm_only":
+            data = {"retriever": "none", **data}
+        return data
+
+    @model_validator(mode="after")
+    def _complete(self) -> SystemConfig:
+        if self.kind == "http" and not self.url:
+            raise ValueError("an http system needs url")
+        needs_target = self.kind in ("callable", "langchain", "llamaindex")
+        if needs_target and (not self.target or ":" not in self.target):
+            raise ValueError(f"a {self.kind} system needs target: 'module:attribute'")
+        if self.kind == "builtin":
+            if self.generator == "llm_only" and self.retriever != "none":
+                raise ValueError("generator llm_only retrieves nothing: set retriever: none")
+            if self.retriever == "none" and self.generator in ("concise", "strict"):
+                raise ValueError(f"generator {self.generator} needs a retriever")
+            if self.retriever == "none" and self.generator == "none":
+                raise ValueError("a system with neither retriever nor generator does nothing")
+        return self
+
+
+class HarnessConfig(_Strict):
+    """How ``ragaudit run`` asks the systems (the ``harness`` section)."""
+
+    concurrency: int = Field(8, ge=1, le=1024, description="Queries in flight per system.")
+    timeout_s: float = Field(120.0, gt=0, description="Per-query timeout of a system.")
+    index_dir: Path | None = Field(
+        None, description="Where retrieval indexes persist (default: <run>/cache/index)."
+    )
+
+
 class Config(_Strict):
     """The whole ``ragaudit.yaml``."""
 
@@ -166,6 +247,19 @@ class Config(_Strict):
     llm: LLMConfig = Field(default_factory=LLMConfig)
     templates: TemplatesConfig = Field(default_factory=TemplatesConfig)
     generate: GenerateOptions = Field(default_factory=GenerateOptions)
+    corpus: CorpusConfig = Field(default_factory=CorpusConfig)
+    systems: list[SystemConfig] = Field(default_factory=list)
+    harness: HarnessConfig = Field(default_factory=HarnessConfig)
+
+    @field_validator("systems")
+    @classmethod
+    def _unique_names(cls, systems: list[SystemConfig]) -> list[SystemConfig]:
+        seen: set[str] = set()
+        for item in systems:
+            if item.name in seen:
+                raise ValueError(f"two systems are named {item.name!r}")
+            seen.add(item.name)
+        return systems
 
     def masked_dict(self) -> dict[str, Any]:
         """The resolved configuration as plain data with every secret shown as ``***``
@@ -282,4 +376,38 @@ generate:
   #   - placeholder: Client.Name
   #     id_column: ClientId    # or by another column of that row
   #     format: "client-{value}"
+
+corpus:                        # the documents of the built-in systems
+  # path: documents.json       # example: {id: text}, JSONL of {id, text}, or a folder of .txt/.md
+  chunking: document           # or paragraph, or window (chunk_size words, chunk_overlap shared)
+  chunk_size: 200
+  chunk_overlap: 50
+
+systems:                       # the systems `ragaudit run` asks (example)
+  - name: keyword-top1         # the paper's deliberately weak baseline
+    retriever: keyword         # keyword | bm25 | dense | hybrid | none
+    k: 1
+    generator: concise         # concise | strict | llm_only | none (retrieval only)
+  - name: hybrid-top3
+    retriever: hybrid          # needs pip install 'ragaudit[dense]'
+    text_weight: 0.5           # 1 = BM25 only, 0 = dense only
+    k: 3
+    # rerank_candidates: 10    # example: an LLM keeps the relevant ones of 10 candidates
+  - name: llm-only             # no retrieval: finds questions a model answers from memory
+    generator: llm_only
+  # - name: my-rag             # example: your own system behind HTTP
+  #   kind: http
+  #   url: http://localhost:8000/ask
+  #   headers: {Authorization: "Bearer ${MY_RAG_TOKEN}"}
+  #   request: {question: "{query}"}
+  #   answer_path: answer
+  #   ids_path: sources[*].id
+  # - name: my-func            # example: a Python function returning the answer
+  #   kind: callable
+  #   target: my_package.rag:answer
+
+harness:
+  concurrency: 8               # queries in flight per system
+  timeout_s: 120               # a query that takes longer is recorded as an error
+  # index_dir: .ragaudit-index # example: where indexes persist (default <run>/cache/index)
 """

@@ -42,6 +42,8 @@ class Example:
     retrieval_correct: bool | None = None
     system: str = "system"
     retrieved: tuple[str, ...] | None = None
+    gold: tuple[str, ...] | None = None
+    label: str | None = None
 
 
 def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:

@@ -1,9 +1,21 @@
-"""Ranking metrics of retrieval against gold document ids (binary relevance). Pure."""
+"""Ranking metrics of retrieval against gold document ids (binary relevance). Pure.
+
+Per system and variant (and per question label where queries carry one): Recall@k for
+several k, MRR, and nDCG@k, each the mean over the queries that have gold ids and a
+retrieved list, with a 95% normal-approximation interval of the mean.
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ragaudit.analysis.metrics import Example
+
+DEFAULT_KS = (1, 3, 5, 10)
 
 
 def recall_at_k(retrieved: Sequence[str], gold: Sequence[str], k: int) -> float:
@@ -34,3 +46,69 @@ def ndcg_at_k(retrieved: Sequence[str], gold: Sequence[str], k: int) -> float:
             seen.add(doc)
     ideal = sum(1.0 / math.log2(r + 1) for r in range(1, min(k, len(wanted)) + 1))
     return dcg / ideal
+
+
+def mean_interval(values: Sequence[float], z: float = 1.959963984540054) -> dict[str, Any]:
+    """The mean of per-query scores in [0, 1] with a normal-approximation 95% interval
+    (clipped to [0, 1]); ``n`` queries."""
+    n = len(values)
+    if n == 0:
+        return {"value": None, "n": 0, "ci95": [0.0, 1.0]}
+    mean = sum(values) / n
+    var = sum((v - mean) ** 2 for v in values) / (n - 1) if n > 1 else 0.0
+    half = z * math.sqrt(var / n)
+    return {"value": mean, "n": n, "ci95": [max(0.0, mean - half), min(1.0, mean + half)]}
+
+
+def _scores(examples: list[Example], ks: Sequence[int]) -> dict[str, Any]:
+    columns: dict[str, list[float]] = defaultdict(list)
+    for ex in examples:
+        assert ex.retrieved is not None and ex.gold is not None
+        for k in ks:
+            columns[f"recall@{k}"].append(recall_at_k(ex.retrieved, ex.gold, k))
+        columns["mrr"].append(reciprocal_rank(ex.retrieved, ex.gold))
+        columns[f"ndcg@{max(ks)}"].append(ndcg_at_k(ex.retrieved, ex.gold, max(ks)))
+    return {name: mean_interval(values) for name, values in columns.items()}
+
+
+def ranking_summary(
+    examples: Iterable[Example], ks: Sequence[int] = DEFAULT_KS
+) -> dict[str, dict[str, Any]]:
+    """``{system: {"variants": {variant: metrics}, "labels": {label: metrics}}}`` over the
+    examples that have both gold ids (non-empty) and a retrieved list; systems without any,
+    or that never retrieved a document, are left out."""
+    by_variant: dict[str, dict[str, list[Example]]] = defaultdict(lambda: defaultdict(list))
+    by_label: dict[str, dict[str, list[Example]]] = defaultdict(lambda: defaultdict(list))
+    for ex in examples:
+        if ex.retrieved is None or not ex.gold:
+            continue
+        by_variant[ex.system][ex.variant].append(ex)
+        if ex.label is not None:
+            by_label[ex.system][ex.label].append(ex)
+    out: dict[str, dict[str, Any]] = {}
+    for system, variants in by_variant.items():
+        # Cut-offs beyond the system's retrieval depth would only repeat the last one.
+        depth = max(len(ex.retrieved or ()) for exs in variants.values() for ex in exs)
+        if depth == 0:
+            continue  # never retrieves (LLM only, or ids not reported): nothing to rank
+        cuts = [k for k in ks if k <= depth] or [min(ks)]
+        out[system] = {
+            "depth": depth,
+            "variants": {v: _scores(exs, cuts) for v, exs in sorted(variants.items())},
+            "labels": {lab: _scores(exs, cuts) for lab, exs in sorted(by_label[system].items())},
+        }
+    return out
+
+
+def ranking_columns(ranking: dict[str, dict[str, Any]]) -> list[str]:
+    """Every metric name of a :func:`ranking_summary`, in a stable order for tables."""
+    names: dict[str, None] = {}
+    for entry in ranking.values():
+        for metrics in entry["variants"].values():
+            names.update(dict.fromkeys(metrics))
+
+    def order(name: str) -> tuple[int, int]:
+        kind, _, cut = name.partition("@")
+        return ({"recall": 0, "mrr": 1, "ndcg": 2}.get(kind, 3), int(cut or 0))
+
+    return sorted(names, key=order)

@@ -90,9 +90,19 @@ class Comparison:
                 f"No significant {self.metric} difference between {name_a} and {name_b} "
                 f"({figures})."
             )
-        better, worse = (name_a, name_b) if self.difference > 0 else (name_b, name_a)
+        # Worse side first, so that the figures read in the sentence's order.
+        if self.difference > 0:
+            worse, better, w, b = name_b, name_a, self.b, self.a
+        else:
+            worse, better, w, b = name_a, name_b, self.a, self.b
+        sign = -1 if self.difference > 0 else 1
+        lo, hi = sorted((sign * low, sign * high))
         quality = "accurate" if self.metric == "accuracy" else "robust"
-        return f"{worse} is less {quality} than {better} ({figures})."
+        return (
+            f"{worse} is less {quality} than {better} ({self.metric} {w:.2f} vs {b:.2f}, "
+            f"difference {sign * self.difference:+.2f} [{lo:+.2f}, {hi:+.2f}], "
+            f"p = {self.p_value:.3g}, {self.n_groups} groups)."
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return {

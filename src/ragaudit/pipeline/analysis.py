@@ -7,23 +7,27 @@ import itertools
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ragaudit.analysis import Example, SystemSummary, analyze
+from ragaudit.analysis.retrieval_metrics import ranking_columns, ranking_summary
 from ragaudit.analysis.significance import PairedCounts, compare_many
 from ragaudit.errors import UserError
 from ragaudit.judge.retrieval import RetrievalRule
-from ragaudit.pipeline.inputs import from_records, read_neutral
+from ragaudit.pipeline.inputs import from_records, from_responses, read_neutral
 from ragaudit.records.io import (
     atomic_write_json,
     atomic_write_text,
+    iter_jsonl_dicts,
     read_jsonl,
     write_jsonl_atomic,
 )
-from ragaudit.records.models import Judgement, QueryRecord
+from ragaudit.records.models import Judgement, QueryRecord, ResponseRecord
 from ragaudit.rundir import RunDir
+
+Outcome = Literal["answer", "retrieval"]
 
 METRIC_NAMES = (
     "accuracy",
@@ -52,6 +56,7 @@ class AnalysisResult:
     summaries: dict[str, SystemSummary]
     comparisons: list[dict[str, Any]]
     markdown: str
+    ranking: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def _group_counts(examples: Iterable[Example]) -> dict[str, tuple[int, int]]:
@@ -77,17 +82,21 @@ def comparisons(examples: list[Example], seed: int = 0) -> list[dict[str, Any]]:
         if left not in by or right not in by:
             continue
         counts = PairedCounts.from_dicts(_group_counts(by[left]), _group_counts(by[right]))
-        name_a = left[1] if left[0] == right[0] else left[0]
-        name_b = right[1] if left[0] == right[0] else right[0]
+        same_system = left[0] == right[0]
+        name_a = left[1] if same_system else left[0]
+        name_b = right[1] if same_system else right[0]
+        # Say which system (or which wording) a verdict is about when there are several.
+        context = ""
+        if same_system and len(systems) > 1:
+            context = f"{left[0]}: "
+        elif not same_system and len(variants) > 1:
+            context = f"{left[1]} queries: "
         for result in compare_many(counts, ("accuracy", "robustness"), seed=seed):
-            out.append(
-                {
-                    "a": {"system": left[0], "variant": left[1]},
-                    "b": {"system": right[0], "variant": right[1]},
-                    **result.as_dict(),
-                    "verdict": result.verdict(name_a, name_b),
-                }
-            )
+            figures = result.as_dict()
+            # Each side says what it is and its value; the difference is a - b.
+            figures["a"] = {"system": left[0], "variant": left[1], "value": result.a}
+            figures["b"] = {"system": right[0], "variant": right[1], "value": result.b}
+            out.append({**figures, "verdict": context + result.verdict(name_a, name_b)})
     return out
 
 
@@ -110,29 +119,81 @@ def markdown_table(summaries: dict[str, SystemSummary]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _judgement_files(run: RunDir) -> list[Path]:
-    folder = run.judgements("x").parent
+def _record_files(run: RunDir, kind: str) -> list[Path]:
+    folder = (run.judgements("x") if kind == "judgements" else run.responses("x")).parent
     files = sorted(folder.glob("*.jsonl"))
     if not files:
-        raise UserError(
-            f"nothing to analyze: no judgements in {folder} "
-            "(run ragaudit judge, or pass --neutral FILE)"
-        )
+        hint = "ragaudit judge, or pass --neutral FILE" if kind == "judgements" else "ragaudit run"
+        raise UserError(f"nothing to analyze: no {kind} in {folder} (run {hint})")
     return files
 
 
+def _retrieved_ids(run: RunDir, system: str) -> dict[str, tuple[str, ...]] | None:
+    """Query id -> retrieved ids from the system's responses, if ragaudit ran it."""
+    path = run.responses(system)
+    if not path.exists():
+        return None
+    out = {}
+    for _, row in iter_jsonl_dicts(path):
+        out[str(row["query_id"])] = tuple(str(item["id"]) for item in row.get("retrieved") or [])
+    return out
+
+
 def load_examples(
-    run: RunDir, neutral: list[Path], rule: RetrievalRule, system: str | None = None
+    run: RunDir,
+    neutral: list[Path],
+    rule: RetrievalRule,
+    system: str | None = None,
+    outcome: Outcome = "answer",
 ) -> list[Example]:
-    """Examples from neutral files, or from the run's dataset and judgements."""
+    """Examples from neutral files, or from the run's dataset and its judgements (outcome
+    ``answer``) or responses (outcome ``retrieval``: retrieval correctness is analyzed as
+    if it were the answer's)."""
     if neutral:
-        return [ex for path in neutral for ex in read_neutral(path, system=system, rule=rule)]
-    files = _judgement_files(run)  # before the dataset: say what is missing first
+        examples = [ex for path in neutral for ex in read_neutral(path, system=system, rule=rule)]
+        if outcome == "retrieval":
+            examples = [
+                replace(ex, correct=ex.retrieval_correct)
+                for ex in examples
+                if ex.retrieval_correct is not None
+            ]
+        return examples
+    files = _record_files(run, "judgements" if outcome == "answer" else "responses")
     queries = list(read_jsonl(run.dataset, QueryRecord))
     examples: list[Example] = []
     for path in files:
-        examples.extend(from_records(iter(queries), read_jsonl(path, Judgement)))
+        if outcome == "retrieval":
+            examples.extend(from_responses(iter(queries), read_jsonl(path, ResponseRecord), rule))
+            continue
+        judgements = list(read_jsonl(path, Judgement))
+        retrieved = _retrieved_ids(run, judgements[0].system) if judgements else None
+        examples.extend(from_records(iter(queries), iter(judgements), retrieved))
     return examples
+
+
+def ranking_table(ranking: dict[str, dict[str, Any]]) -> str:
+    """Recall@k, MRR and nDCG per system and variant, as a markdown table."""
+    if not ranking:
+        return ""
+    names = ranking_columns(ranking)
+    lines = [
+        "| system | variant | queries | " + " | ".join(names) + " |",
+        "|" + "---|" * (3 + len(names)),
+    ]
+    for system, entry in ranking.items():
+        for variant, metrics in entry["variants"].items():
+            n = next(iter(metrics.values()))["n"]
+            cells = [show_mean(metrics[name]) if name in metrics else "" for name in names]
+            lines.append(f"| {system} | {variant} | {n} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def show_mean(entry: dict[str, Any]) -> str:
+    """A mean with its interval, as in the tables."""
+    if entry["value"] is None:
+        return "n/a"
+    low, high = entry["ci95"]
+    return f"{entry['value']:.2f} [{low:.2f}, {high:.2f}]"
 
 
 def _drilldown_rows(
@@ -188,28 +249,41 @@ def run_analysis(
     seed: int = 0,
     system: str | None = None,
     llm_only: str | None = None,
+    outcome: Outcome = "answer",
 ) -> AnalysisResult:
     """Analyze and write summary.json, summary.md and drilldown.jsonl into the run;
     ``system`` names the system of neutral files."""
     neutral = neutral or []
-    examples = load_examples(run, neutral, rule, system)
+    examples = load_examples(run, neutral, rule, system, outcome)
     if not examples:
-        raise UserError("nothing to analyze: the inputs hold no judged answers")
+        what = "judged answers" if outcome == "answer" else "responses to queries with gold ids"
+        raise UserError(f"nothing to analyze: the inputs hold no {what}")
     summaries = analyze(examples, llm_only=llm_only)
     compared = comparisons(examples, seed=seed)
+    ranking = ranking_summary(examples)
     table = markdown_table(summaries)
     run.root.mkdir(parents=True, exist_ok=True)
     atomic_write_json(
         run.summary,
         {
+            "outcome": outcome,
+            "retrieval_rule": rule,
             "systems": {name: s.as_dict() for name, s in summaries.items()},
             "comparisons": compared,
+            "retrieval_ranking": ranking,
         },
     )
     verdicts = "".join(f"- {c['verdict']}\n" for c in compared)
-    atomic_write_text(run.root / "summary.md", table + ("\n" + verdicts if verdicts else ""))
+    ranked = ranking_table(ranking)
+    atomic_write_text(
+        run.root / "summary.md",
+        (f"Outcome analyzed: retrieval correctness ({rule})\n\n" if outcome == "retrieval" else "")
+        + table
+        + ("\n" + verdicts if verdicts else "")
+        + ("\nRetrieval ranking (mean [95% CI])\n\n" + ranked if ranked else ""),
+    )
     write_jsonl_atomic(run.drilldown, _drilldown_rows(run, neutral, examples, summaries, system))
-    return AnalysisResult(summaries, compared, table)
+    return AnalysisResult(summaries, compared, table, ranking)
 
 
 def default_neutral(paths: list[Path]) -> list[Path]:

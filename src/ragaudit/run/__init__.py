@@ -1,0 +1,1 @@
+"""The run harness: asks systems under test every query, concurrently and resumably."""

@@ -1,0 +1,191 @@
+"""The run harness: every query once per system, bounded concurrency, per-query timeouts,
+errors recorded without stopping the run, and resumption after a kill at any moment."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from ragaudit import aio
+from ragaudit.records.io import read_jsonl
+from ragaudit.records.models import QueryRecord, ResponseRecord
+from ragaudit.run.harness import run_system
+from ragaudit.systems.adapters import CallableSystem
+from tests.support.cli import ragaudit
+from tests.support.datasets import queries, write_dataset
+
+
+class CountingSystem:
+    """An async system that counts calls and concurrent calls; fails or stalls on demand."""
+
+    def __init__(self, delay: float = 0.01) -> None:
+        self.name = "counting"
+        self.delay = delay
+        self.calls: list[str] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+
+    async def answer(self, query: QueryRecord):  # type: ignore[no-untyped-def]
+        from ragaudit.systems.base import SystemAnswer
+
+        self.calls.append(query.query_id)
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            if "stall" in query.query:
+                await asyncio.sleep(60)
+            await asyncio.sleep(self.delay)
+            if "explode" in query.query:
+                raise RuntimeError("the retriever is down\nsecond line")
+            return SystemAnswer(response=f"re: {query.query}")
+        finally:
+            self.in_flight -= 1
+
+    async def aclose(self) -> None:
+        pass
+
+
+def _records(path: Path) -> list[ResponseRecord]:
+    return list(read_jsonl(path, ResponseRecord))
+
+
+def test_concurrency_is_bounded_and_reached(tmp_path: Path) -> None:
+    system = CountingSystem(delay=0.02)
+    qs = queries([f"question {i}" for i in range(100)])
+    stats = aio.run(run_system(system, qs, tmp_path / "r.jsonl", concurrency=7))
+    assert system.max_in_flight == 7
+    assert stats.asked == 100 and stats.errors == 0
+    assert sorted(r.query_id for r in _records(tmp_path / "r.jsonl")) == [q.query_id for q in qs]
+
+
+def test_errors_and_timeouts_are_recorded_and_the_run_goes_on(tmp_path: Path) -> None:
+    system = CountingSystem()
+    qs = queries(["fine one", "explode now", "stall forever", "fine two"])
+    start = time.perf_counter()
+    stats = aio.run(run_system(system, qs, tmp_path / "r.jsonl", concurrency=2, timeout_s=0.5))
+    assert time.perf_counter() - start < 5
+    by_id = {r.query_id: r for r in _records(tmp_path / "r.jsonl")}
+    assert by_id["q0000"].response == "re: fine one" and by_id["q0000"].error is None
+    assert by_id["q0001"].error == "RuntimeError: the retriever is down second line"
+    assert by_id["q0001"].response is None
+    assert by_id["q0002"].error == "timed out after 0.5 s"
+    assert by_id["q0003"].response == "re: fine two"
+    assert stats.errors == 2
+    assert all(r.latency_s is not None for r in by_id.values())
+
+
+def test_a_rerun_asks_only_what_is_missing_and_retry_errors_replaces_failures(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "r.jsonl"
+    qs = queries(["a", "explode", "c"])
+    aio.run(run_system(CountingSystem(), qs[:2], out))
+    second = CountingSystem()
+    stats = aio.run(run_system(second, qs, out))
+    assert second.calls == ["q0002"] and stats.already_done == 2
+    third = CountingSystem()
+    aio.run(run_system(third, qs, out, retry_errors=True))
+    assert third.calls == ["q0001"]  # asked again, and still one record per query
+    records = _records(out)
+    assert sorted(r.query_id for r in records) == ["q0000", "q0001", "q0002"]
+
+
+def test_a_torn_last_line_is_cut_and_its_query_asked_again(tmp_path: Path) -> None:
+    out = tmp_path / "r.jsonl"
+    qs = queries(["a", "b", "c"])
+    aio.run(run_system(CountingSystem(), qs[:2], out))
+    with out.open("a") as handle:
+        handle.write('{"schema_version": 1, "query_id": "q0002", "sys')  # killed mid-write
+    again = CountingSystem()
+    aio.run(run_system(again, qs, out))
+    assert again.calls == ["q0002"]
+    assert [r.query_id for r in _records(out)] == ["q0000", "q0001", "q0002"]
+
+
+def test_sync_callables_run_in_threads_up_to_the_concurrency(tmp_path: Path) -> None:
+    import threading
+
+    lock = threading.Lock()
+    state = {"now": 0, "max": 0}
+
+    def rag(query: str) -> dict[str, object]:
+        with lock:
+            state["now"] += 1
+            state["max"] = max(state["max"], state["now"])
+        time.sleep(0.03)
+        with lock:
+            state["now"] -= 1
+        return {"answer": query.upper(), "retrieved_ids": ["d1", "d2"], "contexts": ["x", "y"]}
+
+    system = CallableSystem("fn", rag, threads=6)
+    aio.run(
+        run_system(
+            system, queries([f"q {i}" for i in range(30)]), tmp_path / "r.jsonl", concurrency=6
+        )
+    )
+    aio.run(system.aclose())
+    assert state["max"] == 6
+    first = next(r for r in _records(tmp_path / "r.jsonl") if r.query_id == "q0000")
+    assert first.response == "Q 0" and first.retrieved_ids == ["d1", "d2"]
+    assert first.retrieved[1].text == "y"
+
+
+SLOW_RAG = """
+import time
+
+def answer(query):
+    time.sleep(0.01)
+    return {"answer": "ok " + query, "retrieved_ids": ["doc-" + query.split()[-1]]}
+"""
+
+
+def _line_count(path: Path) -> int:
+    return path.read_bytes().count(b"\n") if path.exists() else 0
+
+
+def test_killed_with_sigkill_and_restarted_ends_with_one_record_per_query(
+    tmp_path: Path,
+) -> None:
+    n = 600
+    (tmp_path / "slow_rag.py").write_text(SLOW_RAG)
+    write_dataset(
+        tmp_path / "runs" / "default" / "dataset.jsonl",
+        queries([f"question {i}" for i in range(n)]),
+    )
+    (tmp_path / "ragaudit.yaml").write_text(
+        "systems:\n  - {name: slow, kind: callable, target: 'slow_rag:answer'}\n"
+        "harness: {concurrency: 4}\n"
+    )
+    out = tmp_path / "runs" / "default" / "responses" / "slow.jsonl"
+    env = {**os.environ, "NO_COLOR": "1"}
+    kills = 0
+    for threshold in (60, 250, 420):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ragaudit", "run"],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 60
+        while _line_count(out) < threshold and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.005)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            kills += 1
+        proc.wait(30)
+    assert kills == 3, "the run finished before it could be killed: make it slower"
+    assert _line_count(out) < n
+    done = ragaudit("run", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    ids = [json.loads(line)["query_id"] for line in out.read_text().splitlines()]
+    assert len(ids) == n and len(set(ids)) == n  # none duplicated, none lost
+    summary = json.loads((tmp_path / "runs" / "default" / "run.stats.json").read_text())
+    assert summary["slow"]["already_done"] + summary["slow"]["asked"] == n
+    assert summary["slow"]["asked"] > 0

@@ -1,0 +1,214 @@
+"""External systems: an HTTP endpoint (a real local server that also fails and hangs), a
+Python callable, and LangChain / LlamaIndex objects, all driven by the real harness."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from ragaudit import aio
+from ragaudit.config import SystemConfig, parse_config
+from ragaudit.errors import ConfigError
+from ragaudit.records.io import read_jsonl
+from ragaudit.records.models import ResponseRecord
+from ragaudit.run.harness import run_system
+from ragaudit.systems.adapters import HTTPSystem, LangChainSystem, LlamaIndexSystem, to_answer
+from ragaudit.systems.factory import build_system
+from ragaudit.systems.jsonpath import JSONPathError, extract
+from tests.support.datasets import queries
+from tests.support.rag_server import RAGServer
+
+
+def _http(server: RAGServer, **overrides: object) -> HTTPSystem:
+    settings: dict[str, object] = {
+        "name": "api",
+        "kind": "http",
+        "url": server.url,
+        "request": {"question": "{query}", "meta": {"id": "{query_id}"}},
+        "answer_path": "data.answer",
+        "ids_path": "sources[*].id",
+        "contexts_path": "sources[*].text",
+        "retries": 2,
+    }
+    settings.update(overrides)
+    system = build_system(SystemConfig.model_validate(settings))
+    assert isinstance(system, HTTPSystem)
+    return system
+
+
+def _run(system, texts: list[str], tmp_path: Path, **kw) -> dict[str, ResponseRecord]:  # type: ignore[no-untyped-def]
+    out = tmp_path / "r.jsonl"
+
+    async def go():  # type: ignore[no-untyped-def]
+        try:
+            return await run_system(system, queries(texts), out, **kw)
+        finally:
+            await system.aclose()
+
+    aio.run(go())
+    return {r.query_id: r for r in read_jsonl(out, ResponseRecord)}
+
+
+def test_http_endpoint_answers_and_retrieved_ids_come_from_json_paths(tmp_path: Path) -> None:
+    with RAGServer() as server:
+        records = _run(_http(server), ["Who runs Aurp?"], tmp_path)
+    r = records["q0000"]
+    assert r.response == "answer to Who runs Aurp?" and r.error is None
+    assert r.retrieved_ids == ["doc-1", "doc-2"] and r.retrieved[0].text == "first passage"
+    assert server.bodies[0] == {"question": "Who runs Aurp?", "meta": {"id": "q0000"}}
+
+
+def test_http_500s_are_retried_then_recorded_and_a_hang_times_out(tmp_path: Path) -> None:
+    with RAGServer() as server:
+        start = time.perf_counter()
+        records = _run(
+            _http(server),
+            ["flaky one", "fail500 always", "hang here", "notjson please", "plain"],
+            tmp_path,
+            concurrency=5,
+            timeout_s=2.0,
+        )
+        elapsed = time.perf_counter() - start
+    assert records["q0000"].response == "answer to flaky one"  # two 500s, then success
+    assert server.calls["flaky one"] == 3
+    assert records["q0001"].error == "HTTP 500 Internal Server Error after 3 attempts"
+    assert server.calls["fail500 always"] == 3
+    assert records["q0002"].error == "timed out after 2 s"
+    assert records["q0003"].error is not None and "not JSON" in records["q0003"].error
+    assert records["q0004"].response == "answer to plain"
+    assert elapsed < 8  # the hang cost its timeout, not the run
+
+
+def test_http_header_tokens_come_from_the_environment_and_stay_secret(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAG_TOKEN", "tok-SECRET-123")
+    with RAGServer() as server:
+        system = _http(server, headers={"Authorization": "Bearer ${RAG_TOKEN}"}, retries=0)
+        records = _run(system, ["fail500 x", "fine"], tmp_path)
+    assert server.headers_seen[0]["Authorization"] == "Bearer tok-SECRET-123"
+    assert "tok-SECRET-123" not in (tmp_path / "r.jsonl").read_text()
+    assert records["q0001"].response == "answer to fine"
+
+
+def test_http_config_errors_are_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NOPE_TOKEN", raising=False)
+    with pytest.raises(ConfigError, match="environment variable NOPE_TOKEN is not set"):
+        build_system(
+            SystemConfig(name="a", kind="http", url="http://x", headers={"A": "${NOPE_TOKEN}"})
+        )
+    with pytest.raises(ConfigError, match="cannot read it"):
+        build_system(SystemConfig(name="a", kind="http", url="http://x", answer_path="a..[x"))
+    with pytest.raises(ConfigError, match="an http system needs url"):
+        parse_config("systems:\n  - {name: a, kind: http}\n")
+
+
+def test_json_paths() -> None:
+    data = {"a": {"b": [{"id": 1}, {"id": 2}]}, "c": "x"}
+    assert extract(data, "a.b[*].id") == [1, 2]
+    assert extract(data, "$.a.b[1].id") == 2
+    assert extract(data, "c") == "x"
+    with pytest.raises(JSONPathError, match="no key 'd'"):
+        extract(data, "d")
+    with pytest.raises(JSONPathError, match=r"no element \[5\]"):
+        extract(data, "a.b[5]")
+
+
+def test_callable_targets_load_from_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "my_rag_mod.py").write_text(
+        "async def ask(query, record):\n"
+        "    return (query[::-1], ['d-' + record.query_id], ['ctx'])\n"
+        "def broken(query):\n"
+        "    return 42\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    system = build_system(SystemConfig(name="f", kind="callable", target="my_rag_mod:ask"))
+    records = _run(system, ["abc"], tmp_path)
+    assert records["q0000"].response == "cba" and records["q0000"].retrieved_ids == ["d-q0000"]
+    bad = build_system(SystemConfig(name="g", kind="callable", target="my_rag_mod:broken"))
+    out = tmp_path / "bad"
+    out.mkdir()
+    records = _run(bad, ["abc"], out)
+    assert "returned int" in (records["q0000"].error or "")
+    with pytest.raises(ConfigError, match="has no attribute missing"):
+        build_system(SystemConfig(name="h", kind="callable", target="my_rag_mod:missing"))
+    with pytest.raises(ConfigError, match="cannot import no_such_module"):
+        build_system(SystemConfig(name="h", kind="callable", target="no_such_module:f"))
+
+
+def test_return_values_of_callables() -> None:
+    assert to_answer("plain", "x").response == "plain"
+    dict_answer = to_answer(
+        {"answer": "a", "retrieved_ids": ["1"], "scores": [0.5], "usage": {"prompt_tokens": 3}},
+        "x",
+    )
+    assert dict_answer.retrieved[0].score == 0.5 and dict_answer.usage.prompt_tokens == 3
+    assert [i.id for i in to_answer(("a", None, ["t1", "t2"]), "x").retrieved] == [
+        "context-1",
+        "context-2",
+    ]
+
+
+def test_langchain_retriever_and_chain(tmp_path: Path) -> None:
+    from langchain_core.documents import Document
+    from langchain_core.retrievers import BaseRetriever
+    from langchain_core.runnables import RunnableLambda
+
+    class Finder(BaseRetriever):
+        def _get_relevant_documents(self, query: str, *, run_manager):  # type: ignore[no-untyped-def]
+            return [
+                Document(page_content=f"about {query}", metadata={"doc": "d7", "score": 0.9}),
+                Document(page_content="other", id="d8"),
+            ]
+
+    retriever = LangChainSystem("lc", Finder(), id_field="doc")
+    records = _run(retriever, ["cats"], tmp_path)
+    assert records["q0000"].response is None
+    assert records["q0000"].retrieved_ids == ["d7", "d8"]
+    assert records["q0000"].retrieved[0].text == "about cats"
+
+    chain = RunnableLambda(
+        lambda q: {"answer": f"chain says {q}", "context": [Document(page_content="c", id="z1")]}
+    )
+    out = tmp_path / "chain"
+    out.mkdir()
+    records = _run(LangChainSystem("chain", chain), ["dogs"], out)
+    assert records["q0000"].response == "chain says dogs"
+    assert records["q0000"].retrieved_ids == ["z1"]
+    with pytest.raises(ConfigError, match="not a LangChain"):
+        LangChainSystem("x", object())
+
+
+def test_llamaindex_retriever_and_query_engine(tmp_path: Path) -> None:
+    from llama_index.core.base.response.schema import Response
+    from llama_index.core.query_engine import CustomQueryEngine
+    from llama_index.core.retrievers import BaseRetriever
+    from llama_index.core.schema import NodeWithScore, TextNode
+
+    def nodes(query: str) -> list[NodeWithScore]:
+        return [
+            NodeWithScore(node=TextNode(text=f"on {query}", metadata={"id": "n1"}), score=0.7),
+            NodeWithScore(node=TextNode(text="more", id_="n2"), score=0.2),
+        ]
+
+    class Finder(BaseRetriever):
+        def _retrieve(self, query_bundle):  # type: ignore[no-untyped-def]
+            return nodes(query_bundle.query_str)
+
+    records = _run(LlamaIndexSystem("li", Finder()), ["owls"], tmp_path)
+    assert records["q0000"].retrieved_ids == ["n1", "n2"]
+    assert records["q0000"].retrieved[0].score == 0.7
+
+    class Engine(CustomQueryEngine):
+        def custom_query(self, query_str: str):  # type: ignore[no-untyped-def]
+            return Response(response=f"engine: {query_str}", source_nodes=nodes(query_str))
+
+    out = tmp_path / "engine"
+    out.mkdir()
+    records = _run(LlamaIndexSystem("eng", Engine()), ["bats"], out)
+    assert records["q0000"].response == "engine: bats"
+    assert records["q0000"].retrieved_ids == ["n1", "n2"]
