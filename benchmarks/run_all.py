@@ -13,12 +13,18 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from benchmarks import bench_analysis, bench_generate, bench_llm_client  # noqa: E402
+from benchmarks import (  # noqa: E402
+    bench_analysis,
+    bench_generate,
+    bench_llm_client,
+    bench_systems,
+)
 
 BENCHMARKS = {
     "llm_client": bench_llm_client.run,
     "generate": bench_generate.run,
     "analysis": bench_analysis.run,
+    "systems": bench_systems.run,
 }
 
 

@@ -111,6 +111,12 @@ def test_statements_are_cancelled_at_the_timeout(people_db_url: str) -> None:
     with pytest.raises(DatabaseError, match="timeout"):
         db.execute(SLOW_SQL[db.dialect])
     assert time.monotonic() - start < 10
+    start = time.monotonic()
+    with pytest.raises(DatabaseError, match="timeout"):  # streamed, as instantiation reads
+        list(db.stream(SLOW_SQL[db.dialect]))
+    assert time.monotonic() - start < 10
+    with pytest.raises(DatabaseError, match=r"query failed: .*nope"):
+        list(db.stream("SELECT nope FROM person"))
 
 
 def test_missing_sqlite_file_is_a_one_line_error(tmp_path: Path) -> None:

@@ -212,3 +212,12 @@ def test_llamaindex_retriever_and_query_engine(tmp_path: Path) -> None:
     records = _run(LlamaIndexSystem("eng", Engine()), ["bats"], out)
     assert records["q0000"].response == "engine: bats"
     assert records["q0000"].retrieved_ids == ["n1", "n2"]
+
+
+def test_literal_header_values_are_masked_in_the_written_configuration() -> None:
+    config = parse_config(
+        "systems:\n  - name: api\n    kind: http\n    url: http://x\n"
+        "    headers: {Authorization: Bearer tok-LITERAL-9, X-Token: '${RAG_TOKEN}'}\n"
+    )
+    headers = config.masked_dict()["systems"][0]["headers"]
+    assert headers == {"Authorization": "***", "X-Token": "${RAG_TOKEN}"}

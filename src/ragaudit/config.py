@@ -269,6 +269,9 @@ class Config(_Strict):
         data["database"]["url"] = mask_url_password(self.database.url)
         if data["llm"]["base_url"] is None:
             data["llm"]["base_url"] = self.llm.resolved_base_url()
+        for system in data["systems"]:
+            # A header written out in the file may hold a token; ${VAR} references are safe.
+            system["headers"] = {k: v if "${" in v else "***" for k, v in system["headers"].items()}
         return data
 
 

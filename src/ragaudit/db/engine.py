@@ -143,13 +143,25 @@ class Database:
         """Turn driver errors into one-line :class:`DatabaseError` messages."""
         try:
             yield
-        except sa.exc.SQLAlchemyError as exc:
+        except (sa.exc.SQLAlchemyError, *self._driver_errors()) as exc:
             message = _first_line(exc)
             if _is_timeout(message):
                 raise DatabaseError(
                     f"{self.display_url}: query ran past the {timeout:g} s timeout"
                 ) from None
             raise DatabaseError(f"{self.display_url}: query failed: {message}") from None
+
+    def _driver_errors(self) -> tuple[type[BaseException], ...]:
+        """The driver's own error classes, raised where ragaudit uses its cursor directly."""
+        if self.dialect == "sqlite":
+            import sqlite3
+
+            return (sqlite3.Error,)
+        if self.dialect == "duckdb":
+            import duckdb
+
+            return (duckdb.Error,)
+        return ()
 
     @staticmethod
     def _clause(statement: str | sa.TextClause) -> sa.TextClause:
@@ -193,6 +205,24 @@ class Database:
         """Yield the rows of one read-only statement in batches, without holding them all
         in memory (server-side cursors where the driver has them)."""
         timeout = timeout_s or self.timeout_s
+        if isinstance(statement, str) and not params and self.dialect in ("sqlite", "duckdb"):
+            # An in-process engine with a plain statement: its own cursor already yields
+            # tuples, and skipping SQLAlchemy's row objects halves the cost per row (a
+            # million-group template streams in about half the time).
+            with (
+                self._errors(timeout),
+                self.engine.connect() as conn,
+                _deadline(conn, self.dialect, timeout),
+            ):
+                cursor = conn.connection.cursor()
+                try:
+                    cursor.execute(statement)
+                    while rows := cursor.fetchmany(batch_size):
+                        for row in rows:
+                            yield tuple(row)
+                finally:
+                    cursor.close()
+            return
         # Streaming is set on the query alone: on PostgreSQL it becomes a server-side
         # cursor, which the timeout's SET LOCAL must not go through.
         clause = self._clause(statement).execution_options(
