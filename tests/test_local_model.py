@@ -78,3 +78,42 @@ def test_doctor_gets_a_real_answer_offline(tmp_path: Path) -> None:
     answer = next(line for line in result.stdout.splitlines() if line.startswith("answer:"))
     assert "5" in answer
     assert "local:qwen2.5-coder-1.5b-instruct-q4_k_m.gguf" in result.stdout
+
+
+def test_ragaudit_run_answers_from_retrieved_documents_with_the_real_model(
+    tmp_path: Path,
+) -> None:
+    import json
+
+    from ragaudit.records.io import read_jsonl, write_jsonl_atomic
+    from ragaudit.records.models import QueryRecord, Reference, ResponseRecord
+
+    docs = {
+        "orrin": "Orrin Footbridge is a project managed by Rafferty Dunmore.",
+        "quay": "Selbeck Quay is a project managed by Ida Calloway.",
+    }
+    (tmp_path / "docs.json").write_text(json.dumps(docs))
+    write_jsonl_atomic(
+        tmp_path / "runs" / "default" / "dataset.jsonl",
+        [
+            QueryRecord(
+                query_id="q1",
+                group_id="g1",
+                variant="short",
+                query="Who manages the Orrin Footbridge project?",
+                reference=Reference.from_values(["Rafferty Dunmore"]),
+                gold_ids=["orrin"],
+            )
+        ],
+    )
+    (tmp_path / "ragaudit.yaml").write_text(
+        "llm: {model: local, context_size: 2048}\n"
+        "corpus: {path: docs.json}\n"
+        "systems:\n  - {name: kw, retriever: keyword, k: 1, generator: strict}\n"
+    )
+    result = ragaudit("run", cwd=tmp_path, env=OFFLINE)
+    assert result.returncode == 0, result.stderr
+    (record,) = read_jsonl(tmp_path / "runs" / "default" / "responses" / "kw.jsonl", ResponseRecord)
+    assert record.retrieved_ids == ["orrin"] and record.error is None
+    assert "rafferty dunmore" in (record.response or "").lower()
+    assert record.usage.prompt_tokens > 0 and record.usage.completion_tokens > 0

@@ -202,3 +202,28 @@ def test_ranking_summary_per_variant_and_label_up_to_the_retrieval_depth() -> No
     assert "recall@5" not in long  # deeper than anything retrieved
     assert ranking["s"]["labels"]["summary"]["recall@3"]["value"] == 0.0
     assert ranking_columns(ranking) == ["recall@1", "recall@3", "mrr", "ndcg@3"]
+
+
+def test_ranking_summary_agrees_with_the_per_query_metrics() -> None:
+    import random
+
+    from ragaudit.analysis import Example
+    from ragaudit.analysis.retrieval_metrics import ranking_summary
+
+    rng = random.Random(3)
+    docs = [f"d{i}" for i in range(8)]
+    examples = []
+    for i in range(300):
+        retrieved = tuple(rng.sample(docs, rng.randint(1, 6)) + rng.sample(docs, 1))
+        gold = tuple(rng.sample(docs, rng.choice([1, 1, 2, 3])))
+        examples.append(Example(f"q{i}", f"g{i}", "v", True, None, "s", retrieved, gold))
+    got = ranking_summary(examples)["s"]["variants"]["v"]
+    depth = max(len(ex.retrieved or ()) for ex in examples)
+    assert depth == 7
+    for k in (1, 3, 5):
+        expected = sum(recall_at_k(ex.retrieved, ex.gold, k) for ex in examples) / 300  # type: ignore[arg-type]
+        assert got[f"recall@{k}"]["value"] == pytest.approx(expected)
+    mrr = sum(reciprocal_rank(ex.retrieved, ex.gold) for ex in examples) / 300  # type: ignore[arg-type]
+    assert got["mrr"]["value"] == pytest.approx(mrr)
+    ndcg = sum(ndcg_at_k(ex.retrieved, ex.gold, 5) for ex in examples) / 300  # type: ignore[arg-type]
+    assert got["ndcg@5"]["value"] == pytest.approx(ndcg)

@@ -7,10 +7,13 @@ retrieved list, with a 95% normal-approximation interval of the mean.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 if TYPE_CHECKING:
     from ragaudit.analysis.metrics import Example
@@ -54,21 +57,55 @@ def mean_interval(values: Sequence[float], z: float = 1.959963984540054) -> dict
     n = len(values)
     if n == 0:
         return {"value": None, "n": 0, "ci95": [0.0, 1.0]}
-    mean = sum(values) / n
-    var = sum((v - mean) ** 2 for v in values) / (n - 1) if n > 1 else 0.0
-    half = z * math.sqrt(var / n)
+    array = np.asarray(values, dtype=np.float64)
+    mean = float(array.mean())
+    half = z * float(array.std(ddof=1)) / math.sqrt(n) if n > 1 else 0.0
     return {"value": mean, "n": n, "ci95": [max(0.0, mean - half), min(1.0, mean + half)]}
 
 
+def _gold_positions(retrieved: Sequence[str], gold: Sequence[str]) -> list[int]:
+    """0-based ranks at which each distinct gold document first appears."""
+    if len(gold) == 1:
+        try:
+            return [retrieved.index(gold[0])]
+        except ValueError:
+            return []
+    wanted = set(gold)
+    seen: set[str] = set()
+    positions = []
+    for rank, doc in enumerate(retrieved):
+        if doc in wanted and doc not in seen:
+            seen.add(doc)
+            positions.append(rank)
+    return positions
+
+
 def _scores(examples: list[Example], ks: Sequence[int]) -> dict[str, Any]:
-    columns: dict[str, list[float]] = defaultdict(list)
-    for ex in examples:
+    """Recall@k, MRR and nDCG@max(k) of the examples: one pass over each retrieved list
+    (the same figures as :func:`recall_at_k`, :func:`reciprocal_rank`, :func:`ndcg_at_k`)."""
+    deepest = max(ks)
+    discount = [1.0 / math.log2(rank + 2) for rank in range(deepest)]
+    ideal = list(itertools.accumulate(discount))
+    n = len(examples)
+    recall = {k: np.zeros(n) for k in ks}
+    rr = np.zeros(n)
+    ndcg = np.zeros(n)
+    for i, ex in enumerate(examples):
         assert ex.retrieved is not None and ex.gold is not None
+        positions = _gold_positions(ex.retrieved, ex.gold)
+        if not positions:
+            continue
+        wanted = len(set(ex.gold)) if len(ex.gold) > 1 else 1
         for k in ks:
-            columns[f"recall@{k}"].append(recall_at_k(ex.retrieved, ex.gold, k))
-        columns["mrr"].append(reciprocal_rank(ex.retrieved, ex.gold))
-        columns[f"ndcg@{max(ks)}"].append(ndcg_at_k(ex.retrieved, ex.gold, max(ks)))
-    return {name: mean_interval(values) for name, values in columns.items()}
+            recall[k][i] = sum(p < k for p in positions) / wanted
+        rr[i] = 1.0 / (positions[0] + 1)
+        ndcg[i] = (
+            sum(discount[p] for p in positions if p < deepest) / ideal[min(deepest, wanted) - 1]
+        )
+    out = {f"recall@{k}": mean_interval(recall[k]) for k in ks}
+    out["mrr"] = mean_interval(rr)
+    out[f"ndcg@{deepest}"] = mean_interval(ndcg)
+    return out
 
 
 def ranking_summary(

@@ -78,12 +78,17 @@ class Comparison:
     def significant(self, alpha: float = 0.05) -> bool:
         return self.p_value < alpha
 
+    @property
+    def p_text(self) -> str:
+        """``p = 0.0123``, or ``p < 0.001`` at the resolution of 1,000 permutations."""
+        return "p < 0.001" if self.p_value < 0.001 else f"p = {self.p_value:.3g}"
+
     def verdict(self, name_a: str, name_b: str, alpha: float = 0.05) -> str:
         """One sentence a person can act on."""
         low, high = self.ci95
         figures = (
             f"{self.metric} {self.a:.2f} vs {self.b:.2f}, difference {self.difference:+.2f} "
-            f"[{low:+.2f}, {high:+.2f}], p = {self.p_value:.3g}, {self.n_groups} groups"
+            f"[{low:+.2f}, {high:+.2f}], {self.p_text}, {self.n_groups} groups"
         )
         if not self.significant(alpha):
             return (
@@ -101,7 +106,7 @@ class Comparison:
         return (
             f"{worse} is less {quality} than {better} ({self.metric} {w:.2f} vs {b:.2f}, "
             f"difference {sign * self.difference:+.2f} [{lo:+.2f}, {hi:+.2f}], "
-            f"p = {self.p_value:.3g}, {self.n_groups} groups)."
+            f"{self.p_text}, {self.n_groups} groups)."
         )
 
     def as_dict(self) -> dict[str, Any]:
