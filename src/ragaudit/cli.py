@@ -544,19 +544,17 @@ def run_cmd(
 
     def hooks(name: str):  # type: ignore[no-untyped-def]
         task = progress.add_task(escape(name), total=None, start=False, rate="")
-        started = time.perf_counter()
+        asked = [0, time.perf_counter()]
 
         def on_start(total: int, done: int) -> None:
-            progress.update(task, total=total, completed=done)
-            progress.start_task(task)
+            # reset: records from an earlier run must not count in the rate and the ETA
+            progress.reset(task, total=total, completed=done, start=True)
+            asked[1] = time.perf_counter()
 
         def advance(n: int) -> None:
-            progress.advance(task, n)
-            t = progress.tasks[task]
-            rate = (t.completed - (t.fields.get("base") or 0)) / max(
-                time.perf_counter() - started, 1e-9
-            )
-            progress.update(task, rate=f"{rate:.1f}/s")
+            asked[0] += n
+            rate = asked[0] / max(time.perf_counter() - asked[1], 1e-9)
+            progress.update(task, advance=n, rate=f"{rate:.1f}/s")
 
         return on_start, advance
 

@@ -4,7 +4,6 @@ responses/<system>.jsonl (resumable, see :mod:`ragaudit.run.harness`)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from ragaudit.config import Config, SystemConfig
@@ -37,13 +36,12 @@ def selected_systems(config: Config, names: list[str] | None) -> list[SystemConf
     return [known[n] for n in names]
 
 
-def load_chunks(config: Config, base: Path | None = None) -> list[Chunk]:
+def load_chunks(config: Config) -> list[Chunk]:
     """The configured corpus, chunked."""
     if config.corpus.path is None:
         raise ConfigError("corpus.path is not set: the built-in systems retrieve from it")
-    path = config.corpus.path if base is None else base / config.corpus.path
     return chunk(
-        load_corpus(path),
+        load_corpus(config.corpus.path),
         config.corpus.chunking,
         size=config.corpus.chunk_size,
         overlap=config.corpus.chunk_overlap,
