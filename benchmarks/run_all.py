@@ -18,6 +18,7 @@ from benchmarks import (  # noqa: E402
     bench_generate,
     bench_llm_client,
     bench_systems,
+    bench_world,
 )
 
 BENCHMARKS = {
@@ -25,6 +26,7 @@ BENCHMARKS = {
     "generate": bench_generate.run,
     "analysis": bench_analysis.run,
     "systems": bench_systems.run,
+    "world": bench_world.run,
 }
 
 

@@ -592,6 +592,45 @@ def run_cmd(
             err_console.print(f"{name}: {example}", markup=False)
 
 
+@app.command("world")
+def world_cmd(
+    out: Annotated[Path, typer.Argument(help="Folder to write the world into.")] = Path("world"),
+    size: Annotated[
+        int, typer.Option("--size", min=20, help="Rows across all tables (50 to 1,000,000+).")
+    ] = 60,
+    seed: Annotated[int, typer.Option("--seed", help="Same seed, same world.")] = 0,
+    engine: Annotated[str, typer.Option("--engine", help="sqlite or duckdb.")] = "sqlite",
+    force: Annotated[bool, typer.Option("--force", help="Replace a non-empty folder.")] = False,
+) -> None:
+    """Generate a fictitious company (database and project reports) to test RAG on."""
+    from ragaudit.world.build import build_world
+
+    start = time.perf_counter()
+    with err_console.status("generating") as status:
+        summary = build_world(
+            out,
+            size=size,
+            seed=seed,
+            engine=engine,
+            force=force,
+            on_step=lambda step: status.update(f"generating: {step}"),
+        )
+    table = Table(title=f"World -> {out}", title_justify="left")
+    table.add_column("")
+    table.add_column("count", justify="right")
+    for name, n in summary.rows.items():
+        table.add_row(f"{name} rows", str(n))
+    table.add_row("documents (project reports)", str(summary.documents))
+    table.add_row("facts stated in documents", str(summary.facts))
+    console.print(table)
+    console.print(
+        f"wrote {summary.database.name}, documents.jsonl, document_facts.jsonl, world.json and "
+        f"ragaudit.yaml in {time.perf_counter() - start:.1f} s; next: cd {out} && "
+        "ragaudit templates sql && ragaudit templates text && ragaudit generate",
+        markup=False,
+    )
+
+
 @app.command("judge")
 def judge_cmd(
     config_path: ConfigOption = None,

@@ -1,0 +1,1 @@
+"""The synthetic closed-domain company: relational data and the documents about it."""

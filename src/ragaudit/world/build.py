@@ -1,0 +1,174 @@
+"""Write a generated world to disk: the database, the documents, the map of the facts each
+document states, and a ragaudit.yaml that points at them.
+
+    <out>/company.sqlite | company.duckdb   the relational data (read-only for ragaudit)
+    <out>/documents.jsonl                   {"id", "text"}: one project report each
+    <out>/document_facts.jsonl              {"id", "facts": [{table, row_key, column, stated}]}
+    <out>/world.json                        profile, row counts, facts never stated
+    <out>/ragaudit.yaml                     database, corpus, gold-id rule, two systems
+
+Everything is written into a temporary folder beside ``out`` and renamed into place, so
+a killed build never leaves a half world that looks complete.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ragaudit.errors import UserError
+from ragaudit.world.company import SCHEMA, Company, make_company
+from ragaudit.world.documents import NEVER_STATED, project_reports
+
+TABLES = ("Department", "Employee", "Client", "Project")
+
+
+@dataclass(frozen=True)
+class WorldSummary:
+    """What was built, and where."""
+
+    out: Path
+    database: Path
+    rows: dict[str, int]
+    documents: int
+    facts: int
+
+
+def _rows(company: Company, table: str) -> list[tuple[Any, ...]]:
+    return getattr(company, table.lower())
+
+
+def _write_sqlite(company: Company, path: Path) -> None:
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("PRAGMA journal_mode=OFF")
+        conn.execute("PRAGMA synchronous=OFF")
+        for table in TABLES:
+            conn.execute(f'CREATE TABLE "{table}" ({", ".join(SCHEMA[table])})')
+            marks = ", ".join("?" * len(SCHEMA[table]))
+            conn.executemany(f'INSERT INTO "{table}" VALUES ({marks})', _rows(company, table))
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def _write_duckdb(company: Company, path: Path) -> None:
+    import duckdb
+    import pyarrow as pa
+
+    conn = duckdb.connect(str(path))
+    try:
+        conn.execute("SET enable_progress_bar = false")
+        for table in TABLES:
+            columns = [c.split()[0] for c in SCHEMA[table]]
+            rows = _rows(company, table)
+            arrow = pa.table({c: [r[i] for r in rows] for i, c in enumerate(columns)})
+            # DuckDB checks a foreign key against the table as it was before a bulk insert,
+            # so the supervisor's reference to the same table is left out there.
+            defs = [
+                c.replace(" REFERENCES Employee(Name)", "") if table == "Employee" else c
+                for c in SCHEMA[table]
+            ]
+            conn.execute(f'CREATE TABLE "{table}" ({", ".join(defs)})')
+            conn.register("incoming", arrow)
+            conn.execute(f'INSERT INTO "{table}" SELECT * FROM incoming')
+            conn.unregister("incoming")
+    finally:
+        conn.close()
+
+
+def _config(database: Path, documents: Path) -> str:
+    return f"""# Written by ragaudit world: the generated company, its documents, two systems.
+run:
+  name: world
+database:
+  url: sqlite:///{database}
+corpus:
+  path: {documents}
+generate:
+  balanced: true
+  gold_ids:                    # a question about a project is answered by its report
+    - placeholder: Project.Name
+systems:
+  - name: keyword-top1
+    retriever: keyword
+    k: 1
+  - name: hybrid-top3
+    retriever: hybrid          # needs pip install 'ragaudit[dense]'
+    text_weight: 0.5
+    k: 3
+"""
+
+
+def build_world(
+    out: Path,
+    *,
+    size: int = 60,
+    seed: int = 0,
+    engine: str = "sqlite",
+    force: bool = False,
+    on_step: Callable[[str], None] | None = None,
+) -> WorldSummary:
+    """Generate a world of about ``size`` rows into ``out`` (a new or empty folder, or any
+    folder with ``force``)."""
+    if engine not in ("sqlite", "duckdb"):
+        raise UserError(f"world: engine {engine!r}: use sqlite or duckdb")
+    if size < 20:
+        raise UserError(f"world: --size {size} is too small (at least 20 rows)")
+    if out.exists() and any(out.iterdir()) and not force:
+        raise UserError(f"{out} exists and is not empty (use --force to replace it)")
+    step = on_step or (lambda _s: None)
+    step("company")
+    company = make_company(size, seed)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        step("database")
+        db_name = "company.sqlite" if engine == "sqlite" else "company.duckdb"
+        (_write_sqlite if engine == "sqlite" else _write_duckdb)(company, tmp / db_name)
+        step("documents")
+        documents = facts = 0
+        with (
+            (tmp / "documents.jsonl").open("w", encoding="utf-8") as docs,
+            (tmp / "document_facts.jsonl").open("w", encoding="utf-8") as stated,
+        ):
+            for report in project_reports(company, seed):
+                docs.write(json.dumps({"id": report.doc_id, "text": report.text}) + "\n")
+                stated.write(json.dumps({"id": report.doc_id, "facts": report.facts}) + "\n")
+                documents += 1
+                facts += len(report.facts)
+        rows = {t: len(_rows(company, t)) for t in TABLES}
+        (tmp / "world.json").write_text(
+            json.dumps(
+                {
+                    "seed": seed,
+                    "size": size,
+                    "profile": company.profile,
+                    "rows": rows,
+                    "documents": documents,
+                    "facts_stated": facts,
+                    "never_stated": {t: list(c) for t, c in NEVER_STATED.items()},
+                },
+                indent=2,
+            )
+            + "\n"
+        )
+        final = out.resolve()
+        config = _config(final / db_name, final / "documents.jsonl")
+        if engine == "duckdb":
+            config = config.replace("sqlite:///", "duckdb:///")
+        (tmp / "ragaudit.yaml").write_text(config)
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return WorldSummary(out, out / db_name, rows, documents, facts)
