@@ -6,11 +6,11 @@ BIN := $(VENV)/bin
 STAMP_DEV := $(VENV)/.stamp-dev
 STAMP_LOCAL := $(VENV)/.stamp-local
 
-.PHONY: demo test bench lint postgres clean help
+.PHONY: demo test bench lint postgres chromium clean help
 
 help:
 	@echo "make demo   - install and run ragaudit on the embedded example, offline"
-	@echo "make test   - install everything (PostgreSQL too) and run the test suite"
+	@echo "make test   - install everything (PostgreSQL, Chromium too) and run the test suite"
 	@echo "make bench  - run the benchmarks and print their ratios"
 	@echo "make lint   - ruff over the sources, tests and benchmarks"
 
@@ -35,7 +35,10 @@ demo: $(STAMP_LOCAL)
 postgres:
 	bash scripts/ensure-postgres.sh
 
-test: $(STAMP_DEV) postgres
+chromium:
+	bash scripts/ensure-chromium.sh
+
+test: $(STAMP_DEV) postgres chromium
 	$(BIN)/python -m pytest
 
 bench: $(STAMP_DEV)

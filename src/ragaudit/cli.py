@@ -783,6 +783,17 @@ def analyze_cmd(
     console.print(f"wrote {run.summary}, {run.root / 'summary.md'}, {run.drilldown}", markup=False)
 
 
+@app.command("report")
+def report_cmd(config_path: ConfigOption = None) -> None:
+    """Write report.html: verdicts, metrics, charts, dataset, usage and drill-down, in one
+    self-contained file (run ragaudit analyze first)."""
+    from ragaudit.report.build import write_report
+
+    config = resolve_config(config_path)
+    path = write_report(RunDir.from_config(config))
+    console.print(f"wrote {path}", markup=False)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: run the app, turning user errors into one line."""
     try:

@@ -1,0 +1,1 @@
+"""The HTML report: one self-contained file from a run's analysis."""

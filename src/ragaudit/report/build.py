@@ -1,0 +1,321 @@
+"""``ragaudit report``: one self-contained HTML file from a run's analysis.
+
+It reads summary.json (required), drilldown.jsonl, dataset.stats.json, usage.json and the
+responses, and writes report.html: headline verdicts, a table per system and variant,
+charts (inline SVG), the dataset summary, the LLM usage, and drill-down tables of gap and
+non-robust groups. Every text that comes from data (documents, queries, LLM replies) is
+escaped by the template engine: the page holds no script at all.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ragaudit.errors import UserError
+from ragaudit.records.io import atomic_write_text, iter_jsonl_dicts
+from ragaudit.report import charts
+from ragaudit.rundir import RunDir
+
+DRILL_GROUPS = 20  # per system, variant and tag
+TEXT_CHARS = 400
+
+TABLE_METRICS = (
+    ("accuracy", "accuracy"),
+    ("robustness", "R"),
+    ("gap_fraction", "λ (gap fraction)"),
+    ("acc_retrieval_db", "Acc_retrieval_db"),
+    ("accuracy_retrieval", "retrieval accuracy"),
+    ("robustness_retrieval", "retrieval R"),
+)
+
+
+@dataclass
+class ReportData:
+    """Everything the template shows."""
+
+    title: str
+    outcome: str
+    headlines: list[dict[str, Any]]
+    other_verdicts: list[str]
+    tables: list[dict[str, Any]]
+    charts: list[dict[str, str]]
+    ranking: list[dict[str, Any]]
+    dataset: dict[str, Any] | None
+    usage: list[dict[str, Any]]
+    drilldown: list[dict[str, Any]]
+
+
+def _interval(entry: Any) -> str:
+    if not isinstance(entry, dict) or entry.get("value") is None:
+        return "n/a" if not isinstance(entry, int | float) else f"{entry:.2f}"
+    low, high = entry["ci95"]
+    return f"{entry['value']:.2f} [{low:.2f}, {high:.2f}]"
+
+
+def _side(summary: dict[str, Any], side: dict[str, Any], metric: str) -> str:
+    entry = summary["systems"].get(side["system"], {}).get("variants", {}).get(side["variant"])
+    shown = _interval(entry.get(metric)) if entry else f"{side['value']:.2f}"
+    return (
+        f"{side['system']} / {side['variant']}: {'R' if metric == 'robustness' else metric} {shown}"
+    )
+
+
+def _headlines(summary: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
+    significant, rest = [], []
+    for c in summary.get("comparisons", []):
+        if c["p_value"] < 0.05:
+            significant.append(
+                {
+                    "verdict": c["verdict"],
+                    "sides": [
+                        _side(summary, c["a"], c["metric"]),
+                        _side(summary, c["b"], c["metric"]),
+                    ],
+                    "p": c["p_value"],
+                }
+            )
+        else:
+            rest.append(c["verdict"])
+    significant.sort(key=lambda h: h["p"])
+    return significant, rest
+
+
+def _tables(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for name, system in summary["systems"].items():
+        rows = []
+        for variant, m in system["variants"].items():
+            rows.append(
+                {
+                    "variant": variant,
+                    "queries": m["n_queries"],
+                    "groups": m["n_groups"],
+                    "cells": [_interval(m.get(key)) for key, _ in TABLE_METRICS],
+                }
+            )
+        out.append(
+            {
+                "system": name,
+                "acc_retrieval_db": _interval(system.get("acc_retrieval_db")),
+                "headers": [label for _, label in TABLE_METRICS],
+                "rows": rows,
+            }
+        )
+    return out
+
+
+def _ranking(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for system, entry in summary.get("retrieval_ranking", {}).items():
+        for variant, metrics in entry["variants"].items():
+            out.append(
+                {
+                    "system": system,
+                    "variant": variant,
+                    "metrics": [(name, _interval(value)) for name, value in metrics.items()],
+                }
+            )
+    return out
+
+
+def _responses(run: RunDir, system: str, wanted: set[str]) -> dict[str, dict[str, Any]]:
+    path = run.responses(system)
+    if not path.exists() or not wanted:
+        return {}
+    return {
+        str(row["query_id"]): row
+        for _, row in iter_jsonl_dicts(path)
+        if str(row["query_id"]) in wanted
+    }
+
+
+def _clip(text: Any) -> str | None:
+    if text is None:
+        return None
+    text = str(text)
+    return text if len(text) <= TEXT_CHARS else text[:TEXT_CHARS] + "…"
+
+
+def _scan_drilldown(
+    run: RunDir,
+) -> tuple[dict[tuple[str, str], dict[str, int]], list[dict[str, Any]]]:
+    """Error sources per (system, variant), and the rows of the first gap and non-robust
+    groups of each, streamed from drilldown.jsonl."""
+    sources: dict[tuple[str, str], dict[str, int]] = defaultdict(
+        lambda: {"correct": 0, "knowledge base": 0, "retriever": 0, "language model": 0}
+    )
+    chosen: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+    groups: dict[tuple[str, str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    if not run.drilldown.exists():
+        return sources, []
+    for _, row in iter_jsonl_dicts(run.drilldown):
+        key = (str(row["system"]), str(row["variant"]))
+        if row["correct"]:
+            sources[key]["correct"] += 1
+        elif row["tag"] == "gap":
+            sources[key]["knowledge base"] += 1
+        elif row.get("retrieval_correct") is False:
+            sources[key]["retriever"] += 1
+        else:
+            sources[key]["language model"] += 1
+        if row["tag"] not in ("gap", "non-robust"):
+            continue
+        slot = (*key, str(row["tag"]))
+        group = str(row["group_id"])
+        if group not in chosen[slot]:
+            if len(chosen[slot]) >= DRILL_GROUPS:
+                continue
+            chosen[slot].append(group)
+        groups[(*slot, group)].append(row)
+    sections = []
+    by_system: dict[str, set[str]] = defaultdict(set)
+    for (system, _, _, _), rows in groups.items():
+        by_system[system].update(str(r["query_id"]) for r in rows)
+    answers = {s: _responses(run, s, ids) for s, ids in by_system.items()}
+    for (system, variant, tag), group_ids in sorted(chosen.items()):
+        entries = []
+        for group in group_ids:
+            rows = groups[(system, variant, tag, group)]
+            queries = []
+            for r in rows:
+                record = r.get("record") or {}
+                answer = answers.get(system, {}).get(str(r["query_id"]), {})
+                retrieved = answer.get("retrieved") or []
+                queries.append(
+                    {
+                        "query": _clip(r.get("query") or record.get("query")),
+                        "reference": _clip(r.get("reference") or record.get("reference")),
+                        "response": _clip(answer.get("response", record.get("response"))),
+                        "error": _clip(answer.get("error")),
+                        "correct": r["correct"],
+                        "retrieval_correct": r.get("retrieval_correct"),
+                        "retrieved": [
+                            {"id": _clip(item.get("id")), "text": _clip(item.get("text"))}
+                            for item in retrieved[:3]
+                        ]
+                        or [
+                            {"id": _clip(i), "text": None}
+                            for i in record.get("retrieved_ids") or []
+                        ],
+                    }
+                )
+            entries.append({"group": _clip(group), "queries": queries})
+        sections.append({"system": system, "variant": variant, "tag": tag, "groups": entries})
+    return sources, sections
+
+
+def _charts(
+    summary: dict[str, Any], sources: dict[tuple[str, str], dict[str, int]]
+) -> list[dict[str, str]]:
+    labels, tags, acc, rob = [], defaultdict(list), [], []
+    for name, system in summary["systems"].items():
+        for variant, m in system["variants"].items():
+            labels.append(f"{name} / {variant}")
+            total = max(1, m["n_groups"])
+            for tag in ("robust", "non-robust", "gap"):
+                tags[tag].append(m["groups"].get(tag, 0) / total)
+            acc.append(_point(m.get("accuracy")))
+            rob.append(_point(m.get("robustness")))
+    out = [
+        {
+            "id": "chart-tags",
+            "title": "Semantic groups by tag",
+            "svg": charts.stacked_bars(labels, dict(tags), "share of groups"),
+        },
+        {
+            "id": "chart-accuracy",
+            "title": "Accuracy and robustness R per variant (95% intervals)",
+            "svg": charts.interval_dots(labels, {"accuracy": acc, "R": rob}),
+        },
+    ]
+    if sources:
+        keys = list(sources)
+        parts = {
+            part: [sources[k][part] / max(1, sum(sources[k].values())) for k in keys]
+            for part in ("correct", "knowledge base", "retriever", "language model")
+        }
+        out.append(
+            {
+                "id": "chart-sources",
+                "title": "Where the answers go wrong: knowledge base, retriever, language model",
+                "svg": charts.stacked_bars(
+                    [f"{s} / {v}" for s, v in keys],
+                    parts,
+                    "share of queries",
+                ),
+            }
+        )
+    return out
+
+
+def _point(entry: Any) -> tuple[float, float, float] | None:
+    if not isinstance(entry, dict) or entry.get("value") is None:
+        return None
+    return (entry["value"], *entry["ci95"])
+
+
+def _usage(run: RunDir) -> list[dict[str, Any]]:
+    if not run.usage.exists():
+        return []
+    steps = json.loads(run.usage.read_text(encoding="utf-8")).get("steps", {})
+    return [
+        {
+            "step": name,
+            "calls": u.get("calls", 0),
+            "cache_hits": u.get("cache_hits", 0),
+            "prompt_tokens": u.get("prompt_tokens", 0),
+            "completion_tokens": u.get("completion_tokens", 0),
+            "llm_seconds": f"{u.get('llm_seconds', 0.0):.1f}",
+            "wall_seconds": f"{u.get('wall_seconds', 0.0):.1f}",
+        }
+        for name, u in steps.items()
+    ]
+
+
+def collect(run: RunDir) -> ReportData:
+    """Read the run's files into what the report shows."""
+    if not run.summary.exists():
+        raise UserError(f"no {run.summary}: run ragaudit analyze first")
+    try:
+        summary = json.loads(run.summary.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{run.summary}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+    headlines, rest = _headlines(summary)
+    sources, drill = _scan_drilldown(run)
+    dataset = None
+    if run.dataset_stats.exists():
+        dataset = json.loads(run.dataset_stats.read_text(encoding="utf-8")).get("table2")
+    return ReportData(
+        title=f"ragaudit report: {run.root.name}",
+        outcome=summary.get("outcome", "answer"),
+        headlines=headlines,
+        other_verdicts=rest,
+        tables=_tables(summary),
+        charts=_charts(summary, dict(sources)),
+        ranking=_ranking(summary),
+        dataset=dataset,
+        usage=_usage(run),
+        drilldown=drill,
+    )
+
+
+def render(data: ReportData) -> str:
+    """The HTML page (autoescaped; the inline SVG charts are ragaudit's own output)."""
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("ragaudit.report", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    return env.get_template("report.html.j2").render(data=data)
+
+
+def write_report(run: RunDir) -> Path:
+    """Collect, render and write report.html atomically; return its path."""
+    atomic_write_text(run.report, render(collect(run)))
+    return run.report

@@ -1,0 +1,140 @@
+"""ragaudit report: one self-contained HTML file, checked in headless Chromium: it renders,
+its charts are there, the browser logs no error, it makes no network request, and a
+<script> planted in a document stays inert text."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ragaudit.records import (
+    QueryRecord,
+    Reference,
+    ResponseRecord,
+    RetrievedItem,
+    write_jsonl_atomic,
+)
+from tests.conftest import IN_CI
+from tests.support.cli import ragaudit
+
+PLANTED = (
+    '<script>window.__pwned = 1; document.title = "pwned";</script>'
+    '<img src="x" onerror="window.__pwned = 2">'
+)
+
+
+def _run(tmp_path: Path) -> Path:
+    """A judged and analyzed run of two systems and two variants, with a planted script in
+    a retrieved document and in a response."""
+    root = tmp_path / "runs" / "default"
+    queries, responses = [], {"kw": [], "dense": []}
+    for g in range(12):
+        for variant in ("short", "long"):
+            for i in range(2):
+                qid = f"q{g}-{variant}-{i}"
+                queries.append(
+                    QueryRecord(
+                        query_id=qid,
+                        group_id=f"g{g}",
+                        variant=variant,
+                        query=f"Who manages project {g}? ({variant} wording {i})",
+                        reference=Reference.from_values([f"Person {g}"]),
+                        gold_ids=[f"doc{g}"],
+                    )
+                )
+                for system in responses:
+                    # kw fails one long query in half the groups; dense always fails group 0.
+                    right = not (
+                        (system == "kw" and variant == "long" and g % 2 == 0 and i == 0)
+                        or (system == "dense" and g == 0)
+                    )
+                    doc = f"doc{g}" if right else f"doc{g + 1}"
+                    text = PLANTED if g == 0 else f"Project {g} is managed by Person {g}."
+                    responses[system].append(
+                        ResponseRecord(
+                            query_id=qid,
+                            system=system,
+                            response=f"Person {g}" if right else PLANTED,
+                            retrieved=[RetrievedItem(id=doc, score=1.0, text=text)],
+                        )
+                    )
+    write_jsonl_atomic(root / "dataset.jsonl", queries)
+    for system, records in responses.items():
+        write_jsonl_atomic(root / "responses" / f"{system}.jsonl", records)
+    for step in (("judge", "--no-llm"), ("analyze",), ("report",)):
+        done = ragaudit(*step, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    return root / "report.html"
+
+
+def test_report_escapes_data_and_states_the_verdicts(tmp_path: Path) -> None:
+    html = _run(tmp_path).read_text()
+    assert "<script" not in html.replace("&lt;script", "")  # no script tag at all
+    assert "&lt;script&gt;window.__pwned" in html
+    assert "kw: long is less" in html  # a headline verdict
+    assert html.count("<svg") == 3
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)  # no network assets
+    assert "@import" not in html and not re.search(r"url\((?!#)", html)  # only #clip-paths
+
+
+def test_report_needs_an_analysis(tmp_path: Path) -> None:
+    done = ragaudit("report", cwd=tmp_path)
+    assert done.returncode == 2 and "run ragaudit analyze first" in done.stderr
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    if not (shutil.which("chromium") and shutil.which("chromedriver")):
+        if IN_CI:
+            raise RuntimeError("CI must test the report in Chromium: make test installs it")
+        pytest.skip("headless Chromium is not installed (scripts/ensure-chromium.sh)")
+    os.environ.setdefault("SE_OFFLINE", "true")  # never let Selenium fetch a driver
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = shutil.which("chromium") or ""
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+    driver = webdriver.Chrome(options=options, service=Service(shutil.which("chromedriver")))
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def test_report_in_headless_chromium(browser: object, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    driver = browser
+    path = _run(tmp_path)
+    driver.get(path.as_uri())  # type: ignore[attr-defined]
+    assert driver.title == "ragaudit report: default"  # type: ignore[attr-defined]
+    assert driver.execute_script("return window.__pwned === undefined")  # type: ignore[attr-defined]
+    charts = driver.find_elements(By.CSS_SELECTOR, "figure.chart svg")  # type: ignore[attr-defined]
+    assert len(charts) == 3 and all(c.size["width"] > 100 for c in charts)
+    body = driver.find_element(By.TAG_NAME, "body").text  # type: ignore[attr-defined]
+    assert "is less robust than" in body
+    for details in driver.find_elements(By.TAG_NAME, "details"):  # type: ignore[attr-defined]
+        driver.execute_script("arguments[0].open = true", details)  # type: ignore[attr-defined]
+    shown = driver.find_element(By.TAG_NAME, "body").text  # type: ignore[attr-defined]
+    assert "<script>window.__pwned = 1;" in shown  # the planted script is visible text
+    errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]  # type: ignore[attr-defined]
+    assert errors == []
+    requests = [
+        json.loads(entry["message"])["message"]
+        for entry in driver.get_log("performance")  # type: ignore[attr-defined]
+    ]
+    urls = [
+        m["params"]["request"]["url"]
+        for m in requests
+        if m["method"] == "Network.requestWillBeSent"
+    ]
+    assert urls and all(u == path.as_uri() for u in urls), urls
