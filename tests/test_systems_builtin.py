@@ -167,3 +167,17 @@ def test_run_without_systems_or_dataset_is_one_line(tmp_path: Path) -> None:
     assert result.returncode == 2 and "corpus.path is not set" in result.stderr
     result = ragaudit("run", "--system", "nope", cwd=tmp_path)
     assert "no system named 'nope'" in result.stderr
+
+
+def test_queries_that_retrieve_the_same_documents_are_asked_together() -> None:
+    retriever = KeywordRetriever(chunk([Document(k, v) for k, v in DOCS.items()]))
+    system = RAGSystem("r", retriever=retriever, k=1, generator="none", llm=None)
+    qs = queries(
+        ["Orrin Footbridge?", "Millbrook Dam?", "Who at Orrin Footbridge?", "Millbrook Dam who?"]
+    )
+    system.generator = "concise"  # ordering matters only for systems that prompt an LLM
+    aio.run(system.prepare(qs))
+    ordered = [q.query for q in system.order(qs)]
+    docs = [retriever.retrieve(text, k=1)[0].doc_id for text in ordered]
+    assert docs == sorted(docs)  # the same context follows itself: one prompt-cache prefix
+    assert set(ordered) == {q.query for q in qs}

@@ -783,6 +783,80 @@ def analyze_cmd(
     console.print(f"wrote {run.summary}, {run.root / 'summary.md'}, {run.drilldown}", markup=False)
 
 
+@app.command("demo")
+def demo_cmd(
+    out: Annotated[Path, typer.Argument(help="Folder for the world and the run.")] = Path(
+        "ragaudit-demo"
+    ),
+    size: Annotated[int, typer.Option("--size", min=20, help="Rows of the company.")] = 60,
+    groups: Annotated[
+        int, typer.Option("--groups", min=1, help="Semantic groups per question template.")
+    ] = 3,
+    templates: Annotated[
+        int, typer.Option("--templates", min=1, max=6, help="Question templates.")
+    ] = 4,
+    no_llm: Annotated[
+        bool, typer.Option("--no-llm", help="Word every question with the verbalizer.")
+    ] = False,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the world.")] = 0,
+    llm: LLMOption = None,
+) -> None:
+    """Everything ragaudit does, offline, on a generated company: world, templates,
+    dataset, two RAG systems, judging, analysis and report.html. Resumable."""
+    from rich.progress import MofNCompleteColumn, TimeRemainingColumn
+
+    from ragaudit.pipeline.demo import run_demo
+
+    start = time.perf_counter()
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=True,
+    )
+
+    def hooks(name: str):  # type: ignore[no-untyped-def]
+        task = progress.add_task(escape(name), total=None, start=False)
+
+        def on_start(total: int, done: int) -> None:
+            progress.reset(task, total=total, completed=done, start=True)
+
+        return on_start, lambda n: progress.advance(task, n)
+
+    with progress:
+        result = run_demo(
+            out,
+            size=size,
+            seed=seed,
+            templates=templates,
+            groups=groups,
+            use_llm=not no_llm,
+            llm=llm or "local",
+            llm_for=lambda config, run, step: llm_for(config, run, step, True),
+            progress=lambda step: err_console.print(f"demo: {step}", markup=False),
+            run_hooks=hooks,
+        )
+    table = Table(title="Where the time went", title_justify="left")
+    for header in ("step", "seconds", ""):
+        table.add_column(header, justify="right" if header == "seconds" else "left")
+    for step, (seconds, note) in result.timings.items():
+        table.add_row(step, f"{seconds:.1f}", escape(note))
+    console.print(table)
+    import json
+
+    summary = json.loads(result.run.summary.read_text(encoding="utf-8"))
+    for c in summary["comparisons"]:
+        if c["metric"] == "robustness" and c["a"]["system"] == c["b"]["system"] == "keyword-top1":
+            console.print(c["verdict"], markup=False)
+    console.print(
+        f"demo finished in {time.perf_counter() - start:.0f} s; report: {result.report}",
+        markup=False,
+    )
+
+
 @app.command("report")
 def report_cmd(config_path: ConfigOption = None) -> None:
     """Write report.html: verdicts, metrics, charts, dataset, usage and drill-down, in one

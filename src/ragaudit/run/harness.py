@@ -124,12 +124,13 @@ async def run_system(
         on_start(len(queries), stats.already_done)
     if not todo:
         return stats
-    source = iter(todo)
     buffer: list[ResponseRecord] = []
     start = time.perf_counter()
     prepare = getattr(system, "prepare", None)
     if prepare is not None:
         await prepare(todo)
+    order = getattr(system, "order", None)
+    source = iter(order(todo) if order is not None else todo)
     last_flush = start
 
     with JsonlAppender(out) as sink:

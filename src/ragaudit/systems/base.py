@@ -31,7 +31,9 @@ class System(Protocol):
         ...
 
     # Optional: ``async def prepare(self, queries: list[QueryRecord]) -> None`` is awaited
-    # once with the queries still to ask, before any ``answer`` (to batch work ahead).
+    # once with the queries still to ask, before any ``answer`` (to batch work ahead), and
+    # ``def order(self, queries) -> list[QueryRecord]`` may reorder them (e.g. so that
+    # queries sharing a retrieved context follow each other, for prompt caches).
 
     async def aclose(self) -> None:
         """Release connections and threads."""

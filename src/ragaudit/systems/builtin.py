@@ -15,6 +15,7 @@ from ragaudit.systems.generators import answer_messages, is_yes, rerank_messages
 from ragaudit.systems.retrievers import Hit, Retriever
 
 _RERANK_PARAMS = GenerationParams(temperature=0.0, max_tokens=3)
+PREFETCH_LIMIT = 20_000  # queries whose hits are kept ahead (a run's answers need them once)
 
 
 class RAGSystem:
@@ -48,20 +49,44 @@ class RAGSystem:
         # Retrieval is CPU work in a library call: one worker keeps it off the event loop
         # without running several torch/numpy searches against each other on few cores.
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"retrieve-{name}")
+        self._hits: dict[str, list[Hit]] = {}
 
     async def _retrieve(self, query: str) -> list[Hit]:
         if self.retriever is None:
             return []
+        if query in self._hits:
+            return self._hits.pop(query)
         n = max(self.k, self.rerank_candidates or 0)
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, self.retriever.retrieve, query, n)
 
     async def prepare(self, queries: list[QueryRecord]) -> None:
-        """Let the retriever work ahead in batches (the dense encoder embeds all queries)."""
-        prepare = getattr(self.retriever, "prepare", None)
-        if prepare is not None:
-            loop = asyncio.get_running_loop()
-            await loop.run_in_executor(self._pool, prepare, [q.query for q in queries])
+        """Retrieve for every query ahead (the dense encoder embeds them in batches), when
+        there are few enough to keep their hits, so that :meth:`order` can group queries
+        by what they retrieved."""
+        if self.retriever is None:
+            return
+        texts = list(dict.fromkeys(q.query for q in queries))
+        n = max(self.k, self.rerank_candidates or 0)
+        retriever = self.retriever
+
+        def work() -> None:
+            prepare = getattr(retriever, "prepare", None)
+            if prepare is not None:
+                prepare(texts)
+            if len(texts) <= PREFETCH_LIMIT:
+                self._hits.update((t, retriever.retrieve(t, n)) for t in texts)
+
+        await asyncio.get_running_loop().run_in_executor(self._pool, work)
+
+    def order(self, queries: list[QueryRecord]) -> list[QueryRecord]:
+        """Queries that retrieve the same documents one after the other: their prompts
+        share the context prefix, which an inference server's prompt cache (llama.cpp's
+        included) then reads once."""
+        if not self._hits or self.generator == "none":
+            return queries
+        keys = {q.query_id: tuple(h.doc_id for h in self._hits.get(q.query, [])) for q in queries}
+        return sorted(queries, key=lambda q: keys[q.query_id])
 
     async def _rerank(self, query: str, hits: list[Hit], usage: list[int]) -> list[Hit]:
         assert self.llm is not None

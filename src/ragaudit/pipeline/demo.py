@@ -1,0 +1,207 @@
+"""``ragaudit demo``: every step on a generated company, offline, in minutes on a laptop.
+
+world -> SQL templates (schema enumerator, the project questions) -> text templates
+(short wordings by the LLM, long ones by the verbalizer: the embedded 1.5B model cannot
+write 30-word questions reliably; ``use_llm=False`` verbalizes both) -> a balanced
+dataset -> two built-in systems, keyword top-1 and hybrid top-3, answering with the LLM ->
+judging (matchers first) -> analysis -> report.html.
+
+Each step writes the run's usual files and is skipped when its output exists, so a killed
+demo resumes where it stopped (the LLM cache makes repeated calls free).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ragaudit.config import Config, SystemConfig, load_config
+from ragaudit.generate.sql_templates import load_templates, save_templates
+from ragaudit.generate.text_templates import save_text_templates
+from ragaudit.llm.client import LLMClient
+from ragaudit.pipeline.running import ProgressFactory
+from ragaudit.rundir import RunDir
+
+# The project questions of the world, in the order the demo prefers them: facts that the
+# reports state (location, client, start date, people) and one that no report ever states
+# (the client's location): a gap of the knowledge base by design.
+PREFERRED = (
+    "location-by-project-name",
+    "client-name-by-project-name-via-client",
+    "startdate-by-project-name",
+    "client-location-by-project-name-via-client",
+    "employee-name-by-project-name-via-projectmanager",
+    "employee-name-by-project-name-via-projectdirector",
+)
+
+# step name -> (seconds, note)
+Timings = dict[str, tuple[float, str]]
+LLMFactory = Callable[[Config, RunDir, str], AbstractContextManager[LLMClient | None]]
+
+
+@dataclass
+class DemoResult:
+    """Where the demo's files are and how long each step took."""
+
+    run: RunDir
+    world: Path
+    report: Path
+    timings: Timings = field(default_factory=dict)
+
+
+def demo_config(world: Path, out: Path, *, groups: int, use_llm: bool, llm: str) -> Config:
+    """The world's ragaudit.yaml, set up for the demo."""
+    config = load_config(world / "ragaudit.yaml")
+    config.run.root = out / "runs"
+    config.run.name = "demo"
+    config.llm.model = llm
+    config.llm.context_size = 2048
+    config.templates.sql_generator = "enumerator"
+    config.templates.text_generator = "llm" if use_llm else "verbalizer"
+    config.templates.per_style = 2
+    config.generate.balanced = True
+    config.generate.max_groups_per_template = groups
+    config.systems = [
+        SystemConfig(name="keyword-top1", retriever="keyword", k=1, generator="concise"),
+        SystemConfig(
+            name="hybrid-top3", retriever="hybrid", text_weight=0.5, k=3, generator="concise"
+        ),
+    ]
+    config.harness.concurrency = 1  # one llama.cpp slot: in order, so its prompt cache works
+    config.harness.timeout_s = 600
+    return config
+
+
+@dataclass
+class _Clock:
+    timings: Timings
+
+    def step(self, name: str, note: str = "") -> _Timer:
+        return _Timer(self.timings, name, note)
+
+
+@dataclass
+class _Timer:
+    timings: Timings
+    name: str
+    note: str
+    start: float = 0.0
+
+    def __enter__(self) -> _Timer:
+        self.start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.timings[self.name] = (time.perf_counter() - self.start, self.note)
+
+
+def _keep_project_templates(run: RunDir, count: int) -> None:
+    loaded = load_templates(run.templates_sql).templates
+    by_id = {t.id: t for t in loaded}
+    chosen = [by_id[i] for i in PREFERRED if i in by_id][:count]
+    if len(chosen) < count:  # another world's naming: any project-keyed template will do
+        chosen += [t for t in loaded if t not in chosen and t.placeholders == ["Project.Name"]]
+    save_templates(run.templates_sql, chosen[:count])
+
+
+def _text_templates(config: Config, run: RunDir, llm: LLMClient | None) -> None:
+    """Short wordings from the LLM (when given), long ones from the verbalizer."""
+    from ragaudit.pipeline.generation import make_text_templates
+
+    if llm is None:
+        make_text_templates(config, run)
+        return
+    short = config.model_copy(deep=True)
+    short.templates.styles = ["short"]
+    made = make_text_templates(short, run, llm=llm).texts
+    long = config.model_copy(deep=True)
+    long.templates.styles = ["long"]
+    long.templates.text_generator = "verbalizer"
+    verbalized = make_text_templates(long, run, overwrite=True).texts
+    for template_id, styles in verbalized.items():
+        made.setdefault(template_id, {}).update(styles)
+    save_text_templates(run.templates_text, made)
+
+
+def run_demo(
+    out: Path,
+    *,
+    size: int,
+    seed: int = 0,
+    templates: int = 4,
+    groups: int = 3,
+    use_llm: bool = True,
+    llm: str = "local",
+    llm_for: LLMFactory,
+    progress: Callable[[str], None] = lambda _s: None,
+    run_hooks: ProgressFactory | None = None,
+) -> DemoResult:
+    """Run the whole journey into ``out`` (resumable) and return where the report is."""
+    import json
+
+    from ragaudit.pipeline.analysis import run_analysis
+    from ragaudit.pipeline.generation import generate_dataset, make_sql_templates
+    from ragaudit.pipeline.judging import judge_run
+    from ragaudit.pipeline.running import run_systems
+    from ragaudit.report.build import write_report
+    from ragaudit.world.build import build_world
+
+    timings: Timings = {}
+    clock = _Clock(timings)
+    world = out / "world"
+    marker = world / "world.json"
+    fresh = not marker.exists() or json.loads(marker.read_text()).get("size") != size
+    with clock.step("world", f"{size} rows"):
+        progress("world")
+        if fresh:
+            build_world(world, size=size, seed=seed, force=True)
+    config = demo_config(world, out, groups=groups, use_llm=use_llm, llm=llm)
+    run = RunDir.from_config(config).create()
+    run.write_config(config)
+    with clock.step("templates", "SQL by the schema enumerator; text by LLM (short) + verbalizer"):
+        progress("templates")
+        if not run.templates_sql.exists():
+            make_sql_templates(config, run)
+            _keep_project_templates(run, templates)
+        if not run.templates_text.exists():
+            with llm_for(config, run, "templates") if use_llm else _none() as client:
+                _text_templates(config, run, client)
+    with clock.step("generate", "balanced dataset"):
+        progress("generate")
+        if not run.dataset.exists():
+            generate_dataset(config, run, config.generate)
+    with clock.step("run", "keyword-top1 and hybrid-top3 answer every query"):
+        progress("run")
+        with llm_for(config, run, "run") as client:
+            assert client is not None
+            client.run(
+                run_systems(
+                    config,
+                    run,
+                    config.systems,
+                    {config.llm.model: client},
+                    progress=run_hooks,
+                )
+            )
+    with clock.step("judge", "matchers first, then the LLM judge"):
+        progress("judge")
+        with llm_for(config, run, "judge") as client:
+            judge_run(run, client)
+    with clock.step("analyze"):
+        progress("analyze")
+        run_analysis(run)
+    with clock.step("report"):
+        progress("report")
+        report = write_report(run)
+    return DemoResult(run=run, world=world, report=report, timings=timings)
+
+
+class _none(AbstractContextManager[None]):
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
