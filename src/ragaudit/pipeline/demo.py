@@ -12,8 +12,9 @@ demo resumes where it stopped (the LLM cache makes repeated calls free).
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,27 +76,14 @@ def demo_config(world: Path, out: Path, *, groups: int, use_llm: bool, llm: str)
     return config
 
 
-@dataclass
-class _Clock:
-    timings: Timings
-
-    def step(self, name: str, note: str = "") -> _Timer:
-        return _Timer(self.timings, name, note)
-
-
-@dataclass
-class _Timer:
-    timings: Timings
-    name: str
-    note: str
-    start: float = 0.0
-
-    def __enter__(self) -> _Timer:
-        self.start = time.perf_counter()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.timings[self.name] = (time.perf_counter() - self.start, self.note)
+@contextlib.contextmanager
+def _timed(timings: Timings, name: str, note: str = "") -> Iterator[None]:
+    """Record how long the block took under ``name``."""
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        timings[name] = (time.perf_counter() - start, note)
 
 
 def _keep_project_templates(run: RunDir, count: int) -> None:
@@ -150,30 +138,33 @@ def run_demo(
     from ragaudit.world.build import build_world
 
     timings: Timings = {}
-    clock = _Clock(timings)
     world = out / "world"
     marker = world / "world.json"
     fresh = not marker.exists() or json.loads(marker.read_text()).get("size") != size
-    with clock.step("world", f"{size} rows"):
+    with _timed(timings, "world", f"{size} rows"):
         progress("world")
         if fresh:
             build_world(world, size=size, seed=seed, force=True)
     config = demo_config(world, out, groups=groups, use_llm=use_llm, llm=llm)
     run = RunDir.from_config(config).create()
     run.write_config(config)
-    with clock.step("templates", "SQL by the schema enumerator; text by LLM (short) + verbalizer"):
+    with _timed(
+        timings, "templates", "SQL by the schema enumerator; text by LLM (short) + verbalizer"
+    ):
         progress("templates")
         if not run.templates_sql.exists():
             make_sql_templates(config, run)
             _keep_project_templates(run, templates)
         if not run.templates_text.exists():
-            with llm_for(config, run, "templates") if use_llm else _none() as client:
+            with (
+                llm_for(config, run, "templates") if use_llm else contextlib.nullcontext() as client
+            ):
                 _text_templates(config, run, client)
-    with clock.step("generate", "balanced dataset"):
+    with _timed(timings, "generate", "balanced dataset"):
         progress("generate")
         if not run.dataset.exists():
             generate_dataset(config, run, config.generate)
-    with clock.step("run", "keyword-top1 and hybrid-top3 answer every query"):
+    with _timed(timings, "run", "keyword-top1 and hybrid-top3 answer every query"):
         progress("run")
         with llm_for(config, run, "run") as client:
             assert client is not None
@@ -186,22 +177,14 @@ def run_demo(
                     progress=run_hooks,
                 )
             )
-    with clock.step("judge", "matchers first, then the LLM judge"):
+    with _timed(timings, "judge", "matchers first, then the LLM judge"):
         progress("judge")
         with llm_for(config, run, "judge") as client:
             judge_run(run, client)
-    with clock.step("analyze"):
+    with _timed(timings, "analyze"):
         progress("analyze")
         run_analysis(run)
-    with clock.step("report"):
+    with _timed(timings, "report"):
         progress("report")
         report = write_report(run)
     return DemoResult(run=run, world=world, report=report, timings=timings)
-
-
-class _none(AbstractContextManager[None]):
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
