@@ -52,12 +52,14 @@ def answered_ids(path: Path, *, retry_errors: bool = False) -> set[str]:
     asked again and the file still ends with one record per query."""
     if not path.exists():
         return set()
+    if not retry_errors:
+        # Only the ids are needed: a million-record file is streamed, not held.
+        return {str(row["query_id"]) for _, row in iter_jsonl_dicts(path)}
     rows = [row for _, row in iter_jsonl_dicts(path)]
-    kept = [row for row in rows if not (retry_errors and row.get("error"))]
+    kept = [row for row in rows if not row.get("error")]
     if len(kept) < len(rows):
         write_jsonl_atomic(path, kept)
-    done = {str(row["query_id"]) for row in kept}
-    return done
+    return {str(row["query_id"]) for row in kept}
 
 
 def _one_line(exc: BaseException) -> str:
