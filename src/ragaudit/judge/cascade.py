@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from ragaudit.judge.llm_judge import llm_judge
@@ -36,6 +36,7 @@ async def judge_one(
     closed_domain: bool = False,
     rule: RetrievalRule = "same_set",
     stats: JudgeStats | None = None,
+    reasons: bool = True,
 ) -> Judgement:
     """One judgement, recording how it was decided (``match:<rule>``, ``llm``, ``error``,
     ``unmatched`` when no LLM may decide)."""
@@ -50,7 +51,12 @@ async def judge_one(
             correct, method = bool(decision.correct), f"match:{decision.rule}"
         elif llm is not None:
             verdict = await llm_judge(
-                llm, query.query, query.reference.display, response.response or "", samples
+                llm,
+                query.query,
+                query.reference.display,
+                response.response or "",
+                samples,
+                reasons=reasons,
             )
             correct, method, rationale = verdict.correct, "llm", verdict.reason
             if samples > 1:
@@ -80,16 +86,26 @@ async def judge_many(
     closed_domain: bool = False,
     rule: RetrievalRule = "same_set",
     stats: JudgeStats | None = None,
+    reasons: bool = True,
+    on_judged: Callable[[int], None] | None = None,
 ) -> list[Judgement]:
-    """Judge every pair; LLM calls run concurrently (bounded by the client)."""
+    """Judge every pair; LLM calls run concurrently (bounded by the client).
+    ``on_judged(1)`` is called as each judgement is made, for a progress display."""
     stats = stats if stats is not None else JudgeStats()
-    return list(
-        await asyncio.gather(
-            *(
-                judge_one(
-                    q, r, llm, samples=samples, closed_domain=closed_domain, rule=rule, stats=stats
-                )
-                for q, r in pairs
-            )
+
+    async def one(q: QueryRecord, r: ResponseRecord) -> Judgement:
+        judgement = await judge_one(
+            q,
+            r,
+            llm,
+            samples=samples,
+            closed_domain=closed_domain,
+            rule=rule,
+            stats=stats,
+            reasons=reasons,
         )
-    )
+        if on_judged is not None:
+            on_judged(1)
+        return judgement
+
+    return list(await asyncio.gather(*(one(q, r) for q, r in pairs)))

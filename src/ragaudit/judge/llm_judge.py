@@ -20,16 +20,22 @@ class Verdict(BaseModel):
     reason: str = ""
 
 
-def judge_prompt(query: str, reference: str, response: str) -> Messages:
-    """Ask whether ``response`` gives the true answer to ``query``."""
+def judge_prompt(query: str, reference: str, response: str, *, reasons: bool = True) -> Messages:
+    """Ask whether ``response`` gives the true answer to ``query``; with ``reasons``, also
+    why in a few words (most of the reply's tokens: a small local model writes about ten
+    tokens a second, so the demo leaves the reason out)."""
+    shape = (
+        '{"verdict": "Correct" or "Incorrect", "reason": "<at most eight words>"}'
+        if reasons
+        else '{"verdict": "Correct" or "Incorrect"}'
+    )
     return [
         system("You grade answers against a known true answer. You are strict and brief."),
         user(
             f"Question: {query}\nTrue answer: {reference}\nResponse: {response}\n\n"
             "Is the response correct, i.e. does it give the true answer (other wording, "
             "formatting or extra detail is fine; a different answer, a refusal or a hedge "
-            "without the answer is not)? Reply with JSON only: "
-            '{"verdict": "Correct" or "Incorrect", "reason": "<one short sentence>"}'
+            "without the answer is not)? Reply with JSON only: " + shape
         ),
     ]
 
@@ -45,10 +51,16 @@ class LLMDecision:
 
 
 async def llm_judge(
-    llm: LLMClient, query: str, reference: str, response: str, samples: int = 1
+    llm: LLMClient,
+    query: str,
+    reference: str,
+    response: str,
+    samples: int = 1,
+    *,
+    reasons: bool = True,
 ) -> LLMDecision:
     """Judge once, or ``samples`` times (sampled, k cache entries) by majority vote."""
-    messages = judge_prompt(query, reference, response)
+    messages = judge_prompt(query, reference, response, reasons=reasons)
     if samples <= 1:
         verdict = await llm.acomplete_json(messages, Verdict)
         return LLMDecision(verdict.verdict == "Correct", 1.0, 1, verdict.reason)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragaudit.errors import UserError
 from ragaudit.judge.cascade import JudgeStats, judge_many
@@ -18,6 +18,9 @@ from ragaudit.llm.client import LLMClient
 from ragaudit.records.io import JsonlAppender, atomic_write_json, read_jsonl
 from ragaudit.records.models import Judgement, QueryRecord, ResponseRecord
 from ragaudit.rundir import RunDir
+
+if TYPE_CHECKING:
+    from ragaudit.pipeline.running import ProgressFactory
 
 BATCH = 200
 
@@ -39,8 +42,11 @@ def judge_run(
     closed_domain: bool = False,
     rule: RetrievalRule = "same_set",
     seed: int = 0,
+    reasons: bool = True,
+    progress: ProgressFactory | None = None,
 ) -> JudgeReport:
-    """Judge the responses of every system (or ``systems``) in the run."""
+    """Judge the responses of every system (or ``systems``) in the run; ``reasons=False``
+    asks the LLM judge for its verdict alone (a quarter of the tokens)."""
     folder = run.responses("x").parent
     files = sorted(folder.glob("*.jsonl"))
     if systems:
@@ -61,11 +67,22 @@ def judge_run(
         if unknown:
             raise UserError(f"{path}: response for unknown query {unknown[0]} (not in dataset)")
         stats = JudgeStats()
+        advance = None
+        if progress is not None:
+            on_start, advance = progress(name)
+            on_start(len(responses), len(done))
         with JsonlAppender(out) as sink:
             for start in range(0, len(todo), BATCH):
                 batch = [(queries[r.query_id], r) for r in todo[start : start + BATCH]]
                 coro = judge_many(
-                    batch, llm, samples=samples, closed_domain=closed_domain, rule=rule, stats=stats
+                    batch,
+                    llm,
+                    samples=samples,
+                    closed_domain=closed_domain,
+                    rule=rule,
+                    stats=stats,
+                    reasons=reasons,
+                    on_judged=advance,
                 )
                 sink.append_many(llm.run(coro) if llm is not None else _run_plain(coro))
         entry: dict[str, Any] = {
