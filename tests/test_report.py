@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from ragaudit.records import (
     QueryRecord,
@@ -138,3 +139,34 @@ def test_report_in_headless_chromium(browser: object, tmp_path: Path) -> None:
         if m["method"] == "Network.requestWillBeSent"
     ]
     assert urls and all(u == path.as_uri() for u in urls), urls
+
+
+def test_report_names_the_reports_a_world_rewrite_repaired_or_failed(tmp_path: Path) -> None:
+    report = _run(tmp_path)
+    world = tmp_path / "world"
+    world.mkdir()
+    rewrite = {
+        "model": "local:m.gguf",
+        "rewritten": 17,
+        "repaired": 2,
+        "failed": 1,
+        "on_failure": "template",
+        "repaired_ids": ["Valdoro", "Kesmarin"],
+        "failed_ids": ["<script>x()</script>"],
+    }
+    meta = {"documents": 20, "facts_stated": 93, "rewrite": rewrite}
+    (world / "world.json").write_text(json.dumps(meta))
+    config = report.parent / "ragaudit.yaml"
+    settings = yaml.safe_load(config.read_text()) if config.exists() else {}
+    settings["corpus"] = {"path": str(world / "documents.jsonl")}
+    config.write_text(yaml.safe_dump(settings))
+    assert "Knowledge base" not in report.read_text()  # no world behind the first report
+    done = ragaudit("report", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    html = report.read_text()
+    assert "20 project reports stating 93 facts" in html
+    assert (
+        "17 passed at once, 2 after one repair, 1 failed twice (kept in template wording)" in html
+    )
+    assert "Valdoro, Kesmarin" in html
+    assert "&lt;script&gt;x()&lt;/script&gt;" in html and "<script>x()" not in html

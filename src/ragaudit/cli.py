@@ -11,7 +11,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 import yaml
@@ -26,6 +26,9 @@ from ragaudit.errors import ConfigError, UserError
 from ragaudit.llm.client import LLMClient
 from ragaudit.rundir import RunDir
 from ragaudit.secrets import redact
+
+if TYPE_CHECKING:
+    from ragaudit.pipeline.world_rewrite import RewriteSummary
 
 app = typer.Typer(
     name="ragaudit",
@@ -601,20 +604,50 @@ def world_cmd(
     seed: Annotated[int, typer.Option("--seed", help="Same seed, same world.")] = 0,
     engine: Annotated[str, typer.Option("--engine", help="sqlite or duckdb.")] = "sqlite",
     force: Annotated[bool, typer.Option("--force", help="Replace a non-empty folder.")] = False,
+    llm: Annotated[
+        bool,
+        typer.Option(
+            "--llm",
+            help="Rewrite the reports in free prose with the LLM, each checked by reading "
+            "comprehension against the database (resumes an unfinished rewrite of OUT).",
+        ),
+    ] = False,
+    model: Annotated[
+        str | None,
+        typer.Option("--model", help="LLM for --llm (default: the world's llm.model, local)."),
+    ] = None,
+    on_failure: Annotated[
+        str,
+        typer.Option(
+            "--on-failure",
+            help="A report whose rewrite fails the check even after a repair: keep its "
+            "template wording (template) or leave it out of the corpus (drop).",
+        ),
+    ] = "template",
 ) -> None:
     """Generate a fictitious company (database and project reports) to test RAG on."""
-    from ragaudit.world.build import build_world
+    from ragaudit.world.build import WorldSummary, build_world, read_world
 
     start = time.perf_counter()
-    with err_console.status("generating") as status:
-        summary = build_world(
-            out,
-            size=size,
-            seed=seed,
-            engine=engine,
-            force=force,
-            on_step=lambda step: status.update(f"generating: {step}"),
-        )
+    if on_failure not in ("template", "drop"):
+        raise UserError(f"--on-failure {on_failure!r}: use template or drop")
+    summary: WorldSummary | None = None
+    if llm and not force:  # an unfinished rewrite of this very world goes on
+        summary = read_world(out, size=size, seed=seed, engine=engine)
+    if summary is None:
+        with err_console.status("generating") as status:
+            summary = build_world(
+                out,
+                size=size,
+                seed=seed,
+                engine=engine,
+                force=force,
+                on_step=lambda step: status.update(f"generating: {step}"),
+            )
+    rewrite = None
+    if llm:
+        rewrite = _rewrite_world(out, model, on_failure)
+        summary = read_world(out, size=size, seed=seed, engine=engine) or summary
     table = Table(title=f"World -> {out}", title_justify="left")
     table.add_column("")
     table.add_column("count", justify="right")
@@ -622,13 +655,54 @@ def world_cmd(
         table.add_row(f"{name} rows", str(n))
     table.add_row("documents (project reports)", str(summary.documents))
     table.add_row("facts stated in documents", str(summary.facts))
+    if rewrite is not None:
+        table.add_row("rewritten by the LLM, checked", str(rewrite.rewritten))
+        table.add_row("repaired after a failed check", str(len(rewrite.repaired)))
+        kept = "kept in template wording" if on_failure == "template" else "dropped"
+        table.add_row(f"failed the check twice ({kept})", str(len(rewrite.failed)))
     console.print(table)
+    if rewrite is not None and (rewrite.repaired or rewrite.failed):
+        console.print(f"repaired: {', '.join(rewrite.repaired) or '-'}", markup=False)
+        console.print(f"failed: {', '.join(rewrite.failed) or '-'}", markup=False)
+        console.print(f"details: {out / 'rewrite.jsonl'}", markup=False)
     console.print(
         f"wrote {summary.database.name}, documents.jsonl, document_facts.jsonl, world.json and "
         f"ragaudit.yaml in {time.perf_counter() - start:.1f} s; next: cd {out} && "
         "ragaudit templates sql && ragaudit templates text && ragaudit generate",
         markup=False,
     )
+
+
+def _rewrite_world(out: Path, model: str | None, on_failure: str) -> RewriteSummary:
+    """Rewrite the world's reports with the LLM named by its ragaudit.yaml (or ``model``),
+    with a progress bar; the LLM cache and usage live in the world folder."""
+    from rich.progress import MofNCompleteColumn, TimeRemainingColumn
+
+    from ragaudit.pipeline.world_rewrite import rewrite_world
+
+    config = load_config(out / "ragaudit.yaml")
+    if model:
+        config.llm.model = model
+    run = RunDir(out)
+    run.llm_cache.parent.mkdir(parents=True, exist_ok=True)
+    bar = Progress(
+        TextColumn("rewriting reports"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=True,
+    )
+    task = bar.add_task("reports", total=None)
+    with llm_for(config, run, "world --llm", True) as client, bar:
+        assert client is not None
+        return rewrite_world(
+            out,
+            client,
+            on_failure=on_failure,  # type: ignore[arg-type]
+            progress=lambda done, total: bar.update(task, completed=done, total=total),
+        )
 
 
 @app.command("judge")
@@ -838,6 +912,7 @@ def demo_cmd(
             llm_for=lambda config, run, step: llm_for(config, run, step, True),
             progress=lambda step: err_console.print(f"demo: {step}", markup=False),
             run_hooks=hooks,
+            judge_hooks=lambda name: hooks(f"judge {name}"),
         )
     table = Table(title="Where the time went", title_justify="left")
     for header in ("step", "seconds", ""):

@@ -126,6 +126,7 @@ def run_demo(
     llm_for: LLMFactory,
     progress: Callable[[str], None] = lambda _s: None,
     run_hooks: ProgressFactory | None = None,
+    judge_hooks: ProgressFactory | None = None,
 ) -> DemoResult:
     """Run the whole journey into ``out`` (resumable) and return where the report is."""
     import json
@@ -180,7 +181,7 @@ def run_demo(
     with _timed(timings, "judge", "matchers first, then the LLM judge"):
         progress("judge")
         with llm_for(config, run, "judge") as client:
-            judge_run(run, client)
+            judge_run(run, client, reasons=False, progress=judge_hooks)  # verdicts alone
     with _timed(timings, "analyze"):
         progress("analyze")
         run_analysis(run)

@@ -1,10 +1,12 @@
 """``ragaudit report``: one self-contained HTML file from a run's analysis.
 
-It reads summary.json (required), drilldown.jsonl, dataset.stats.json, usage.json and the
-responses, and writes report.html: headline verdicts, a table per system and variant,
-charts (inline SVG), the dataset summary, the LLM usage, and drill-down tables of gap and
-non-robust groups. Every text that comes from data (documents, queries, LLM replies) is
-escaped by the template engine: the page holds no script at all.
+It reads summary.json (required), drilldown.jsonl, dataset.stats.json, usage.json, the
+responses and, when the corpus is a generated world, its world.json, and writes
+report.html: headline verdicts, a table per system and variant, charts (inline SVG), the
+dataset summary, the knowledge base (which reports an LLM rewrite repaired or failed), the
+LLM usage, and drill-down tables of gap and non-robust groups. Every text that comes from
+data (documents, queries, LLM replies) is escaped by the template engine: the page holds
+no script at all.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from ragaudit.errors import UserError
 from ragaudit.records.io import atomic_write_text, iter_jsonl_dicts
@@ -47,6 +51,7 @@ class ReportData:
     dataset: dict[str, Any] | None
     usage: list[dict[str, Any]]
     drilldown: list[dict[str, Any]]
+    world: dict[str, Any] | None = None
 
 
 def _interval(entry: Any) -> str:
@@ -276,6 +281,25 @@ def _usage(run: RunDir) -> list[dict[str, Any]]:
     ]
 
 
+def _world(run: RunDir) -> dict[str, Any] | None:
+    """world.json of the generated world the run's corpus comes from, if it does: how many
+    reports, and what the LLM rewrite (``ragaudit world --llm``) repaired or failed."""
+    try:
+        config = yaml.safe_load(run.config.read_text(encoding="utf-8")) or {}
+        corpus = Path(str((config.get("corpus") or {})["path"]))
+        meta = json.loads((corpus.parent / "world.json").read_text(encoding="utf-8"))
+    except (OSError, KeyError, TypeError, ValueError, yaml.YAMLError):
+        return None
+    if not isinstance(meta, dict) or "documents" not in meta:
+        return None
+    return {
+        "folder": str(corpus.parent),
+        "documents": meta["documents"],
+        "facts_stated": meta.get("facts_stated", 0),
+        "rewrite": meta.get("rewrite"),
+    }
+
+
 def collect(run: RunDir) -> ReportData:
     """Read the run's files into what the report shows."""
     if not run.summary.exists():
@@ -300,6 +324,7 @@ def collect(run: RunDir) -> ReportData:
         dataset=dataset,
         usage=_usage(run),
         drilldown=drill,
+        world=_world(run),
     )
 
 

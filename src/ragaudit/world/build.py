@@ -107,6 +107,21 @@ systems:
 """
 
 
+def read_world(out: Path, *, size: int, seed: int, engine: str) -> WorldSummary | None:
+    """The world already in ``out`` when it is the one these settings would build (so a
+    step on top of it, like the LLM rewrite, can go on), else None."""
+    try:
+        meta = json.loads((out / "world.json").read_text())
+    except (OSError, ValueError):
+        return None
+    db_name = "company.sqlite" if engine == "sqlite" else "company.duckdb"
+    if (meta.get("size"), meta.get("seed")) != (size, seed) or not (out / db_name).exists():
+        return None
+    return WorldSummary(
+        out, out / db_name, dict(meta["rows"]), int(meta["documents"]), int(meta["facts_stated"])
+    )
+
+
 def build_world(
     out: Path,
     *,
