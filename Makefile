@@ -4,12 +4,12 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP_DEV := $(VENV)/.stamp-dev
-STAMP_LOCAL := $(VENV)/.stamp-local
+STAMP_DEMO := $(VENV)/.stamp-demo
 
 .PHONY: demo test bench lint postgres chromium clean help
 
 help:
-	@echo "make demo   - install and run ragaudit on the embedded example, offline"
+	@echo "make demo   - install and run ragaudit demo (every step on a generated company), offline"
 	@echo "make test   - install everything (PostgreSQL, Chromium too) and run the test suite"
 	@echo "make bench  - run the benchmarks and print their ratios"
 	@echo "make lint   - ruff over the sources, tests and benchmarks"
@@ -19,18 +19,20 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 # The stamps depend on pyproject.toml so that a changed dependency list reinstalls.
-$(STAMP_LOCAL): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[local]'
+# torch is pinned to its CPU build first: left to the resolver, torch pulls GBs of CUDA.
+$(STAMP_DEMO): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e '.[local,dense]'
 	touch $@
 
-# torch is pinned to its CPU build first: left to the resolver, torch pulls GBs of CUDA.
 $(STAMP_DEV): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet torch==2.13.0
 	$(BIN)/pip install --quiet -e '.[local,dense,langchain,llamaindex,dev]'
 	touch $@
 
-demo: $(STAMP_LOCAL)
-	$(BIN)/ragaudit doctor --example
+# Resumable: a second make demo reuses ragaudit-demo/ and asks the model nothing again.
+demo: $(STAMP_DEMO)
+	$(BIN)/ragaudit demo ragaudit-demo
 
 postgres:
 	bash scripts/ensure-postgres.sh
