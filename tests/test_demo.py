@@ -33,6 +33,22 @@ def test_demo_runs_every_step_and_resumes(llm_server: ScriptedLLMServer, tmp_pat
     for system in ("keyword-top1", "hybrid-top3"):
         assert (run / "responses" / f"{system}.jsonl").read_text().count("\n") == queries
         assert (run / "judgements" / f"{system}.jsonl").read_text().count("\n") == queries
+    # Top-3 retrieval is right when the gold report is among the three.
+    gold = {
+        q["query_id"]: set(q["gold_ids"])
+        for q in map(json.loads, (run / "dataset.jsonl").read_text().splitlines())
+    }
+    retrieved = {
+        r["query_id"]: {item["id"] for item in r["retrieved"]}
+        for r in map(json.loads, (run / "responses" / "hybrid-top3.jsonl").read_text().splitlines())
+    }
+    judged = [
+        json.loads(line)
+        for line in (run / "judgements" / "hybrid-top3.jsonl").read_text().splitlines()
+    ]
+    assert any(j["retrieval_correct"] for j in judged)
+    for j in judged:
+        assert j["retrieval_correct"] == (gold[j["query_id"]] <= retrieved[j["query_id"]])
     summary = json.loads((run / "summary.json").read_text())
     assert set(summary["systems"]) == {"keyword-top1", "hybrid-top3"}
     assert "keyword-top1: " in first.stdout and "report:" in first.stdout

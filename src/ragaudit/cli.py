@@ -924,7 +924,9 @@ def demo_cmd(
 
     summary = json.loads(result.run.summary.read_text(encoding="utf-8"))
     for c in summary["comparisons"]:
-        if c["metric"] == "robustness" and c["a"]["system"] == c["b"]["system"] == "keyword-top1":
+        if c["metric"] in ("accuracy", "robustness") and (
+            c["a"]["system"] == c["b"]["system"] == "keyword-top1"
+        ):
             console.print(c["verdict"], markup=False)
     console.print(
         f"demo finished in {time.perf_counter() - start:.0f} s; report: {result.report}",
