@@ -53,6 +53,10 @@ def test_decides_correct(values: list, response: str, rule: str) -> None:
         ([None], "It is not recorded.", (False, None, "undecided")),
         ([None], "", (True, False, "refusal")),
         ([2], "I don't have access; try these steps: 1. ask 2. check", (True, False, "refusal")),
+        (["2024-09-16"], "Rouvmit Medical Hub", (True, False, "no-date")),  # no date at all
+        (["2024-09-16"], "16th of September", (False, None, "undecided")),  # a partial date
+        (["2024-09-16"], "It started on 26 October 2022.", (False, None, "undecided")),
+        (["Rouvmit"], "Valdoro", (False, None, "undecided")),  # not a date question
     ],
 )
 def test_refusals_and_what_is_left_to_the_llm(values: list, response: str, expected) -> None:

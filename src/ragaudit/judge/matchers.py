@@ -3,8 +3,9 @@
 The matchers only ever decide **Correct** (the reference is in the response: exactly,
 contained, as the same number in another format, as the same date in another format, or
 every value of a set answer) or **Incorrect** for a refusal or an empty response when an
-answer exists. Everything else is left undecided for the LLM judge: a response that does
-not contain the reference may still say it in other words.
+answer exists, or for a date asked and a response without a single digit. Everything
+else is left undecided for the LLM judge: a response that does not contain the reference
+may still say it in other words.
 """
 
 from __future__ import annotations
@@ -179,4 +180,17 @@ def match(reference: Reference, response: str | None) -> Decision:
     if found:
         rule = rules[0] if len(rules) == 1 else "set"
         return Decision(True, True, rule or "contains")
+    if _no_date_given(reference, response):
+        return Decision(True, False, "no-date")
     return UNDECIDED
+
+
+def _no_date_given(reference: Reference, response: str) -> bool:
+    """A date was asked and the response has no digit at all: whatever it names (a small
+    model often answers a project's name), it is not the date."""
+    values = [v for v in reference.values if v is not None]
+    return (
+        len(values) == 1
+        and bool(dates(str(values[0])))
+        and not any(ch.isdigit() for ch in response)
+    )

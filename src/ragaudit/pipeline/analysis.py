@@ -96,7 +96,10 @@ def comparisons(examples: list[Example], seed: int = 0) -> list[dict[str, Any]]:
             # Each side says what it is and its value; the difference is a - b.
             figures["a"] = {"system": left[0], "variant": left[1], "value": result.a}
             figures["b"] = {"system": right[0], "variant": right[1], "value": result.b}
-            out.append({**figures, "verdict": context + result.verdict(name_a, name_b)})
+            verdict = result.verdict(name_a, name_b)
+            if context and verdict.startswith("No significant"):  # mid-sentence now
+                verdict = "no" + verdict[2:]
+            out.append({**figures, "verdict": context + verdict})
     return out
 
 

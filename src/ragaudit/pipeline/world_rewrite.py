@@ -55,8 +55,8 @@ from ragaudit.world.rewrite import (
 OnFailure = Literal["template", "drop"]
 Status = Literal["rewritten", "repaired", "failed"]
 ATTEMPTS = 2  # the rewrite, then one repair told what was lost
-# Documents in flight at once: enough to keep a remote endpoint busy; the client bounds
-# the calls themselves.
+# Reports in flight at once, at most: as many as the backend takes calls at once (one
+# for the embedded model, so each report finishes, and is saved, before the next starts).
 IN_FLIGHT = 16
 
 
@@ -253,7 +253,8 @@ def rewrite_world(
                 if progress:
                     progress(len(done), total)
 
-        await asyncio.gather(*(worker() for _ in range(min(IN_FLIGHT, len(queue)))))
+        lanes = min(IN_FLIGHT, max(1, llm.backend.max_concurrency), len(queue))
+        await asyncio.gather(*(worker() for _ in range(lanes)))
 
     if todo:
         with JsonlAppender(log) as sink:
