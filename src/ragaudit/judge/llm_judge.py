@@ -29,14 +29,16 @@ def judge_prompt(query: str, reference: str, response: str, *, reasons: bool = T
         if reasons
         else '{"verdict": "Correct" or "Incorrect"}'
     )
+    # The instructions come first and never change, so a local model's prompt cache reads
+    # them once; only the question, the true answer and the response are new each call.
     return [
-        system("You grade answers against a known true answer. You are strict and brief."),
-        user(
-            f"Question: {query}\nTrue answer: {reference}\nResponse: {response}\n\n"
-            "Is the response correct, i.e. does it give the true answer (other wording, "
+        system(
+            "You grade answers against a known true answer. You are strict and brief. Is "
+            "the response correct, i.e. does it give the true answer (other wording, "
             "formatting or extra detail is fine; a different answer, a refusal or a hedge "
             "without the answer is not)? Reply with JSON only: " + shape
         ),
+        user(f"Question: {query}\nTrue answer: {reference}\nResponse: {response}"),
     ]
 
 
