@@ -33,7 +33,11 @@ def test_analyze_neutral_files(tmp_path: Path, grammar_reference: Path) -> None:
         assert low <= cell["value"] <= high and cell["n"] > 0
     assert round(short["robustness"]["value"], 2) == 0.95
     verdicts = [c["verdict"] for c in summary["comparisons"]]
-    assert len(verdicts) == 2 and all("groups)" in v for v in verdicts)
+    assert len(verdicts) == 4 and all("groups)" in v for v in verdicts)
+    # The last two compare retrieval correctness, which needs no judge.
+    metrics = [c["metric"] for c in summary["comparisons"]]
+    assert metrics == ["accuracy", "robustness", "accuracy_retrieval", "robustness_retrieval"]
+    assert all(v.startswith("retrieval: ") for v in verdicts[2:])
     assert "keyword-top1 | short | 314 | 157" in (tmp_path / "runs/default/summary.md").read_text()
     drill = (tmp_path / "runs/default/drilldown.jsonl").read_text().splitlines()
     rows = [json.loads(line) for line in drill]

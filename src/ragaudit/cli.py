@@ -924,7 +924,7 @@ def demo_cmd(
 
     summary = json.loads(result.run.summary.read_text(encoding="utf-8"))
     for c in summary["comparisons"]:
-        if c["metric"] in ("accuracy", "robustness") and (
+        if c["metric"] in ("accuracy", "robustness", "robustness_retrieval") and (
             c["a"]["system"] == c["b"]["system"] == "keyword-top1"
         ):
             console.print(c["verdict"], markup=False)

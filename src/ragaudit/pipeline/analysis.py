@@ -67,9 +67,13 @@ def _group_counts(examples: Iterable[Example]) -> dict[str, tuple[int, int]]:
     return {g: (c, n) for g, (c, n) in counts.items()}
 
 
-def comparisons(examples: list[Example], seed: int = 0) -> list[dict[str, Any]]:
+def comparisons(
+    examples: list[Example], seed: int = 0, *, retrieval: bool = False
+) -> list[dict[str, Any]]:
     """Every pair of variants within a system, and every pair of systems within a variant,
-    compared on accuracy and R, paired by semantic group."""
+    compared on accuracy and R, paired by semantic group. With ``retrieval`` the examples'
+    correctness is retrieval correctness: the metrics are named ``accuracy_retrieval`` and
+    ``robustness_retrieval`` and each verdict says "retrieval"."""
     by: dict[tuple[str, str], list[Example]] = defaultdict(list)
     for ex in examples:
         by[(ex.system, ex.variant)].append(ex)
@@ -91,8 +95,12 @@ def comparisons(examples: list[Example], seed: int = 0) -> list[dict[str, Any]]:
             context = f"{left[0]}: "
         elif not same_system and len(variants) > 1:
             context = f"{left[1]} queries: "
+        if retrieval:
+            context = f"{context[:-2]}, retrieval: " if context else "retrieval: "
         for result in compare_many(counts, ("accuracy", "robustness"), seed=seed):
             figures = result.as_dict()
+            if retrieval:
+                figures["metric"] = f"{result.metric}_retrieval"
             # Each side says what it is and its value; the difference is a - b.
             figures["a"] = {"system": left[0], "variant": left[1], "value": result.a}
             figures["b"] = {"system": right[0], "variant": right[1], "value": result.b}
@@ -263,6 +271,15 @@ def run_analysis(
         raise UserError(f"nothing to analyze: the inputs hold no {what}")
     summaries = analyze(examples, llm_only=llm_only)
     compared = comparisons(examples, seed=seed)
+    if outcome == "answer":
+        # Whether the retriever found the gold documents needs no judge: the same
+        # comparisons on retrieval correctness say which half of the system breaks.
+        retrieved = [
+            replace(ex, correct=ex.retrieval_correct)
+            for ex in examples
+            if ex.retrieval_correct is not None
+        ]
+        compared += comparisons(retrieved, seed=seed, retrieval=True)
     ranking = ranking_summary(examples)
     table = markdown_table(summaries)
     run.root.mkdir(parents=True, exist_ok=True)

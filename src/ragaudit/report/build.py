@@ -64,9 +64,8 @@ def _interval(entry: Any) -> str:
 def _side(summary: dict[str, Any], side: dict[str, Any], metric: str) -> str:
     entry = summary["systems"].get(side["system"], {}).get("variants", {}).get(side["variant"])
     shown = _interval(entry.get(metric)) if entry else f"{side['value']:.2f}"
-    return (
-        f"{side['system']} / {side['variant']}: {'R' if metric == 'robustness' else metric} {shown}"
-    )
+    label = dict(TABLE_METRICS).get(metric, metric)
+    return f"{side['system']} / {side['variant']}: {label} {shown}"
 
 
 def _headlines(summary: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
