@@ -52,6 +52,7 @@ def test_demo_runs_every_step_and_resumes(llm_server: ScriptedLLMServer, tmp_pat
     summary = json.loads((run / "summary.json").read_text())
     assert set(summary["systems"]) == {"keyword-top1", "hybrid-top3"}
     assert "keyword-top1: " in first.stdout and "report:" in first.stdout
+    assert "keyword-top1, retrieval: " in first.stdout  # the retriever's own verdicts
     assert "Where the time went" in first.stdout
     asked = llm_server.request_count
     again = ragaudit(*args, cwd=tmp_path, env=env, timeout=600)
