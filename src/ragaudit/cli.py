@@ -189,6 +189,18 @@ def _schema_table(schema: object) -> Table:
     return table
 
 
+def _counting_bar(*, rate: bool = False, transient: bool = True) -> Progress:
+    """A progress display for counted work: description, bar, done/total, ETA (and the
+    rate in a ``rate`` task field when asked); on stderr."""
+    from rich.progress import MofNCompleteColumn, TimeRemainingColumn
+
+    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn()]
+    if rate:
+        columns.append(TextColumn("{task.fields[rate]}"))
+    columns += [TextColumn("ETA"), TimeRemainingColumn()]
+    return Progress(*columns, console=err_console, transient=transient)
+
+
 def _prepare_embedded_model() -> None:
     """Assemble the embedded model with a progress bar (a no-op once it is in the cache)."""
     from ragaudit.llm.model_assets import MODEL_SIZE, ensure_embedded_model
@@ -522,7 +534,6 @@ def run_cmd(
 ) -> None:
     """Ask every system under test every query: responses/<system>.jsonl, one line per
     query. Resumable: a rerun asks only what is missing."""
-    from rich.progress import MofNCompleteColumn, TimeRemainingColumn
 
     from ragaudit.pipeline.running import llm_model_of, run_systems, selected_systems
     from ragaudit.systems.factory import needs_llm
@@ -535,15 +546,7 @@ def run_cmd(
     chosen = selected_systems(config, system)
     run = RunDir.from_config(config).create()
     models = [llm_model_of(config, sc) for sc in chosen if needs_llm(sc)]
-    progress = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[rate]}"),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        console=err_console,
-    )
+    progress = _counting_bar(rate=True, transient=False)
 
     def hooks(name: str):  # type: ignore[no-untyped-def]
         task = progress.add_task(escape(name), total=None, start=False, rate="")
@@ -676,7 +679,6 @@ def world_cmd(
 def _rewrite_world(out: Path, model: str | None, on_failure: str) -> RewriteSummary:
     """Rewrite the world's reports with the LLM named by its ragaudit.yaml (or ``model``),
     with a progress bar; the LLM cache and usage live in the world folder."""
-    from rich.progress import MofNCompleteColumn, TimeRemainingColumn
 
     from ragaudit.pipeline.world_rewrite import rewrite_world
 
@@ -685,16 +687,8 @@ def _rewrite_world(out: Path, model: str | None, on_failure: str) -> RewriteSumm
         config.llm.model = model
     run = RunDir(out)
     run.llm_cache.parent.mkdir(parents=True, exist_ok=True)
-    bar = Progress(
-        TextColumn("rewriting reports"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        console=err_console,
-        transient=True,
-    )
-    task = bar.add_task("reports", total=None)
+    bar = _counting_bar()
+    task = bar.add_task("rewriting reports", total=None)
     with llm_for(config, run, "world --llm", True) as client, bar:
         assert client is not None
         return rewrite_world(
@@ -877,20 +871,11 @@ def demo_cmd(
 ) -> None:
     """Everything ragaudit does, offline, on a generated company: world, templates,
     dataset, two RAG systems, judging, analysis and report.html. Resumable."""
-    from rich.progress import MofNCompleteColumn, TimeRemainingColumn
 
     from ragaudit.pipeline.demo import run_demo
 
     start = time.perf_counter()
-    progress = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        console=err_console,
-        transient=True,
-    )
+    progress = _counting_bar()
 
     def hooks(name: str):  # type: ignore[no-untyped-def]
         task = progress.add_task(escape(name), total=None, start=False)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -242,11 +243,11 @@ def rewrite_world(
         progress(len(done), total)
 
     async def work(sink: JsonlAppender) -> None:
-        queue = list(todo)
+        queue = deque(todo)
 
         async def worker() -> None:
             while queue:
-                doc_id = queue.pop(0)
+                doc_id = queue.popleft()
                 line = await _rewrite_one(llm, doc_id, texts[doc_id], facts[doc_id], truth)
                 sink.append(line)
                 done[doc_id] = line
