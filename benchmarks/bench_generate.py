@@ -5,7 +5,8 @@ Builds a synthetic database, in SQLite and in DuckDB, with a 1,000,000-row table
 table ``supply`` between them. Then:
 
 1. end to end: 1,000,000 grounded query-answer pairs (one text template) from instantiation
-   to the JSONL written, timed, with the peak memory of the process that did it;
+   to the JSONL written, with the check that no question text has two answers, timed, with
+   the peak memory of the process that did it;
 2. against the paper's loop (Algorithm 1: SELECT DISTINCT per placeholder, Cartesian
    product, one query per combination through SQLAlchemy) in the same run on the same
    database, for (a) a one-placeholder template on an indexed key, (b) the same on a key
@@ -154,6 +155,7 @@ sys.path.insert(0, {repo!r})
 from ragaudit.config import GenerateOptions
 from ragaudit.db import Database, introspect
 from ragaudit.generate import SqlTemplate, generate, DatasetStats
+from ragaudit.generate.dataset import TextConflicts
 from ragaudit.records.io import write_jsonl_atomic
 start = time.perf_counter()
 db = Database({url!r}, timeout_s=600)
@@ -161,8 +163,10 @@ schema = introspect(db, with_stats=False)
 template = SqlTemplate(id="colour-by-item-name", sql={sql!r})
 texts = {{template.id: {{"short": ["Colour of item '[item.name]'?"]}}}}
 stats = DatasetStats()
-n = write_jsonl_atomic(Path({out!r}), generate(db, schema, [template], texts, GenerateOptions(),
-                                               stats=stats))
+conflicts = TextConflicts()  # as generate_dataset does: one text, one answer
+records = generate(db, schema, [template], texts, GenerateOptions(), stats=stats)
+n = write_jsonl_atomic(Path({out!r}), conflicts.watch(records))
+assert not conflicts.conflicting_groups()
 seconds = time.perf_counter() - start
 peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps({{"pairs": n, "seconds": seconds, "peak_mb": peak_mb}}))

@@ -45,7 +45,15 @@ ASSIGNMENTS = [(1, "P-1", 10), (1, "P-2", 5), (2, "P-1", 7)]
 LOOSE = [("alpha", "pale"), ("beta", "dark"), ("gamma", "pale")]
 
 
-def _fill(execute) -> None:  # type: ignore[no-untyped-def]
+def _fill(execute, ddl: list[str] = DDL, rows: dict[str, list[tuple]] | None = None) -> None:  # type: ignore[no-untyped-def]
+    if rows is not None:  # a database of the test's own
+        for statement in ddl:
+            execute(statement, None)
+        for table, values in rows.items():
+            for row in values:
+                marks = ", ".join(["%s"] * len(row))
+                execute(f"INSERT INTO {table} VALUES ({marks})", row)
+        return
     for statement in DDL:
         execute(statement, None)
     for row in PEOPLE:
@@ -81,29 +89,42 @@ def postgres_server() -> Iterator[pg.PostgresServer]:
         pg.stop(server)
 
 
-def sqlite_people(path: Path) -> str:
+Tables = tuple[list[str], dict[str, list[tuple]]] | None  # (DDL, rows per table)
+
+
+def sqlite_people(path: Path, tables: Tables = None) -> str:
     conn = sqlite3.connect(path)
     to_text = lambda v: v.isoformat() if isinstance(v, datetime.date) else v  # noqa: E731
     _fill(
         lambda sql, params: conn.execute(
             sql.replace("%s", "?"), tuple(to_text(v) for v in params or ())
-        )
+        ),
+        *(tables or ()),
     )
     conn.commit()
     conn.close()
     return f"sqlite:///{path}"
 
 
-def duckdb_people(path: Path) -> str:
+def duckdb_people(path: Path, tables: Tables = None) -> str:
     import duckdb
 
     conn = duckdb.connect(str(path))
-    _fill(lambda sql, params: conn.execute(sql.replace("%s", "?"), params or []))
+    if tables is not None:  # one statement per batch: a thousand single inserts are slow
+        ddl, rows = tables
+        for statement in ddl:
+            conn.execute(statement)
+        for table, values in rows.items():
+            if values:
+                marks = ", ".join(["?"] * len(values[0]))
+                conn.executemany(f"INSERT INTO {table} VALUES ({marks})", values)
+    else:
+        _fill(lambda sql, params: conn.execute(sql.replace("%s", "?"), params or []))
     conn.close()
     return f"duckdb:///{path}"
 
 
-def postgres_people(server: pg.PostgresServer, dbname: str) -> str:
+def postgres_people(server: pg.PostgresServer, dbname: str, tables: Tables = None) -> str:
     import psycopg
 
     with psycopg.connect(server.conninfo, autocommit=True) as admin:
@@ -111,7 +132,7 @@ def postgres_people(server: pg.PostgresServer, dbname: str) -> str:
         admin.execute(f"CREATE DATABASE {dbname}")
     conninfo = server.conninfo.replace("dbname=postgres", f"dbname={dbname}")
     with psycopg.connect(conninfo, autocommit=True) as conn:
-        _fill(lambda sql, params: conn.execute(sql, params))
+        _fill(lambda sql, params: conn.execute(sql, params), *(tables or ()))
     return server.url.rsplit("/", 1)[0] + f"/{dbname}"
 
 
@@ -124,6 +145,23 @@ def people_db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return duckdb_people(tmp_path / "people.duckdb")
     server = request.getfixturevalue("postgres_server")
     return postgres_people(server, f"people_{abs(hash(request.node.name)) % 10**8}")
+
+
+@pytest.fixture(params=["sqlite", "duckdb", "postgresql"])
+def make_db(request: pytest.FixtureRequest, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A function that builds a database of the test's own (DDL, rows per table) in each
+    engine ragaudit supports, and returns its URL."""
+
+    def build(ddl: list[str], rows: dict[str, list[tuple]]) -> str:
+        if request.param == "sqlite":
+            return sqlite_people(tmp_path / "own.sqlite", (ddl, rows))
+        if request.param == "duckdb":
+            return duckdb_people(tmp_path / "own.duckdb", (ddl, rows))
+        server = request.getfixturevalue("postgres_server")
+        name = f"own_{abs(hash(request.node.name)) % 10**8}"
+        return postgres_people(server, name, (ddl, rows))
+
+    return build
 
 
 REFERENCE = REPO.parent / "shared" / "reference" / "grammar"

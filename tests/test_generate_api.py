@@ -26,10 +26,15 @@ def test_the_pipeline_from_python(tmp_path: Path) -> None:
     run = RunDir.from_config(config).create()
     sql = make_sql_templates(config, run)
     assert sql.written and sql.templates and not sql.rejected
-    text = make_text_templates(config, run)
+    text = make_text_templates(config, run)  # no LLM: the deterministic checks alone
     assert all(len(styles["short"]) == 2 for styles in text.texts.values())
+    # Only rejections: entity-less wordings ("City for 'X'") of two templates read the same.
+    assert text.verdicts and not any(v.verified for v in text.verdicts.values())
+    assert all((v.reason or "").startswith("conflict: ") for v in text.verdicts.values())
+    assert all(c.unchecked for c in text.counts.values())
     assert check(config, run) == []
-    stats = generate_dataset(config, run, config.generate.model_copy(update={"balanced": True}))
+    options = config.generate.model_copy(update={"balanced": True, "unverified": True})
+    stats = generate_dataset(config, run, options)
     records = list(read_jsonl(run.dataset, QueryRecord))
     assert len(records) == sum(stats.table2()["text_queries"].values())
     assert {r.variant for r in records} == {"short", "long"}

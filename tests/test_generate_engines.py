@@ -111,7 +111,7 @@ def test_sampling_is_bounded_and_seeded(people_db_url: str) -> None:
 def test_enumerator_handles_no_primary_key_empty_and_composite_tables(people_db_url: str) -> None:
     db = Database(people_db_url)
     schema = introspect(db)
-    templates = enumerate_templates(db, schema)
+    templates = enumerate_templates(db, schema).templates
     ids = {t.id for t in templates}
     assert "shade-by-loose-label" in ids  # a table without a primary key
     assert "happened-by-event-title" in ids and "place-by-event-title" in ids

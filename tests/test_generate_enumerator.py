@@ -16,7 +16,7 @@ from ragaudit.generate.verbalize import verbalize, words
 def _answers(path: Path) -> tuple[list[SqlTemplate], dict[str, set[str]], object]:
     db = Database(f"sqlite:///{path}")
     schema = introspect(db)
-    templates = enumerate_templates(db, schema)
+    templates = enumerate_templates(db, schema).templates
     covered: dict[str, set[str]] = {}
     for t in templates:
         shape = check_template(t.sql, schema)  # every template validates

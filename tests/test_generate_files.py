@@ -18,10 +18,16 @@ def _make(tmp_path: Path, *args: str):  # type: ignore[no-untyped-def]
 
 def test_offline_path_from_schema_to_dataset(tmp_path: Path) -> None:
     assert _make(tmp_path, "templates", "sql").returncode == 0
-    assert _make(tmp_path, "templates", "text").returncode == 0
+    assert _make(tmp_path, "templates", "text", "--no-verify").returncode == 0
     checked = _make(tmp_path, "templates", "check")
     assert checked.returncode == 0 and "templates are valid" in checked.stdout
-    result = _make(tmp_path, "generate", "--balanced")
+    # Nothing was verified: by default there is nothing to ask, and that is an error.
+    refused = _make(tmp_path, "generate", "--balanced")
+    assert refused.returncode == 2
+    assert "no query generated" in refused.stderr and "not verified" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "runs/default/dataset.jsonl").exists()
+    result = _make(tmp_path, "generate", "--balanced", "--unverified")
     assert result.returncode == 0, result.stderr
     lines = (tmp_path / "runs/default/dataset.jsonl").read_text().splitlines()
     stats = json.loads((tmp_path / "runs/default/dataset.stats.json").read_text())
@@ -47,7 +53,7 @@ def test_a_rerun_keeps_a_hand_edited_file_unless_overwrite(tmp_path: Path) -> No
 
 def test_check_names_the_line_of_each_broken_template(tmp_path: Path) -> None:
     _make(tmp_path, "templates", "sql")
-    _make(tmp_path, "templates", "text")
+    _make(tmp_path, "templates", "text", "--no-verify")
     sql_path = tmp_path / "runs/default/templates/sql.yaml"
     lines = sql_path.read_text().splitlines()
     first_sql = next(i for i, line in enumerate(lines) if line.strip().startswith("sql:"))
@@ -109,10 +115,11 @@ def test_reference_templates_through_the_cli(tmp_path: Path, grammar_reference: 
         f"short={aurp / 'text_templates_short.json'}",
         "--from-reference",
         f"long={aurp / 'text_templates_long.json'}",
+        "--no-verify",
         cwd=tmp_path,
     )
     assert text.returncode == 0, text.stderr
-    result = ragaudit("generate", *args, "--balanced", cwd=tmp_path)
+    result = ragaudit("generate", *args, "--balanced", "--unverified", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     lines = (tmp_path / "runs/default/dataset.jsonl").read_text().splitlines()
     assert len(lines) == 942

@@ -95,54 +95,124 @@ def test_prose_around_sql_is_recovered() -> None:
 TEMPLATE = SqlTemplate(
     id="industry-by-client-name", sql="SELECT Industry FROM Client WHERE Name = '[Client.Name]'"
 )
+NAME = "Brackenwater Utilities"
+SUFFIXES = (" today", " at present", "")
+LONG_LINE = (
+    "Could you tell me, since I am preparing a detailed overview of all of our clients and "
+    "their markets for the board, which industry the client named '{}' works in{}?"
+)
 
 
 def _text_responder(body: dict[str, Any]) -> str:
+    """A model that rewords the example: first badly, then well once told what was wrong."""
     messages = body["messages"]
     first_ask = len(messages) == 2
-    if "30 words" in messages[1]["content"]:  # the long style
+    name = messages[1]["content"].split("'")[1] if "'" in messages[1]["content"] else NAME
+    if "at least 30 words" in messages[1]["content"]:  # the long style: one per ask
         if first_ask:
-            return "Which industry is '[Client.Name]' in?"  # far too short for long
-        long = (
-            "Could you tell me, since I am preparing a detailed overview of all of our "
-            "clients and their markets for the board, which industry the client named "
-            "'[Client.Name]' works in{}?"
-        )
-        return "\n".join(long.format(s) for s in (" today", " at present", ""))
+            return f"Which industry is {name} in?"  # far too short for long
+        return f"Sure! Here it is:\n{LONG_LINE.format(name, SUFFIXES[len(messages) // 2 % 3])}"
     if first_ask:
         return (
-            "1. Industry of '[Client.Name]'\n2. Industry of Acme Corp\n"
-            "3. '[Client.Name]' industry in '[Client.City]'\n4. industry of '[client.name]'"
+            f"1. Industry of {name}\n2. Industry of Acme Corp\n"
+            f"3. Sector of '{name}'\n4. industry of {name.lower()}"
         )
-    return "- Sector of '[Client.Name]'\n- '[Client.Name]' industry\n- Industry of '[Client.Name]'!"
+    return f"- '{name}' industry\n- Line of business of {name}\n- Industry of {name}!"
 
 
-def test_text_templates_need_exactly_the_placeholders(llm_server: ScriptedLLMServer) -> None:
+async def _reject_sector(template: SqlTemplate, _style: str, texts: list[str]) -> dict:
+    """A verifier that rejects the wordings about a 'sector' (as if read as another column)."""
+    from ragaudit.generate.text_templates import Verdict
+
+    return {
+        t: Verdict(False, "back-mapping: reads as another column")
+        if "Sector" in t
+        else Verdict(True)
+        for t in texts
+    }
+
+
+def test_rewordings_become_templates_and_every_rejection_is_told(
+    llm_server: ScriptedLLMServer,
+) -> None:
+    from ragaudit.generate.llm_templates import StyleRequest
+
     llm_server.responder = _text_responder
-    styles = {"short": "few words", "long": "at least 30 words"}  # the built-in style names
+    styles = {
+        "short": StyleRequest("few words", f"Industry of '{NAME}'"),
+        "long": StyleRequest("at least 30 words", f"What is the industry of '{NAME}'?"),
+    }
     with _llm(llm_server) as llm:
-        result = llm.run(llm_text_templates(llm, TEMPLATE, styles, n=3))
+        result = llm.run(
+            llm_text_templates(
+                llm,
+                TEMPLATE,
+                styles,
+                3,
+                meaning="the industry of the client whose name is '[Client.Name]'",
+                bindings={"Client.Name": NAME},
+                verify=_reject_sector,
+            )
+        )
     assert result.texts["short"] == [
-        "Industry of '[Client.Name]'",
-        "Sector of '[Client.Name]'",
+        "Industry of [Client.Name]",
         "'[Client.Name]' industry",
+        "Line of business of [Client.Name]",
     ]
     assert len(result.texts["long"]) == 3
+    assert all("[Client.Name]" in t and len(t.split()) >= 30 for t in result.texts["long"])
     reasons = {(style, text): why for style, text, why in result.rejected}
-    assert reasons[("short", "Industry of Acme Corp")] == "missing placeholder Client.Name"
-    assert reasons[("short", "'[Client.Name]' industry in '[Client.City]'")] == (
-        "unknown placeholder Client.City"
-    )
-    assert "missing" in reasons[("short", "industry of '[client.name]'")]
-    assert reasons[("short", "Industry of '[Client.Name]'!")] == "near-duplicate"
-    assert reasons[("long", "Which industry is '[Client.Name]' in?")] == (
+    assert reasons[("short", "Industry of Acme Corp")] == f"'{NAME}' is missing"
+    assert reasons[("short", "industry of [Client.Name]")] == "near-duplicate"
+    assert reasons[("long", "Which industry is [Client.Name] in?")] == (
         "5 words; the long style needs at least 30"
     )
-    assert all(len(text.split()) >= 30 for text in result.texts["long"])
-    # The second ask carried the rejections back to the model. Both styles are asked at
-    # once, so the short style's re-ask is not always the first one the server saw.
+    sector = result.verdicts[("short", "Sector of '[Client.Name]'")]
+    assert not sector.verified and "another column" in (sector.reason or "")
+    # The re-asks carried every kind of rejection back, in words the model can act on.
     reasks = [r["messages"][-1]["content"] for r in llm_server.requests if len(r["messages"]) == 4]
-    assert any("missing placeholder Client.Name" in text for text in reasks)
+    assert any(f"'{NAME}' is missing" in text for text in reasks)
+    assert any("reads as another column" in text for text in reasks)
+    assert any("too short by 25 words" in text for text in reasks)
+    # The model was given the example with real values, never placeholder tokens.
+    firsts = [r["messages"][1]["content"] for r in llm_server.requests if len(r["messages"]) == 2]
+    assert all(NAME in text and "[Client.Name]" not in text for text in firsts)
+
+
+def test_the_verbalizer_fills_in_what_the_model_cannot_word(llm_server: ScriptedLLMServer) -> None:
+    from ragaudit.generate.llm_templates import StyleRequest
+
+    llm_server.responder = lambda body: "Tell me something."  # never names the client
+    fallback = ["Industry of client '[Client.Name]'", "Get industry of '[Client.Name]'"]
+    with _llm(llm_server) as llm:
+        result = llm.run(
+            llm_text_templates(
+                llm,
+                TEMPLATE,
+                {"short": StyleRequest("few words", f"Industry of '{NAME}'", fallback)},
+                2,
+                meaning="the industry of '[Client.Name]'",
+                bindings={"Client.Name": NAME},
+                attempts=2,
+            )
+        )
+    assert result.texts["short"] == fallback
+    assert (
+        result.fallbacks["short"]
+        == "2 of 2 worded by the verbalizer: the LLM gave 0 usable in 2 asks"
+    )
+    assert result.calls == 2
+
+
+def _reader(body: dict[str, Any]) -> str:
+    """The back-mapping side of a model: the SQL a question reads as (industry or city)."""
+    question = body["messages"][-1]["content"].rsplit("Question: ", 1)[1]
+    name = next((n for n in _CLIENTS if n.lower() in question.lower()), "Nobody")
+    column = "City" if "city" in question.lower() or "where" in question.lower() else "Industry"
+    return f"SELECT {column} FROM Client WHERE Name = '{name}'"
+
+
+_CLIENTS = ("Quillfeather Rail", "Brackenwater Utilities", "Vantorre Housing Trust")
 
 
 def test_cli_with_the_llm_generators_and_a_free_rerun(
@@ -150,8 +220,10 @@ def test_cli_with_the_llm_generators_and_a_free_rerun(
 ) -> None:
     def responder(body: dict[str, Any]) -> str:
         content = body["messages"][1]["content"]
-        if content.startswith("SQL query:"):
+        if content.startswith("Question:"):
             return _text_responder(body)
+        if "Write one SQL SELECT query" in content:
+            return _reader(body)
         return _client_responder(body)
 
     llm_server.responder = responder
@@ -164,6 +236,7 @@ def test_cli_with_the_llm_generators_and_a_free_rerun(
     assert "LLM usage" in sql.stdout
     text = ragaudit("templates", "text", *args, cwd=tmp_path, env=env)
     assert text.returncode == 0, text.stderr
+    assert "per verified wording" in text.stdout
     assert ragaudit("generate", "--example", cwd=tmp_path).returncode == 0
     requests = llm_server.request_count
     again = ragaudit("templates", "sql", *args, "--overwrite", cwd=tmp_path, env=env)

@@ -170,3 +170,52 @@ def test_report_names_the_reports_a_world_rewrite_repaired_or_failed(tmp_path: P
     )
     assert "Valdoro, Kesmarin" in html
     assert "&lt;script&gt;x()&lt;/script&gt;" in html and "<script>x()" not in html
+
+
+def test_report_shows_the_wordings_verified_and_rejected_per_style(tmp_path: Path) -> None:
+    report = _run(tmp_path)
+    stats = {
+        "table2": {
+            "sql_templates": 1,
+            "combinations": 12,
+            "semantic_groups": 12,
+            "multi_answer_groups": 0,
+            "text_templates": {"short": 2},
+            "text_queries": {"short": 24},
+            "conflicting_groups": 2,
+            "wordings": {
+                "short": {
+                    "proposed": 5,
+                    "verified": 2,
+                    "rejected": 3,
+                    "unchecked": 0,
+                    "rate": 0.4,
+                    "reasons": {"back-mapping": 2, "conflict": 1},
+                    "examples": [
+                        {"template": "t", "text": "Where is '[P.Name]'?", "reason": PLANTED}
+                    ],
+                },
+                "long": {
+                    "proposed": 1,
+                    "verified": 0,
+                    "rejected": 0,
+                    "unchecked": 1,
+                    "rate": None,
+                    "reasons": {},
+                    "examples": [],
+                },
+            },
+        }
+    }
+    (report.parent / "dataset.stats.json").write_text(json.dumps(stats))
+    done = ragaudit("report", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    html = report.read_text()
+    table = html.split('id="wording-verification"', 1)[1].split("</table>", 1)[0]
+    row = re.search(r"<tr><td>short</td>(.*?)</tr>", table, re.DOTALL)
+    assert row is not None
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", row.group(1))
+    assert cells == ["5", "2", "3", "0", "40%", "2 back-mapping, 1 conflict"]
+    assert "n/a (none judged)" in html  # an undefined rate is said to be undefined
+    assert "groups dropped: a question reads as another's with another answer" in html
+    assert "&lt;script&gt;window.__pwned" in html and "<script>window" not in html

@@ -148,7 +148,11 @@ def test_cli_world_then_generate_gives_gold_ids_of_real_documents(tmp_path: Path
     folder = tmp_path / "w"
     config = load_config(folder / "ragaudit.yaml")
     assert config.corpus.path == folder.resolve() / "documents.jsonl"
-    for step in (("templates", "sql"), ("templates", "text"), ("generate",)):
+    for step in (
+        ("templates", "sql"),
+        ("templates", "text", "--no-verify"),
+        ("generate", "--unverified"),
+    ):
         done = ragaudit(*step, cwd=folder)
         assert done.returncode == 0, done.stderr
     docs = {

@@ -28,6 +28,7 @@ from ragaudit.rundir import RunDir
 from ragaudit.secrets import redact
 
 if TYPE_CHECKING:
+    from ragaudit.pipeline.generation import TextTemplatesResult
     from ragaudit.pipeline.world_rewrite import RewriteSummary
 
 app = typer.Typer(
@@ -357,6 +358,72 @@ def templates_sql(
     console.print(table)
     for sql, reason in result.rejected:
         err_console.print(f"rejected: {sql}: {reason}", markup=False)
+    for name, note in result.notes.items():
+        err_console.print(f"no template from {name}: {note}", markup=False)
+
+
+NoVerifyOption = Annotated[
+    bool,
+    typer.Option("--no-verify", help="Run only the checks that need no LLM (no verdicts)."),
+]
+
+
+def _print_wordings(result: TextTemplatesResult) -> None:
+    """Per style: wordings proposed, verified, rejected (by check), not checked; then
+    what went wrong on the way."""
+    for tid, style, text, reason in result.rejected:
+        err_console.print(f"not kept ({tid}, {style}): {text!r}: {reason}", markup=False)
+    for tid, style, note in result.fallbacks:
+        err_console.print(f"note ({tid}, {style}): {note}", markup=False)
+    outcome = result.verification
+    if outcome is not None:
+        for tid, text, reason in outcome.failures:
+            err_console.print(f"unverified ({tid}): {text!r}: {reason}", markup=False)
+    for tid in result.orphans:
+        err_console.print(
+            f"note: {result.path} has wordings of '{tid}', which templates/sql.yaml no longer "
+            "has (kept; templates check reports them)",
+            markup=False,
+        )
+    table = Table(title=f"Wordings -> {result.path}", title_justify="left")
+    for header in ("style", "proposed", "verified", "rejected", "not checked", "rate", "why"):
+        table.add_column(header, justify="left" if header in ("style", "why") else "right")
+    for style, c in result.counts.items():
+        why = ", ".join(f"{n} {kind}" for kind, n in c.reasons.most_common())
+        rate = "—" if c.rate is None else f"{c.rate:.0%}"
+        table.add_row(
+            escape(style),
+            str(c.proposed),
+            str(c.verified),
+            str(c.rejected),
+            str(c.unchecked),
+            rate,
+            escape(why),
+        )
+    console.print(table)
+    verified = sum(c.verified for c in result.counts.values())
+    if outcome is not None and outcome.calls:
+        per = outcome.calls + result.generation_calls
+        console.print(
+            f"{per} LLM calls ({result.generation_calls} to word, {outcome.calls} to verify): "
+            + (f"{per / verified:.1f} per verified wording" if verified else "none verified"),
+            markup=False,
+        )
+    unworded = [
+        f"{tid} ({style})"
+        for tid, styles in result.texts.items()
+        if tid not in result.orphans
+        for style, texts in styles.items()
+        if not any(
+            (v := result.verdicts.get((tid, style, t))) is not None and v.verified for t in texts
+        )
+    ]
+    if unworded and any(c.verified for c in result.counts.values()):
+        err_console.print(
+            f"no verified wording yet: {', '.join(unworded[:8])}"
+            + (f" and {len(unworded) - 8} more" if len(unworded) > 8 else ""),
+            markup=False,
+        )
 
 
 @templates_app.command("text")
@@ -372,20 +439,26 @@ def templates_text(
         ),
     ] = None,
     overwrite: Annotated[
-        bool, typer.Option("--overwrite", help="Replace an existing templates/text.yaml.")
+        bool,
+        typer.Option("--overwrite", help="Word every template again, dropping the file's."),
     ] = False,
     generator: Annotated[
         str | None, typer.Option("--generator", help="verbalizer or llm (overrides the config).")
     ] = None,
+    no_verify: NoVerifyOption = False,
     llm: LLMOption = None,
 ) -> None:
-    """Write templates/text.yaml: wordings of every SQL template in every style, from the
-    built-in verbalizer (offline), the LLM, or imported reference files."""
+    """Word the SQL templates in every style into templates/text.yaml: from the built-in
+    verbalizer (offline), the LLM, or imported reference files. Wordings already in the
+    file are kept; only (template, style) pairs without one are worded. Then every wording
+    without a verdict is verified (templates verify)."""
     from ragaudit.pipeline.generation import make_text_templates
 
     config = load_run(config_path, example, db, llm=llm)
     if generator:
         config.templates.text_generator = generator  # type: ignore[assignment]
+    if no_verify:
+        config.templates.verify = False
     run = RunDir.from_config(config).create()
     references: dict[str, Path] = {}
     for item in from_reference or []:
@@ -393,28 +466,57 @@ def templates_text(
         if not sep or not style or not path:
             raise UserError(f"--from-reference {item!r}: expected STYLE=PATH")
         references[style] = Path(path)
-    use_llm = config.templates.text_generator == "llm" and not references
-    with llm_for(config, run, "templates", use_llm) as client:
+    use_llm = (
+        config.templates.text_generator == "llm" and not references
+    ) or config.templates.verify
+    from ragaudit.generate.sql_templates import load_templates
+
+    total = len(load_templates(run.templates_sql).templates)
+    bar = _counting_bar()
+    with llm_for(config, run, "templates", use_llm) as client, bar:
+        task = bar.add_task("wording", total=total)
         result = make_text_templates(
-            config, run, references=references or None, overwrite=overwrite, llm=client
+            config,
+            run,
+            references=references or None,
+            overwrite=overwrite,
+            llm=client,
+            on_template=lambda _t: bar.advance(task),
         )
-    path, written, texts = result.path, result.written, result.texts
-    for tid, style, text, reason in result.rejected:
-        err_console.print(f"rejected ({tid}, {style}): {text!r}: {reason}", markup=False)
-    counts = {}
-    for styles in texts.values():
-        for style, wordings in styles.items():
-            counts[style] = counts.get(style, 0) + len(wordings)
-    summary = ", ".join(f"{n} {style}" for style, n in counts.items())
-    if written:
-        console.print(
-            f"wrote {path}: {summary} text templates for {len(texts)} SQL templates", markup=False
+    _print_wordings(result)
+    worded = len(result.worded)
+    console.print(
+        f"{result.path}: {worded} (template, style) pairs worded now, {result.kept} wordings "
+        "kept from the file" + ("" if worded or not result.kept else " (nothing was missing)"),
+        markup=False,
+    )
+
+
+@templates_app.command("verify")
+def templates_verify(
+    config_path: ConfigOption = None,
+    example: ExampleOption = False,
+    db: DbOption = None,
+    recheck: Annotated[
+        bool, typer.Option("--recheck", help="Judge every wording again, even with a verdict.")
+    ] = False,
+    llm: LLMOption = None,
+) -> None:
+    """Check that each wording of templates/text.yaml asks exactly what its SQL template
+    answers, and store the verdict next to it (verified: true, or rejected: why)."""
+    from ragaudit.generate.sql_templates import load_templates
+    from ragaudit.pipeline.generation import verify_text_templates
+
+    config = load_run(config_path, example, db, llm=llm)
+    run = RunDir.from_config(config)
+    total = len(load_templates(run.templates_sql).templates)
+    bar = _counting_bar()
+    with llm_for(config, run, "verify", True) as client, bar:
+        task = bar.add_task("verifying", total=total)
+        result = verify_text_templates(
+            config, run, client, recheck=recheck, on_template=lambda _t, _n: bar.advance(task)
         )
-    else:
-        console.print(
-            f"{path} exists ({summary}) and is kept: use --overwrite to regenerate it.",
-            markup=False,
-        )
+    _print_wordings(result)
 
 
 @templates_app.command("check")
@@ -458,9 +560,13 @@ def generate_cmd(
         typer.Option("--max-groups-per-template", min=1, help="Seeded sample per template."),
     ] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Sampling seed.")] = None,
+    unverified: Annotated[
+        bool | None,
+        typer.Option("--unverified", help="Also ask wordings never verified (not rejected ones)."),
+    ] = None,
 ) -> None:
     """Instantiate the templates into dataset.jsonl: one semantic group per instantiated SQL
-    query, each asked in every wording, with answers executed on the database."""
+    query, each asked in every verified wording, with answers executed on the database."""
     from rich.progress import MofNCompleteColumn, TimeElapsedColumn
 
     from ragaudit.pipeline.generation import generate_dataset
@@ -473,6 +579,7 @@ def generate_cmd(
         "include_unanswerable": include_unanswerable,
         "max_groups_per_template": max_groups_per_template,
         "seed": seed,
+        "unverified": unverified,
     }
     options = config.generate.model_copy(update={k: v for k, v in updates.items() if v is not None})
     from ragaudit.generate.sql_templates import load_templates
@@ -506,9 +613,16 @@ def generate_cmd(
         table.add_row(f"text templates ({escape(style)})", str(n))
     for style, n in table2["text_queries"].items():
         table.add_row(f"text queries ({escape(style)})", str(n))
+    if stats.conflicting_groups:
+        table.add_row(
+            "groups dropped: a question reads as another's", str(stats.conflicting_groups)
+        )
     console.print(table)
     for tid, why in table2["skipped_templates"].items():
         err_console.print(f"skipped {tid}: {why}", markup=False)
+    for style, reasons in stats.wordings_dropped.items():
+        listed = ", ".join(f"{n} {why}" for why, n in reasons.items())
+        err_console.print(f"wordings left out ({style}): {listed}", markup=False)
 
 
 @app.command("run")

@@ -123,6 +123,10 @@ class GenerateOptions(_Strict):
     include_unanswerable: bool = Field(False, description="Emit combinations without answer.")
     max_groups_per_template: int | None = Field(None, ge=1)
     balanced: bool = Field(False, description="Same number of queries per group in every style.")
+    unverified: bool = Field(
+        False,
+        description="Also ask wordings that were never verified (rejected ones never are).",
+    )
     seed: int = 0
     styles: list[str] | None = Field(None, description="Only these styles (default: all).")
     gold_ids: list[GoldRule] = Field(default_factory=list)
@@ -153,6 +157,17 @@ class TemplatesConfig(_Strict):
     style_instructions: dict[str, str] = Field(
         default_factory=dict,
         description="Instruction of each user-defined style (built-in: short, long).",
+    )
+    verify: bool = Field(
+        True, description="Check with the LLM that each wording asks what its SQL answers."
+    )
+    reading_check: bool = Field(
+        False,
+        description="Also check each wording by reading comprehension (stricter; rejects "
+        "more faithful wordings).",
+    )
+    attempts: int = Field(
+        3, ge=1, le=10, description="LLM asks per template and style before the verbalizer."
     )
     seed: int = 0
 
@@ -366,6 +381,9 @@ templates:
   styles: [short, long]        # built-in: short (fragments), long (sentences of 30+ words)
   # style_instructions:        # example: a user-defined style for the LLM
   #   polite: "Courteous requests that start with 'Could you please'."
+  verify: true                 # the LLM checks that each wording asks what its SQL answers
+  reading_check: false         # also check by reading comprehension (stricter)
+  attempts: 3                  # LLM asks per template and style, then the verbalizer fills in
   seed: 0
 
 generate:
@@ -373,6 +391,7 @@ generate:
   include_unanswerable: false  # also emit combinations that have no answer
   # max_groups_per_template: 1000   # example: seeded sample of groups per template
   balanced: false              # same number of queries per group in every style
+  unverified: false            # also ask wordings never verified (rejected ones never are)
   seed: 0
   # gold_ids:                  # example: documents keyed by a placeholder's value
   #   - placeholder: Project.Name

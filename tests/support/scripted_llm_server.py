@@ -63,8 +63,8 @@ class ScriptedLLMServer:
         self.host = host
         self.port = 0
         self.script: deque[Reply] = deque()
-        # When the script is empty: content from the request body, if a responder is set.
-        self.responder: Callable[[dict[str, Any]], str] | None = None
+        # When the script is empty: content (or a Reply) from the request body, if set.
+        self.responder: Callable[[dict[str, Any]], str | Reply] | None = None
         self.requests: list[dict[str, Any]] = []
         self.headers_seen: list[dict[str, str]] = []
         self.in_flight = 0
@@ -174,6 +174,9 @@ class ScriptedLLMServer:
                     )
             messages = body.get("messages") or [{}]
             prompt_words = sum(len(str(m.get("content", "")).split()) for m in messages)
+            if reply is None and self.responder is not None:
+                produced = self.responder(body)  # a text, or a Reply (e.g. an error status)
+                reply = produced if isinstance(produced, Reply) else Reply(content=produced)
             if reply is None or (reply.status == 200 and reply.body is None):
                 if reply is not None and reply.content is not None:
                     content = reply.content

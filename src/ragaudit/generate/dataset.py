@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,7 +28,12 @@ from ragaudit.generate.instantiate import (
 )
 from ragaudit.generate.instantiate import plan as plan_template
 from ragaudit.generate.sql_templates import SqlTemplate, TemplateFileError, normalize_sql
-from ragaudit.generate.text_templates import TextTemplates, fill, placeholder_problem
+from ragaudit.generate.text_templates import (
+    TextTemplates,
+    fill,
+    near_duplicate_key,
+    placeholder_problem,
+)
 from ragaudit.records.models import QueryRecord, Reference, Scalar, stable_id
 
 
@@ -48,9 +54,20 @@ class TemplateStats:
 
 @dataclass
 class DatasetStats:
-    """Totals over all templates."""
+    """Totals over all templates, the groups dropped because one of their questions reads
+    the same as another group's with another answer, and the wordings left out (per style
+    and reason: rejected by verification, or never verified)."""
 
     templates: list[TemplateStats] = field(default_factory=list)
+    conflicting_groups: int = 0
+    wordings_dropped: dict[str, dict[str, int]] = field(default_factory=dict)
+    # per style: proposed, verified, rejected, unchecked, rate, reasons, examples
+    wordings: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def queries(self) -> int:
+        """Text queries in the dataset."""
+        return sum(sum(t.queries.values()) for t in self.templates if t.skipped is None)
 
     def table2(self) -> dict[str, Any]:
         """The paper's Table 2 layout: SQL templates, groups, text templates and text
@@ -66,7 +83,48 @@ class DatasetStats:
             "text_templates": {s: sum(t.text_templates.get(s, 0) for t in used) for s in styles},
             "text_queries": {s: sum(t.queries.get(s, 0) for t in used) for s in styles},
             "skipped_templates": {t.template_id: t.skipped for t in self.templates if t.skipped},
+            "conflicting_groups": self.conflicting_groups,
+            "wordings_dropped": self.wordings_dropped,
+            "wordings": self.wordings,
         }
+
+
+class TextConflicts:
+    """Finds the groups of a streamed dataset whose question text (normalized) is also
+    another group's question with a different reference: a reader cannot tell which answer
+    is meant, so neither is known. Keeps three 8-byte hashes per query, not the texts."""
+
+    def __init__(self) -> None:
+        self._text = array("q")
+        self._reference = array("q")
+        self._group = array("q")
+
+    def watch(self, records: Iterable[QueryRecord]) -> Iterator[QueryRecord]:
+        """Pass ``records`` through, noting each one."""
+        for record in records:
+            self._text.append(hash(near_duplicate_key(record.query)))
+            self._reference.append(hash(tuple(str(v).casefold() for v in record.reference.values)))
+            self._group.append(hash(record.group_id))
+            yield record
+
+    def conflicting_groups(self) -> set[int]:
+        """Hashes (``hash(group_id)``) of every group with a conflicting question."""
+        if not self._text:
+            return set()
+        import numpy as np
+
+        text = np.frombuffer(self._text, dtype=np.int64)
+        reference = np.frombuffer(self._reference, dtype=np.int64)
+        group = np.frombuffer(self._group, dtype=np.int64)
+        order = np.lexsort((reference, text))
+        text, reference, group = text[order], reference[order], group[order]
+        # Runs of one text; a run holding two references is a conflict.
+        differs = np.r_[False, (reference[1:] != reference[:-1]) & (text[1:] == text[:-1])]
+        run_of = np.cumsum(np.r_[True, text[1:] != text[:-1]]) - 1
+        bad_runs = np.unique(run_of[differs])
+        if not len(bad_runs):
+            return set()
+        return {int(g) for g in group[np.isin(run_of, bad_runs)]}
 
 
 def group_id(template: SqlTemplate, bindings: dict[str, Scalar]) -> str:
@@ -155,7 +213,7 @@ def generate(
         if options.styles is not None:
             styles = {s: styles.get(s, []) for s in options.styles}
         if not any(styles.values()):
-            tstats.skipped = "no text templates"
+            tstats.skipped = "no wording to ask (none written, or none verified)"
             if on_template:
                 on_template(template, tstats)
             continue

@@ -9,8 +9,12 @@ Rules (docs/generate.md states them for users):
 * a **descriptive key** is a text column whose name says it names the row (``name``,
   ``title``, ``label``, ``code``, ``email``), at most 10 % NULL and nearly unique (at least
   90 % distinct among its values);
-* a template ``SELECT A FROM T WHERE K = '[T.K]'`` is kept only if K determines A in the
-  data: one GROUP BY per key checks every answer column at once;
+* a template ``SELECT A FROM T WHERE K = '[T.K]'`` is kept when K determines A **per
+  group** often enough: at least ``MIN_SINGLE_ANSWER_SHARE`` of the key's values with an
+  answer have exactly one (the paper's single-answer rule applies to groups, not tables:
+  a name that occurs twice with two different answers makes that group ambiguous, and
+  instantiation drops it, or keeps it as a set with ``--allow-multi``). One GROUP BY per
+  key checks every answer column at once;
 * across a **foreign key** T.fk -> R: the key of T, the answer from R
   (``SELECT r.A FROM T t JOIN R r ON t.fk = r.pk WHERE t.K = '[T.K]'``);
 * through an **association table** X with foreign keys to R1 and R2: X's own attributes,
@@ -20,8 +24,7 @@ Rules (docs/generate.md states them for users):
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ragaudit.db.engine import Database
 from ragaudit.db.schema import ColumnInfo, ForeignKey, SchemaInfo, TableInfo
@@ -33,6 +36,7 @@ MAX_NULL_FRACTION_ANSWER = 0.5
 MAX_NULL_FRACTION_KEY = 0.1
 MIN_DISTINCT_FRACTION_KEY = 0.9
 MAX_AVG_LENGTH = 80
+MIN_SINGLE_ANSWER_SHARE = 0.9
 
 
 @dataclass
@@ -100,39 +104,76 @@ def key_columns(p: _Profile) -> list[ColumnInfo]:
     return keys
 
 
-def _functional(db: Database, from_sql: str, keys: list[str], answers: list[str]) -> list[bool]:
-    """For each answer expression: does the key (tuple) determine it in the data, with at
-    least one answered key? One GROUP BY for all answers."""
+@dataclass(frozen=True)
+class Determination:
+    """How well a key determines one answer column: of the key's values with an answer,
+    how many have exactly one."""
+
+    answered: int
+    single: int
+
+    @property
+    def share(self) -> float:
+        """Share of the answered groups that have a single answer."""
+        return self.single / self.answered if self.answered else 0.0
+
+    @property
+    def enough(self) -> bool:
+        """The template is worth keeping: its ambiguous groups are few enough to drop."""
+        return self.single >= 1 and self.share >= MIN_SINGLE_ANSWER_SHARE
+
+
+def _determination(
+    db: Database, from_sql: str, keys: list[str], answers: list[str]
+) -> list[Determination]:
+    """For each answer expression: how many key (tuple) values have an answer, and how
+    many exactly one. One GROUP BY for all answers."""
     if not answers:
         return []
     counts = ", ".join(f"COUNT(DISTINCT {a}) AS d{i}" for i, a in enumerate(answers))
-    present = ", ".join(f"COUNT({a}) AS n{i}" for i, a in enumerate(answers))
     not_null = " AND ".join(f"{k} IS NOT NULL" for k in keys)
-    inner = (
-        f"SELECT {counts}, {present} FROM {from_sql} WHERE {not_null} GROUP BY {', '.join(keys)}"
-    )
+    inner = f"SELECT {counts} FROM {from_sql} WHERE {not_null} GROUP BY {', '.join(keys)}"
     outer = ", ".join(
-        [f"MAX(d{i})" for i in range(len(answers))] + [f"MAX(n{i})" for i in range(len(answers))]
+        [f"SUM(CASE WHEN d{i} >= 1 THEN 1 ELSE 0 END)" for i in range(len(answers))]
+        + [f"SUM(CASE WHEN d{i} = 1 THEN 1 ELSE 0 END)" for i in range(len(answers))]
     )
     row = db.execute(f"SELECT {outer} FROM ({inner}) AS g").rows[0]
     n = len(answers)
-    return [(row[i] or 0) <= 1 and (row[n + i] or 0) >= 1 for i in range(n)]
+    return [Determination(int(row[i] or 0), int(row[n + i] or 0)) for i in range(n)]
 
 
-def _single_table(db: Database, p: _Profile) -> Iterable[tuple[str, str]]:
+@dataclass
+class _Found:
+    """Templates found for one table, and what was tried, for the explanation."""
+
+    out: list[tuple[str, str]]  # (sql, name) of every table's templates, in order found
+    kept: int = 0
+    # (key, answer column, share of single-answer groups) of every pair tried
+    tried: list[tuple[str, str, float]] = field(default_factory=list)
+
+    def add(self, key: str, answer: str, d: Determination, sql: str, name: str) -> None:
+        self.tried.append((key, answer, d.share))
+        if d.enough:
+            self.out.append((sql, name))
+            self.kept += 1
+
+
+def _single_table(db: Database, p: _Profile, found: _Found) -> None:
     q = _quote
     table = q(db, p.table.name)
     answers = answer_columns(p)
     for key in key_columns(p):
         others = [a for a in answers if a.name != key.name]
-        ok = _functional(db, table, [q(db, key.name)], [q(db, a.name) for a in others])
-        for answer, good in zip(others, ok, strict=True):
-            if good:
-                yield (
-                    f"SELECT {q(db, answer.name)} FROM {table} "
-                    f"WHERE {q(db, key.name)} = '[{p.table.name}.{key.name}]'",
-                    f"{answer.name}-by-{p.table.name}-{key.name}",
-                )
+        ok = _determination(db, table, [q(db, key.name)], [q(db, a.name) for a in others])
+        for answer, d in zip(others, ok, strict=True):
+            found.add(
+                key.name,
+                answer.name,
+                d,
+                f"SELECT {q(db, answer.name)} FROM {table} "
+                f"WHERE {q(db, key.name)} = '[{p.table.name}.{key.name}]'",
+                f"{answer.name}-by-{p.table.name}-{key.name}",
+            )
 
 
 def _join_on(db: Database, left: str, right: str, fk: ForeignKey) -> str:
@@ -143,8 +184,8 @@ def _join_on(db: Database, left: str, right: str, fk: ForeignKey) -> str:
 
 
 def _across_foreign_keys(
-    db: Database, p: _Profile, profiles: dict[str, _Profile]
-) -> Iterable[tuple[str, str]]:
+    db: Database, p: _Profile, profiles: dict[str, _Profile], found: _Found
+) -> None:
     q = _quote
     for fk in p.table.foreign_keys:
         ref = profiles.get(fk.ref_table.lower())
@@ -157,20 +198,22 @@ def _across_foreign_keys(
         answers = answer_columns(ref)
         for key in key_columns(p):
             exprs = [f"r.{q(db, a.name)}" for a in answers]
-            ok = _functional(db, from_sql, [f"t.{q(db, key.name)}"], exprs)
-            for answer, expr, good in zip(answers, exprs, ok, strict=True):
-                if good:
-                    yield (
-                        f"SELECT {expr} FROM {from_sql} "
-                        f"WHERE t.{q(db, key.name)} = '[{p.table.name}.{key.name}]'",
-                        f"{ref.table.name}-{answer.name}-by-{p.table.name}-{key.name}"
-                        f"-via-{'-'.join(fk.columns)}",
-                    )
+            ok = _determination(db, from_sql, [f"t.{q(db, key.name)}"], exprs)
+            for answer, expr, d in zip(answers, exprs, ok, strict=True):
+                found.add(
+                    key.name,
+                    f"{ref.table.name}.{answer.name}",
+                    d,
+                    f"SELECT {expr} FROM {from_sql} "
+                    f"WHERE t.{q(db, key.name)} = '[{p.table.name}.{key.name}]'",
+                    f"{ref.table.name}-{answer.name}-by-{p.table.name}-{key.name}"
+                    f"-via-{'-'.join(fk.columns)}",
+                )
 
 
 def _through_association(
-    db: Database, p: _Profile, profiles: dict[str, _Profile]
-) -> Iterable[tuple[str, str]]:
+    db: Database, p: _Profile, profiles: dict[str, _Profile], found: _Found
+) -> None:
     """X links R1 and R2 (two foreign keys, no key of its own): X's attributes by the keys
     of both."""
     q = _quote
@@ -189,25 +232,81 @@ def _through_association(
         for k2 in key_columns(r2):
             exprs = [f"x.{q(db, a.name)}" for a in answers]
             keys = [f"a.{q(db, k1.name)}", f"b.{q(db, k2.name)}"]
-            ok = _functional(db, from_sql, keys, exprs)
-            for answer, expr, good in zip(answers, exprs, ok, strict=True):
-                if good:
-                    yield (
-                        f"SELECT {expr} FROM {from_sql} "
-                        f"WHERE a.{q(db, k1.name)} = '[{r1.table.name}.{k1.name}]' "
-                        f"AND b.{q(db, k2.name)} = '[{r2.table.name}.{k2.name}]'",
-                        f"{answer.name}-by-{r1.table.name}-{k1.name}-{r2.table.name}-{k2.name}",
-                    )
+            ok = _determination(db, from_sql, keys, exprs)
+            for answer, expr, d in zip(answers, exprs, ok, strict=True):
+                found.add(
+                    f"{r1.table.name}.{k1.name} and {r2.table.name}.{k2.name}",
+                    answer.name,
+                    d,
+                    f"SELECT {expr} FROM {from_sql} "
+                    f"WHERE a.{q(db, k1.name)} = '[{r1.table.name}.{k1.name}]' "
+                    f"AND b.{q(db, k2.name)} = '[{r2.table.name}.{k2.name}]'",
+                    f"{answer.name}-by-{r1.table.name}-{k1.name}-{r2.table.name}-{k2.name}",
+                )
 
 
-def enumerate_templates(db: Database, schema: SchemaInfo) -> list[SqlTemplate]:
-    """Every template the rules above find, in schema order, with unique ids."""
+def _why_no_key(p: _Profile) -> str:
+    """Why no column of the table names its rows."""
+    named = [
+        c
+        for c in p.table.columns
+        if c.is_text and not is_id_like(c, p.table, p.fk_columns) and _KEY_NAME.search(c.name)
+    ]
+    if not named:
+        return "no text column named like name, title, label, code or email to ask by"
+    reasons = []
+    for c in named:
+        non_null = (p.table.row_count or 0) - (c.null_count or 0)
+        if _null_fraction(c, p.table) > MAX_NULL_FRACTION_KEY:
+            reasons.append(f"{c.name} is {_null_fraction(c, p.table):.0%} NULL (at most 10%)")
+        elif non_null and (c.distinct_count or 0) < MIN_DISTINCT_FRACTION_KEY * non_null:
+            share = (c.distinct_count or 0) / non_null
+            reasons.append(f"{c.name} is {share:.0%} distinct (at least 90%)")
+        else:
+            reasons.append(f"{c.name} is long free text")
+    return "no key names its rows: " + "; ".join(reasons)
+
+
+def _explain(p: _Profile, found: _Found) -> str:
+    """Why a table yielded no template."""
+    if not key_columns(p):
+        return _why_no_key(p)
+    if not answer_columns(p) and not found.tried:
+        return "no column to ask about (every column is id-like, mostly NULL or long text)"
+    if not found.tried:
+        return "no column to ask about besides its key"
+    key, answer, share = max(found.tried, key=lambda t: t[2])
+    return (
+        f"{key} determines no column in at least {MIN_SINGLE_ANSWER_SHARE:.0%} of its groups "
+        f"(best: {answer}, {share:.0%})"
+    )
+
+
+@dataclass
+class Enumeration:
+    """The templates found, in schema order, and for every table that yielded none, why."""
+
+    templates: list[SqlTemplate]
+    notes: dict[str, str]
+
+
+def enumerate_templates(db: Database, schema: SchemaInfo) -> Enumeration:
+    """Every template the rules above find, in schema order, with unique ids; and one
+    explanation per table that yields none (empty tables included)."""
     profiles = {t.name.lower(): _profile(db, t) for t in schema.tables if t.row_count}
-    found: list[tuple[str, str]] = []
-    for p in profiles.values():
-        found.extend(_single_table(db, p))
-    for p in profiles.values():
-        found.extend(_across_foreign_keys(db, p, profiles))
-    for p in profiles.values():
-        found.extend(_through_association(db, p, profiles))
-    return new_templates([sql for sql, _ in found], "enumerator", names=[n for _, n in found])
+    ordered: list[tuple[str, str]] = []
+    found = {name: _Found(ordered) for name in profiles}
+    for name, p in profiles.items():
+        _single_table(db, p, found[name])
+    for name, p in profiles.items():
+        _across_foreign_keys(db, p, profiles, found[name])
+    for name, p in profiles.items():
+        _through_association(db, p, profiles, found[name])
+    notes = {t.name: "no rows" for t in schema.tables if not t.row_count}
+    for name, p in profiles.items():
+        if not found[name].kept:
+            notes[p.table.name] = _explain(p, found[name])
+    templates = new_templates(
+        [sql for sql, _ in ordered], "enumerator", names=[n for _, n in ordered]
+    )
+    return Enumeration(templates, {t.name: notes[t.name] for t in schema.tables if t.name in notes})

@@ -7,7 +7,9 @@ exactly its SQL template's placeholders.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from ragaudit.db.engine import Database
@@ -20,7 +22,7 @@ from ragaudit.generate.sql_templates import (
     new_templates,
     normalize_sql,
 )
-from ragaudit.generate.text_templates import dedupe, near_duplicate_key, placeholder_problem
+from ragaudit.generate.text_templates import Verdict, fill, near_duplicate_key
 from ragaudit.llm.client import LLMClient
 from ragaudit.llm.parsing import fenced_blocks, parse_lines
 from ragaudit.llm.types import Messages, assistant, system, user
@@ -245,12 +247,16 @@ async def llm_sql_templates(
 STYLE_INSTRUCTIONS = {
     "short": "Short, fragmentary queries of a few words, like search-box input: no articles, "
     "no conjunctions, no full sentences.",
-    "long": "Complete, natural sentences of at least 30 words that give some context about why "
-    "the information is needed before asking for it. For example: 'I am preparing an overview "
-    "of our records for a meeting with the management team next week, and for that I need to "
-    "know one detail about a particular client: in which industry does it work?' (with the "
-    "placeholder where the client is named)",
+    "long": "A long request of about 50 words. Start with a sentence explaining why you need "
+    "the information (for a report, a meeting, a client call), then ask the question.",
 }
+# Styles worded one question per ask: asked for several long questions at once, a small
+# model writes short ones (measured: 11 to 20 words where 30 were asked; one at a time, 17
+# to 48).
+ONE_PER_ASK = frozenset({"long"})
+# A one-per-ask question short of its style's minimum by at most this many words gets a
+# sentence of context put before it rather than being thrown away.
+MAX_LENGTHENING = 20
 
 
 # Length rules of the built-in styles (the paper's Table 6): checked, not only asked for.
@@ -271,47 +277,154 @@ def style_problem(style: str, text: str) -> str | None:
     return None
 
 
-def text_prompt(template: SqlTemplate, style: str, instruction: str, n: int) -> Messages:
-    """Ask for ``n`` wordings of a SQL template in one style."""
-    tokens = ", ".join(f"'[{p.key}]'" for p in template.placeholder_list)
+def rewrite_prompt(
+    example: str, meaning: str, instruction: str, n: int, names: list[str]
+) -> Messages:
+    """Ask for ``n`` rewordings (one when ``n`` is 1) of a filled example question in one
+    style. A small model rewrites a real sentence far more reliably than it writes around
+    placeholder tokens; the names are turned back into placeholders afterwards."""
+    keep = " and ".join(repr(name) for name in names)
+    if n == 1:
+        ask = (
+            f"Rewrite this question in this style. {instruction}\n"
+            f"It must still ask for {meaning}. Keep {keep} exactly as written.\n"
+            f"Question: {example}"
+        )
+    else:
+        ask = (
+            f"Question: {example}\n"
+            f"It asks for {meaning}.\n\n"
+            f"Write {n} different questions that ask for exactly the same thing, each in this "
+            f"style: {instruction}\n"
+            f"Every question must contain {keep} exactly as written. Reply with one question "
+            "per line and nothing else."
+        )
     return [
-        system("You rephrase database queries as questions people would ask."),
+        system("You reword questions. You keep every quoted name exactly as it is written."),
+        user(ask),
+    ]
+
+
+def context_prompt(question: str, words: int) -> Messages:
+    """Ask for a sentence of context to put before a question that is too short for its
+    style: why the asker needs the information, without asking or answering anything."""
+    return [
+        system("You write one sentence of context for a question."),
         user(
-            f"SQL query: {template.sql}\n\n"
-            f"Write {n} different questions asking for what this query returns.\n"
-            f"Style: {instruction}\n"
-            f"Each question must contain exactly these placeholders, written as shown: {tokens}. "
-            "Do not add other placeholders and do not put real values in their place.\n"
-            "Reply with one question per line and nothing else."
+            f"Question: {question}\nWrite one sentence of about {words} words, in the first "
+            "person, saying why you need this information (for a report, a meeting, a client "
+            "call...). Do not ask anything and do not answer the question. Reply with the "
+            "sentence only."
         ),
     ]
 
 
+def _too_short_by(style: str, text: str) -> int:
+    """How many words ``text`` lacks for its style's minimum (0 when it has enough)."""
+    low = STYLE_WORDS.get(style, (0, 0))[0]
+    return max(0, low - len(text.split()))
+
+
+def _one_question(reply: str, names: list[str]) -> list[str]:
+    """The question of a one-per-ask reply: the whole reply on one line, or, when the model
+    wrapped it ("Here is the request:"), its longest line that names every value."""
+    lines = [line.strip().strip('"') for line in reply.splitlines() if line.strip()]
+    naming = [line for line in lines if all(name.casefold() in line.casefold() for name in names)]
+    if len(lines) > 1 and naming:
+        return [max(naming, key=len)]
+    return [" ".join(reply.split()).strip('"')] if reply.strip() else []
+
+
+def _value_pattern(value: str) -> re.Pattern[str]:
+    """The value as written in a question: case-insensitive, not inside a longer word."""
+    left = r"(?<!\w)" if value[:1].isalnum() else ""
+    right = r"(?!\w)" if value[-1:].isalnum() else ""
+    return re.compile(left + re.escape(value) + right, re.IGNORECASE)
+
+
+def to_template(line: str, bindings: dict[str, object]) -> str:
+    """A question written with the example's values, turned back into a text template:
+    each value becomes its ``[Table.Column]``. Raises ``ValueError`` when a value is
+    missing (the question no longer names what it asks about)."""
+    text = line.strip()
+    for key, value in sorted(bindings.items(), key=lambda kv: -len(str(kv[1]))):
+        pattern = _value_pattern(str(value))
+        if not pattern.search(text):
+            raise ValueError(f"'{value}' is missing")
+        text = pattern.sub(lambda _m, key=key: f"[{key}]", text)
+    return text
+
+
 @dataclass
 class LLMTextResult:
-    """Wordings kept per style, and rejected ones with their reason."""
+    """Wordings kept per style, the verdicts given on the way, what was rejected before
+    verification (format) and where the verbalizer had to fill in."""
 
     texts: dict[str, list[str]] = field(default_factory=dict)
     rejected: list[tuple[str, str, str]] = field(default_factory=list)  # style, text, reason
+    verdicts: dict[tuple[str, str], Verdict] = field(default_factory=dict)  # (style, text)
+    fallbacks: dict[str, str] = field(default_factory=dict)  # style -> note
+    calls: int = 0
+
+
+Verify = Callable[[SqlTemplate, str, list[str]], Awaitable[dict[str, Verdict]]]
+
+
+@dataclass(frozen=True)
+class StyleRequest:
+    """One style to word: its instruction and the filled example sentence to reword (the
+    verbalizer's, for a built-in style)."""
+
+    instruction: str
+    example: str
+    fallback: list[str] = field(default_factory=list)  # verbalizer wordings, templates
 
 
 async def llm_text_templates(
     llm: LLMClient,
     template: SqlTemplate,
-    styles: dict[str, str],
+    styles: dict[str, StyleRequest],
     n: int,
+    *,
+    meaning: str,
+    bindings: dict[str, object],
+    verify: Verify | None = None,
     attempts: int = 3,
 ) -> LLMTextResult:
-    """``n`` wordings per style. Lines with missing or extra placeholders are rejected; while
-    fewer than ``n`` usable ones remain, the model is asked again with the errors, up to
-    ``attempts`` asks per style; near-duplicates are removed."""
-    result = LLMTextResult()
+    """``n`` wordings per style, reworded by the LLM from a filled example.
 
-    async def one(style: str, instruction: str) -> None:
-        conversation = list(text_prompt(template, style, instruction, n))
+    Each line must name the example's values (they become placeholders again) and fit the
+    style's length; then ``verify`` judges it, one at a time until ``n`` are kept. While
+    fewer are kept, the model is asked again, told what was wrong (too short by N words, a
+    name missing, what the verifier found), up to ``attempts`` asks per style; a long style
+    is asked one question per ask, ``n + attempts - 1`` asks at most, and a question that
+    is merely too short gets a sentence of context before it. What is still missing then
+    comes from ``StyleRequest.fallback`` (verified too), with a note.
+    """
+    result = LLMTextResult()
+    names = [str(v) for v in bindings.values()]
+    filled_meaning = meaning
+    for key, value in bindings.items():
+        filled_meaning = filled_meaning.replace(f"[{key}]", str(value))
+
+    async def judge(style: str, text: str) -> Verdict | None:
+        verdict = (await verify(template, style, [text])).get(text) if verify else None
+        if verdict is not None:
+            result.verdicts[(style, text)] = verdict
+        return verdict
+
+    async def one(style: str, request: StyleRequest) -> None:
+        single = style in ONE_PER_ASK
+        conversation = list(
+            rewrite_prompt(
+                request.example, filled_meaning, request.instruction, 1 if single else n, names
+            )
+        )
         kept: list[str] = []
-        for attempt in range(attempts):
-            # Re-asks sample: at temperature 0 a model tends to repeat the rejected lines.
+        seen: set[str] = set()
+        asks = n + attempts - 1 if single else attempts
+        for attempt in range(asks):
+            # Later asks sample: at temperature 0 a model tends to repeat itself.
             params = None
             if attempt:
                 base = llm.default_params
@@ -319,29 +432,90 @@ async def llm_text_templates(
                     update={"temperature": 0.7, "seed": (base.seed or 0) + attempt}
                 )
             reply = (await llm.acomplete(conversation, params)).text
-            problems = []
-            for line in parse_lines(reply):
-                problem = placeholder_problem(line, template.placeholder_list) or style_problem(
-                    style, line
-                )
+            result.calls += 1
+            problems: list[str] = []
+            lines = _one_question(reply, names) if single else parse_lines(reply)
+            for line in lines:
+                if len(kept) >= n:
+                    break
+                try:
+                    text = to_template(line, bindings)
+                except ValueError as exc:
+                    result.rejected.append((style, line, str(exc)))
+                    problems.append(f"{line!r}: {exc}")
+                    continue
+                short_by = _too_short_by(style, text)
+                if single and 0 < short_by <= MAX_LENGTHENING:
+                    # A good question that is merely short gets a sentence of context
+                    # before it (one short call) rather than being thrown away.
+                    context = await llm.acomplete(context_prompt(line, short_by + 10))
+                    result.calls += 1
+                    sentence = " ".join(context.text.split()).strip('"')
+                    with contextlib.suppress(ValueError):
+                        text = to_template(f"{sentence} {line}", bindings)
+                problem = style_problem(style, text)
                 if problem:
-                    result.rejected.append((style, line, problem))
-                    problems.append(f"{line!r}: {problem}")
-                elif near_duplicate_key(line) in {near_duplicate_key(k) for k in kept}:
-                    result.rejected.append((style, line, "near-duplicate"))
+                    result.rejected.append((style, text, problem))
+                    problems.append(f"{line!r}: {_as_feedback(problem, style)}")
+                    continue
+                if near_duplicate_key(text) in seen:
+                    result.rejected.append((style, text, "near-duplicate"))
+                    problems.append(f"{line!r}: the same as an earlier one")
+                    continue
+                seen.add(near_duplicate_key(text))
+                # One at a time: no call is spent on a candidate once enough are kept.
+                verdict = await judge(style, text)
+                if verdict is None or verdict.verified:
+                    kept.append(text)
                 else:
-                    kept.append(line)
-            kept = dedupe(kept)
+                    problems.append(f"{fill(text, bindings)!r}: {verdict.reason}")
             if len(kept) >= n:
                 break
-            conversation += [
-                assistant(reply),
-                user(
+            if single:
+                told = f"That one was not usable: {problems[0]}. " if problems else "Good. "
+                again = (
+                    f"{told}Write another version, different from the earlier ones. "
+                    f"{request.instruction}"
+                )
+            else:
+                again = (
                     f"{len(kept)} usable so far. Rejected: {'; '.join(problems[:3]) or 'none'}. "
-                    f"Write {n - len(kept)} more, different from the usable ones, one per line."
-                ),
-            ]
+                    f"Write {n - len(kept)} more that ask for {filled_meaning}, different from "
+                    "the usable ones, one per line."
+                )
+            conversation += [assistant(reply), user(again)]
+        if len(kept) < n and request.fallback:
+            added = 0
+            for text in request.fallback:
+                if len(kept) >= n:
+                    break
+                if near_duplicate_key(text) in seen:
+                    continue
+                seen.add(near_duplicate_key(text))
+                verdict = await judge(style, text)
+                if verdict is None or verdict.verified:
+                    kept.append(text)
+                    added += 1
+            if added:
+                result.fallbacks[style] = (
+                    f"{added} of {n} worded by the verbalizer: the LLM gave "
+                    f"{len(kept) - added} usable in {asks} asks"
+                )
         result.texts[style] = kept[:n]
 
-    await asyncio.gather(*(one(style, text) for style, text in styles.items()))
+    # Style after style: one conversation at a time keeps a local model's prompt cache warm;
+    # an HTTP backend's parallelism comes from wording many templates at once.
+    for style, request in styles.items():
+        await one(style, request)
     return result
+
+
+def _as_feedback(problem: str, style: str) -> str:
+    """A length problem said as what to change: 'too short by 12 words'."""
+    found = re.match(r"(\d+) words; the \w+ style needs at least (\d+)", problem)
+    if found:
+        return f"too short by {int(found[2]) - int(found[1])} words"
+    found = re.match(r"(\d+) words; the \w+ style allows at most (\d+)", problem)
+    if found:
+        return f"too long by {int(found[1]) - int(found[2])} words"
+    return problem

@@ -73,15 +73,9 @@ def words(identifier: str) -> str:
     return " ".join(spaced.replace("_", " ").replace("-", " ").lower().split())
 
 
-def verbalize(
-    template: SqlTemplate, schema: SchemaInfo, style: str, n: int = 3, seed: int = 0
-) -> list[str]:
-    """``n`` distinct wordings of ``template`` in a built-in style, chosen with ``seed``."""
-    if style not in BUILT_IN_STYLES:
-        raise UserError(
-            f"style '{style}' has no built-in wording: the verbalizer knows "
-            f"{', '.join(BUILT_IN_STYLES)}; use the LLM generator for other styles"
-        )
+def _phrases(template: SqlTemplate, schema: SchemaInfo) -> dict[str, str]:
+    """The words a wording is made of: the answer, and each placeholder's entity, key and
+    token (``entity2``, ``key2``, ``k2`` for a second placeholder)."""
     shape = check_template(template.sql, schema)
     if len(shape.placeholders) > 2:
         raise UserError(f"{template.id}: the verbalizer words templates of 1 or 2 placeholders")
@@ -107,6 +101,30 @@ def verbalize(
             "key2": words(second.column),
             "k2": f"[{second.table}.{second.column}]",
         }
+    return values
+
+
+def describe(template: SqlTemplate, schema: SchemaInfo) -> str:
+    """What the template asks, in words: ``the client industry of the project whose name
+    is '[Project.Name]'`` (told to the LLM that rewords it, so it keeps the meaning)."""
+    v = _phrases(template, schema)
+    text = f"the {v['answer']} of the {v['entity']} whose {v['key']} is '{v['k']}'"
+    if "k2" in v:
+        text += f", for the {v['entity2']} whose {v['key2']} is '{v['k2']}'"
+    return text
+
+
+def verbalize(
+    template: SqlTemplate, schema: SchemaInfo, style: str, n: int = 3, seed: int = 0
+) -> list[str]:
+    """``n`` distinct wordings of ``template`` in a built-in style, chosen with ``seed``."""
+    if style not in BUILT_IN_STYLES:
+        raise UserError(
+            f"style '{style}' has no built-in wording: the verbalizer knows "
+            f"{', '.join(BUILT_IN_STYLES)}; use the LLM generator for other styles"
+        )
+    values = _phrases(template, schema)
+    if "k2" in values:
         bank = _SHORT_TWO if style == "short" else _LONG_TWO
     else:
         bank = _SHORT_ONE if style == "short" else _LONG_ONE

@@ -1,8 +1,9 @@
 """``ragaudit demo``: every step on a generated company, offline, in minutes on a laptop.
 
 world -> SQL templates (schema enumerator, the project questions) -> text templates
-(short wordings by the LLM, long ones by the verbalizer: the embedded 1.5B model cannot
-write 30-word questions reliably; ``use_llm=False`` verbalizes both) -> a balanced
+(short wordings by the LLM, long ones by the verbalizer, every one verified by the LLM:
+it reads each wording back as SQL, and only wordings whose reading gives the template's
+answers are asked; ``use_llm=False`` verbalizes both, unverified) -> a balanced
 dataset -> two built-in systems, keyword top-1 and hybrid top-3, answering with the LLM ->
 judging (matchers first) -> analysis -> report.html.
 
@@ -21,7 +22,6 @@ from pathlib import Path
 
 from ragaudit.config import Config, SystemConfig, load_config
 from ragaudit.generate.sql_templates import load_templates, save_templates
-from ragaudit.generate.text_templates import save_text_templates
 from ragaudit.llm.client import LLMClient
 from ragaudit.pipeline.running import ProgressFactory
 from ragaudit.rundir import RunDir
@@ -62,6 +62,8 @@ def demo_config(world: Path, out: Path, *, groups: int, use_llm: bool, llm: str)
     config.llm.context_size = 2048
     config.templates.sql_generator = "enumerator"
     config.templates.text_generator = "llm" if use_llm else "verbalizer"
+    config.templates.verify = use_llm
+    config.generate.unverified = not use_llm  # --no-llm: verbalized, never verified
     config.templates.per_style = 2
     config.generate.balanced = True
     config.generate.max_groups_per_template = groups
@@ -96,7 +98,8 @@ def _keep_project_templates(run: RunDir, count: int) -> None:
 
 
 def _text_templates(config: Config, run: RunDir, llm: LLMClient | None) -> None:
-    """Short wordings from the LLM (when given), long ones from the verbalizer."""
+    """Short wordings from the LLM (when given), long ones from the verbalizer; the LLM
+    verifies both, and only verified wordings reach the dataset."""
     from ragaudit.pipeline.generation import make_text_templates
 
     if llm is None:
@@ -104,14 +107,60 @@ def _text_templates(config: Config, run: RunDir, llm: LLMClient | None) -> None:
         return
     short = config.model_copy(deep=True)
     short.templates.styles = ["short"]
-    made = make_text_templates(short, run, llm=llm).texts
+    make_text_templates(short, run, llm=llm)
+    # Kept: the short wordings already in the file; worded now: the long ones.
     long = config.model_copy(deep=True)
-    long.templates.styles = ["long"]
     long.templates.text_generator = "verbalizer"
-    verbalized = make_text_templates(long, run, overwrite=True).texts
-    for template_id, styles in verbalized.items():
-        made.setdefault(template_id, {}).update(styles)
-    save_text_templates(run.templates_text, made)
+    make_text_templates(long, run, llm=llm)
+
+
+def demo_dataset(
+    out: Path,
+    *,
+    size: int,
+    seed: int = 0,
+    templates: int = 4,
+    groups: int = 3,
+    use_llm: bool = True,
+    llm: str = "local",
+    llm_for: LLMFactory,
+    progress: Callable[[str], None] = lambda _s: None,
+    timings: Timings | None = None,
+) -> tuple[Config, RunDir]:
+    """The demo's first steps, resumable: the world, its templates (every wording verified
+    when ``use_llm``) and the balanced dataset."""
+    import json
+
+    from ragaudit.pipeline.generation import generate_dataset, make_sql_templates
+    from ragaudit.world.build import build_world
+
+    timings = {} if timings is None else timings
+    world = out / "world"
+    marker = world / "world.json"
+    fresh = not marker.exists() or json.loads(marker.read_text()).get("size") != size
+    with _timed(timings, "world", f"{size} rows"):
+        progress("world")
+        if fresh:
+            build_world(world, size=size, seed=seed, force=True)
+    config = demo_config(world, out, groups=groups, use_llm=use_llm, llm=llm)
+    run = RunDir.from_config(config).create()
+    run.write_config(config)
+    note = "SQL by the schema enumerator; text by LLM (short) + verbalizer, verified"
+    with _timed(timings, "templates", note if use_llm else "SQL by the enumerator; text"):
+        progress("templates")
+        if not run.templates_sql.exists():
+            make_sql_templates(config, run)
+            _keep_project_templates(run, templates)
+        if not run.dataset.exists():  # words what is missing; a finished file asks nothing
+            with (
+                llm_for(config, run, "templates") if use_llm else contextlib.nullcontext() as client
+            ):
+                _text_templates(config, run, client)
+    with _timed(timings, "generate", "balanced dataset"):
+        progress("generate")
+        if not run.dataset.exists():
+            generate_dataset(config, run, config.generate)
+    return config, run
 
 
 def run_demo(
@@ -129,42 +178,24 @@ def run_demo(
     judge_hooks: ProgressFactory | None = None,
 ) -> DemoResult:
     """Run the whole journey into ``out`` (resumable) and return where the report is."""
-    import json
-
     from ragaudit.pipeline.analysis import run_analysis
-    from ragaudit.pipeline.generation import generate_dataset, make_sql_templates
     from ragaudit.pipeline.judging import judge_run
     from ragaudit.pipeline.running import run_systems
     from ragaudit.report.build import write_report
-    from ragaudit.world.build import build_world
 
     timings: Timings = {}
-    world = out / "world"
-    marker = world / "world.json"
-    fresh = not marker.exists() or json.loads(marker.read_text()).get("size") != size
-    with _timed(timings, "world", f"{size} rows"):
-        progress("world")
-        if fresh:
-            build_world(world, size=size, seed=seed, force=True)
-    config = demo_config(world, out, groups=groups, use_llm=use_llm, llm=llm)
-    run = RunDir.from_config(config).create()
-    run.write_config(config)
-    with _timed(
-        timings, "templates", "SQL by the schema enumerator; text by LLM (short) + verbalizer"
-    ):
-        progress("templates")
-        if not run.templates_sql.exists():
-            make_sql_templates(config, run)
-            _keep_project_templates(run, templates)
-        if not run.templates_text.exists():
-            with (
-                llm_for(config, run, "templates") if use_llm else contextlib.nullcontext() as client
-            ):
-                _text_templates(config, run, client)
-    with _timed(timings, "generate", "balanced dataset"):
-        progress("generate")
-        if not run.dataset.exists():
-            generate_dataset(config, run, config.generate)
+    config, run = demo_dataset(
+        out,
+        size=size,
+        seed=seed,
+        templates=templates,
+        groups=groups,
+        use_llm=use_llm,
+        llm=llm,
+        llm_for=llm_for,
+        progress=progress,
+        timings=timings,
+    )
     with _timed(timings, "run", "keyword-top1 and hybrid-top3 answer every query"):
         progress("run")
         with llm_for(config, run, "run") as client:
@@ -190,4 +221,4 @@ def run_demo(
     with _timed(timings, "report"):
         progress("report")
         report = write_report(run)
-    return DemoResult(run=run, world=world, report=report, timings=timings)
+    return DemoResult(run=run, world=out / "world", report=report, timings=timings)

@@ -3,20 +3,21 @@ check`` and ``generate``."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable
-from dataclasses import dataclass
+import json
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ragaudit.config import Config, GenerateOptions
 from ragaudit.db import Database, SchemaInfo, introspect
 from ragaudit.errors import ConfigError, UserError
-from ragaudit.generate.dataset import DatasetStats, TemplateStats, generate
+from ragaudit.generate.dataset import DatasetStats, TemplateStats, TextConflicts, generate
 from ragaudit.generate.enumerate import enumerate_templates
-from ragaudit.generate.instantiate import count_combinations, iter_groups, plan
+from ragaudit.generate.instantiate import Group, count_combinations, iter_groups, plan
 from ragaudit.generate.llm_templates import (
     STYLE_INSTRUCTIONS,
-    LLMTextResult,
+    StyleRequest,
     llm_sql_templates,
     llm_text_templates,
 )
@@ -30,15 +31,28 @@ from ragaudit.generate.sql_templates import (
 )
 from ragaudit.generate.text_templates import (
     TextTemplates,
+    Verdict,
+    WordingKey,
     dedupe,
+    fill,
     import_reference_text,
     load_text_templates,
     placeholder_problem,
     save_text_templates,
 )
-from ragaudit.generate.verbalize import verbalize
+from ragaudit.generate.verbalize import BUILT_IN_STYLES, describe, verbalize
+from ragaudit.generate.verify import sample_template
 from ragaudit.llm.client import LLMClient
-from ragaudit.records.io import atomic_write_json, write_jsonl_atomic
+from ragaudit.pipeline.verification import (
+    StyleCounts,
+    Verifier,
+    VerifyOutcome,
+    averify_all,
+    held,
+    reason_kind,
+    wording_counts,
+)
+from ragaudit.records.io import atomic_write_json, iter_jsonl_dicts, write_jsonl_atomic
 from ragaudit.rundir import RunDir
 
 
@@ -56,23 +70,35 @@ def _dialect(db: Database) -> str:
 
 
 def template_counts(db: Database, schema: SchemaInfo, template: SqlTemplate) -> SqlTemplate:
-    """The template with its tables, placeholders, combinations, groups and multi-answer
-    groups filled in from the data."""
+    """The template with its tables, placeholders, combinations, groups (single-answer)
+    and multi-answer groups (dropped unless ``--allow-multi``) filled in from the data."""
     shape = check_template(template.sql, schema, dialect=_dialect(db))
     plan_ = plan(template.sql, schema, dialect=_dialect(db))
-    groups = multi = 0
+    single = multi = 0
     for group in iter_groups(db, plan_):
-        groups += 1
         multi += group.is_multi
+        single += not group.is_multi
     return template.model_copy(
         update={
             "tables": list(shape.tables),
             "placeholders": [p.key for p in shape.placeholders],
             "combinations": count_combinations(db, plan_),
-            "groups": groups,
+            "groups": single,
             "multi_answer_groups": multi,
         }
     )
+
+
+def no_answer_reason(template: SqlTemplate) -> str | None:
+    """Why a counted template yields no question, or None."""
+    if template.groups:
+        return None
+    if template.multi_answer_groups:
+        return (
+            f"every group has several answers ({template.multi_answer_groups}): one answer "
+            "per question is required"
+        )
+    return "yields no answer on this data"
 
 
 @dataclass
@@ -83,6 +109,23 @@ class SqlTemplatesResult:
     written: bool
     templates: list[SqlTemplate]
     rejected: list[tuple[str, str]]  # (sql, reason)
+    notes: dict[str, str] = field(default_factory=dict)  # table -> why it yields no template
+
+
+def _nothing_to_ask(
+    schema: SchemaInfo, notes: dict[str, str], rejected: list[tuple[str, str]]
+) -> str:
+    """The one-line explanation of a run that found no SQL template."""
+    if not schema.tables:
+        return "no SQL template: the database has no tables (check database.url and tables)"
+    if not any(t.row_count for t in schema.tables):
+        return f"no SQL template: none of the database's {len(schema.tables)} tables has rows"
+    why = "; ".join(f"{table}: {note}" for table, note in notes.items())
+    if rejected:
+        sql, reason = rejected[0]
+        first = f"{len(rejected)} candidates rejected, e.g. {sql[:80]}: {reason}"
+        why = first + (f"; {why}" if why else "")
+    return f"no SQL template: {why or 'nothing to ask'}"
 
 
 def make_sql_templates(
@@ -96,13 +139,15 @@ def make_sql_templates(
     """Write ``templates/sql.yaml`` from the schema enumerator, the LLM
     (``templates.sql_generator: llm``) or a reference JSON file.
 
-    An existing file is the user's: it is kept as it is unless ``overwrite``.
+    An existing file is the user's: it is kept as it is unless ``overwrite``. Finding no
+    template at all is a :class:`UserError` that says why per table, and writes nothing.
     """
     path = run.templates_sql
     if path.exists() and not overwrite:
         return SqlTemplatesResult(path, False, load_templates(path).templates, [])
     db, schema = open_database(config)
     rejected: list[tuple[str, str]] = []
+    notes: dict[str, str] = {}
     if from_reference:
         candidates = import_reference_sql(from_reference)
     elif config.templates.sql_generator == "llm":
@@ -115,7 +160,8 @@ def make_sql_templates(
         )
         candidates, rejected = result.templates, list(result.rejected)
     else:
-        candidates = enumerate_templates(db, schema)
+        found = enumerate_templates(db, schema)
+        candidates, notes = found.templates, found.notes
     kept: list[SqlTemplate] = []
     for template in candidates:
         try:
@@ -123,24 +169,39 @@ def make_sql_templates(
         except UserError as exc:
             rejected.append((template.sql, str(exc)))
             continue
-        if not counted.groups:
-            rejected.append((template.sql, "yields no answer on this data"))
+        reason = no_answer_reason(counted)
+        if reason:
+            rejected.append((template.sql, reason))
             continue
         kept.append(counted)
+    db.dispose()
+    if not kept:
+        raise UserError(_nothing_to_ask(schema, notes, rejected))
     run.create()
     save_templates(path, kept)
-    db.dispose()
-    return SqlTemplatesResult(path, True, kept, rejected)
+    return SqlTemplatesResult(path, True, kept, rejected, notes)
 
 
 @dataclass
 class TextTemplatesResult:
-    """What ``templates text`` did."""
+    """What ``templates text`` (or ``templates verify``) did."""
 
     path: Path
-    written: bool
     texts: TextTemplates
-    rejected: list[tuple[str, str, str, str]]  # template id, style, text, reason
+    verdicts: dict[WordingKey, Verdict]
+    worded: list[tuple[str, str]] = field(default_factory=list)  # (template id, style)
+    kept: int = 0  # wordings kept from the file as they were
+    rejected: list[tuple[str, str, str, str]] = field(default_factory=list)  # id, style, text, why
+    fallbacks: list[tuple[str, str, str]] = field(default_factory=list)  # id, style, note
+    verification: VerifyOutcome | None = None
+    counts: dict[str, StyleCounts] = field(default_factory=dict)
+    orphans: list[str] = field(default_factory=list)  # wordings' ids with no SQL template
+    generation_calls: int = 0
+
+    @property
+    def written(self) -> bool:
+        """Something was worded or judged (the file was rewritten)."""
+        return bool(self.worded) or bool(self.verification and self.verification.judged)
 
 
 def style_instructions(config: Config) -> dict[str, str]:
@@ -159,6 +220,60 @@ def style_instructions(config: Config) -> dict[str, str]:
     return out
 
 
+def _style_requests(
+    config: Config, schema: SchemaInfo, template: SqlTemplate, styles: list[str], example: Group
+) -> dict[str, StyleRequest]:
+    """What the LLM is asked per style: the instruction, the verbalizer's sentence filled
+    with the example's values to reword, and the verbalizer's wordings to fall back on."""
+    instructions = style_instructions(config)
+    out = {}
+    for style in styles:
+        base = style if style in BUILT_IN_STYLES else "short"
+        sentence = verbalize(template, schema, base, 1, config.templates.seed)[0]
+        fallback = (
+            verbalize(template, schema, style, VERBALIZER_BANK, config.templates.seed)
+            if style in BUILT_IN_STYLES
+            else []
+        )
+        out[style] = StyleRequest(
+            instruction=instructions[style],
+            example=fill(sentence, example.bindings),
+            fallback=dedupe(fallback),
+        )
+    return out
+
+
+# Enough to take every pattern of the verbalizer's phrase banks, in seeded order.
+VERBALIZER_BANK = 100
+
+
+def _verbalized(
+    config: Config,
+    schema: SchemaInfo,
+    template: SqlTemplate,
+    style: str,
+    verifier: Verifier | None,
+    verdicts: dict[WordingKey, Verdict],
+) -> list[str]:
+    """``per_style`` wordings from the verbalizer. With a verifier, its patterns are tried
+    in seeded order until ``per_style`` are verified (the rejected ones tried are kept, with
+    their verdicts, for the user to see); without, the first ``per_style``."""
+    n = config.templates.per_style
+    if verifier is None:
+        return dedupe(verbalize(template, schema, style, n, config.templates.seed))
+    out: list[str] = []
+    verified = 0
+    for text in dedupe(verbalize(template, schema, style, VERBALIZER_BANK, config.templates.seed)):
+        verdict = verifier.run(verifier.averify(template, [text])).get(text)
+        out.append(text)
+        if verdict is not None:
+            verdicts[(template.id, style, text)] = verdict
+        verified += verdict is None or verdict.verified
+        if verified >= n:
+            break
+    return out
+
+
 def make_text_templates(
     config: Config,
     run: RunDir,
@@ -166,43 +281,140 @@ def make_text_templates(
     references: dict[str, Path] | None = None,
     overwrite: bool = False,
     llm: LLMClient | None = None,
+    on_template: Callable[[SqlTemplate], None] | None = None,
 ) -> TextTemplatesResult:
-    """Write ``templates/text.yaml``: from reference files (``{style: path}``), the LLM
-    (``templates.text_generator: llm``) or the built-in verbalizer, for every configured
-    style. An existing file is kept unless ``overwrite``."""
+    """Word every (SQL template, style) that has no wording yet, keep every wording the file
+    already has (``overwrite`` words everything again), and verify what has no verdict.
+
+    Wordings come from reference files (``{style: path}``), the LLM
+    (``templates.text_generator: llm``, each candidate verified as it is written, re-asked
+    with the reasons, the verbalizer filling in) or the built-in verbalizer. With ``llm``
+    and ``templates.verify``, every wording gets a verdict; without, only the deterministic
+    checks run and passing wordings stay unverified.
+    """
     path = run.templates_text
-    if path.exists() and not overwrite:
-        return TextTemplatesResult(path, False, load_text_templates(path).templates, [])
     sql = load_templates(run.templates_sql).templates
     texts: TextTemplates = {}
-    rejected: list[tuple[str, str, str, str]] = []
-    if references:
-        for style, ref in references.items():
-            import_reference_text(ref, style, sql, into=texts)
-    elif config.templates.text_generator == "llm":
-        if llm is None:
-            raise ConfigError("templates.text_generator is llm but no LLM client was given")
-        styles = style_instructions(config)
-        client = llm
-
-        async def all_templates() -> list[LLMTextResult]:
-            jobs = [llm_text_templates(client, t, styles, config.templates.per_style) for t in sql]
-            return list(await asyncio.gather(*jobs))
-
-        for template, result in zip(sql, llm.run(all_templates()), strict=True):
-            texts[template.id] = result.texts
-            rejected += [(template.id, *item) for item in result.rejected]
-    else:
-        db, schema = open_database(config)
-        for template in sql:
-            for style in config.templates.styles:
-                wordings = verbalize(
-                    template, schema, style, config.templates.per_style, config.templates.seed
+    verdicts: dict[WordingKey, Verdict] = {}
+    if path.exists() and not overwrite:
+        loaded = load_text_templates(path)
+        texts, verdicts = loaded.templates, loaded.verdicts
+    known = {t.id for t in sql}
+    result = TextTemplatesResult(path, texts, verdicts)
+    result.orphans = [tid for tid in texts if tid not in known]
+    result.kept = sum(len(w) for styles in texts.values() for w in styles.values())
+    missing = {
+        t.id: [s for s in config.templates.styles if not texts.get(t.id, {}).get(s)] for t in sql
+    }
+    missing = {tid: styles for tid, styles in missing.items() if styles}
+    use_llm = config.templates.text_generator == "llm" and not references
+    if use_llm and llm is None and missing:
+        raise ConfigError("templates.text_generator is llm but no LLM client was given")
+    db, schema = open_database(config)
+    verifier = (
+        Verifier(llm, db, schema, reading=config.templates.reading_check)
+        if (llm is not None and config.templates.verify)
+        else None
+    )
+    imported: TextTemplates = {}
+    for style, ref in (references or {}).items():
+        import_reference_text(ref, style, sql, into=imported)
+    for template in sql:
+        styles = missing.get(template.id)
+        if styles and references:
+            for style in styles:
+                found = imported.get(template.id, {}).get(style)
+                if found:
+                    texts.setdefault(template.id, {})[style] = found
+                    result.worded.append((template.id, style))
+        elif styles and use_llm:
+            assert llm is not None
+            sample = (
+                verifier.sample(template) if verifier else sample_template(db, schema, template)
+            )
+            made = llm.run(
+                llm_text_templates(
+                    llm,
+                    template,
+                    _style_requests(config, schema, template, styles, sample.example),
+                    config.templates.per_style,
+                    meaning=describe(template, schema),
+                    bindings=dict(sample.example.bindings),
+                    verify=verifier.averify_candidates if verifier else None,
+                    attempts=config.templates.attempts,
                 )
-                texts.setdefault(template.id, {})[style] = dedupe(wordings)
-        db.dispose()
-    save_text_templates(path, texts)
-    return TextTemplatesResult(path, True, texts, rejected)
+            )
+            result.generation_calls += made.calls
+            for style in styles:
+                rejected_now = [
+                    t for (s, t), v in made.verdicts.items() if s == style and not v.verified
+                ]
+                texts.setdefault(template.id, {})[style] = made.texts.get(style, []) + rejected_now
+                result.worded.append((template.id, style))
+            for (style, text), verdict in made.verdicts.items():
+                verdicts[(template.id, style, text)] = verdict
+            result.rejected += [(template.id, *item) for item in made.rejected]
+            result.fallbacks += [(template.id, s, note) for s, note in made.fallbacks.items()]
+        elif styles:
+            for style in styles:
+                texts.setdefault(template.id, {})[style] = _verbalized(
+                    config, schema, template, style, verifier, verdicts
+                )
+                result.worded.append((template.id, style))
+        if on_template:
+            on_template(template)
+    result.verification = verify_texts(verifier, db, schema, sql, texts, verdicts)
+    result.counts = wording_counts(texts, verdicts, {t.id: t for t in sql})
+    db.dispose()
+    run.create()
+    save_text_templates(path, texts, verdicts)
+    return result
+
+
+def verify_texts(
+    verifier: Verifier | None,
+    db: Database,
+    schema: SchemaInfo,
+    sql: list[SqlTemplate],
+    texts: TextTemplates,
+    verdicts: dict[WordingKey, Verdict],
+    *,
+    recheck: bool = False,
+    on_template: Callable[[SqlTemplate, int], None] | None = None,
+) -> VerifyOutcome:
+    """Verdicts for every wording that has none that holds: with the LLM when a verifier
+    is given, else by the deterministic checks alone (those that pass stay unverified)."""
+    if verifier is None:
+        verifier = Verifier(None, db, schema)
+    return verifier.run(
+        averify_all(verifier, sql, texts, verdicts, recheck=recheck, on_template=on_template)
+    )
+
+
+def verify_text_templates(
+    config: Config,
+    run: RunDir,
+    llm: LLMClient | None,
+    *,
+    recheck: bool = False,
+    on_template: Callable[[SqlTemplate, int], None] | None = None,
+) -> TextTemplatesResult:
+    """``templates verify``: judge every wording of ``templates/text.yaml`` that has no
+    verdict that holds (all of them with ``recheck``) and store the verdicts in the file."""
+    sql = load_templates(run.templates_sql).templates
+    loaded = load_text_templates(run.templates_text)
+    texts, verdicts = loaded.templates, loaded.verdicts
+    db, schema = open_database(config)
+    verifier = Verifier(llm, db, schema, reading=config.templates.reading_check) if llm else None
+    result = TextTemplatesResult(run.templates_text, texts, verdicts)
+    result.orphans = [tid for tid in texts if tid not in {t.id for t in sql}]
+    result.verification = verify_texts(
+        verifier, db, schema, sql, texts, verdicts, recheck=recheck, on_template=on_template
+    )
+    result.counts = wording_counts(texts, verdicts, {t.id: t for t in sql})
+    db.dispose()
+    save_text_templates(run.templates_text, texts, verdicts)
+    return result
 
 
 def check(config: Config, run: RunDir) -> list[str]:
@@ -219,8 +431,9 @@ def check(config: Config, run: RunDir) -> list[str]:
         except UserError as exc:
             problems.append(f"{at}: {template.id}: {exc}")
             continue
-        if not counted.groups:
-            problems.append(f"{at}: {template.id}: yields no answer on this data")
+        reason = no_answer_reason(counted)
+        if reason:
+            problems.append(f"{at}: {template.id}: {reason}")
             continue
         valid_ids.add(template.id)
     if run.templates_text.exists():
@@ -242,6 +455,82 @@ def check(config: Config, run: RunDir) -> list[str]:
     return problems
 
 
+def usable_texts(
+    texts: TextTemplates,
+    verdicts: dict[WordingKey, Verdict],
+    sql: list[SqlTemplate],
+    *,
+    unverified: bool = False,
+) -> tuple[TextTemplates, dict[str, dict[str, int]]]:
+    """The wordings ``generate`` asks: verified ones (and, with ``unverified``, those never
+    verified; a rejected wording never), and per style how many were left out, and why."""
+    by_id = {t.id: t for t in sql}
+    out: TextTemplates = {}
+    dropped: dict[str, dict[str, int]] = {}
+    for tid, styles in texts.items():
+        for style, wordings in styles.items():
+            keep = []
+            for text in wordings:
+                key = (tid, style, text)
+                if held(by_id, key, verdicts):
+                    if verdicts[key].verified:
+                        keep.append(text)
+                        continue
+                    why = f"rejected ({reason_kind(verdicts[key].reason or '')})"
+                elif unverified:
+                    keep.append(text)
+                    continue
+                else:
+                    why = "not verified"
+                counts = dropped.setdefault(style, {})
+                counts[why] = counts.get(why, 0) + 1
+            out.setdefault(tid, {})[style] = keep
+    return out, dropped
+
+
+def _drop_groups(path: Path, bad: set[int], stats: DatasetStats) -> Iterator[str]:
+    """The lines of a written dataset without the groups in ``bad`` (``hash(group_id)``),
+    taking them out of the per-template counts."""
+    by_template = {t.template_id: t for t in stats.templates}
+    gone: set[str] = set()
+    for _, obj in iter_jsonl_dicts(path):
+        if hash(obj["group_id"]) not in bad:
+            yield json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+            continue
+        tstats = by_template[obj["template_id"]]
+        tstats.queries[obj["variant"]] -= 1
+        if obj["group_id"] not in gone:
+            gone.add(obj["group_id"])
+            tstats.kept_groups -= 1
+    stats.conflicting_groups = len(gone)
+
+
+def _no_queries(stats: DatasetStats) -> str:
+    """Why a dataset came out empty, in one line."""
+    skipped = {t.template_id: t.skipped for t in stats.templates if t.skipped}
+    dropped = "; ".join(
+        f"{style}: " + ", ".join(f"{n} {why}" for why, n in reasons.items())
+        for style, reasons in stats.wordings_dropped.items()
+    )
+    parts = []
+    if skipped:
+        first, why = next(iter(skipped.items()))
+        parts.append(f"{len(skipped)} of {len(stats.templates)} templates skipped ({first}: {why})")
+    if dropped:
+        parts.append(f"wordings left out: {dropped}")
+    groups = sum(t.groups for t in stats.templates)
+    if not skipped and not groups:
+        parts.append("no template has a group with an answer")
+    if stats.conflicting_groups:
+        parts.append(f"{stats.conflicting_groups} groups dropped as conflicting")
+    hint = (
+        " (run ragaudit templates verify, or generate --unverified)"
+        if any("not verified" in r for r in stats.wordings_dropped.values())
+        else ""
+    )
+    return "no query generated: " + ("; ".join(parts) or "nothing to ask") + hint
+
+
 def generate_dataset(
     config: Config,
     run: RunDir,
@@ -249,18 +538,39 @@ def generate_dataset(
     *,
     on_template: Callable[[SqlTemplate, TemplateStats], None] | None = None,
 ) -> DatasetStats:
-    """Instantiate every template and write ``dataset.jsonl`` (atomically, streaming) and
-    ``dataset.stats.json``."""
+    """Instantiate every template with its usable wordings (verified ones; see
+    :func:`usable_texts`) and write ``dataset.jsonl`` (atomically, streaming) and
+    ``dataset.stats.json``. Groups whose question reads the same as another group's with
+    another answer are dropped and counted. An empty dataset is a :class:`UserError` that
+    says why, and nothing is written."""
     problems = check(config, run)
     if problems:
         more = f" (and {len(problems) - 1} more; see ragaudit templates check)"
         raise TemplateFileError(problems[0] + (more if len(problems) > 1 else ""))
     templates = load_templates(run.templates_sql).templates
-    texts = load_text_templates(run.templates_text).templates
+    loaded = load_text_templates(run.templates_text)
+    texts, dropped = usable_texts(
+        loaded.templates, loaded.verdicts, templates, unverified=options.unverified
+    )
     db, schema = open_database(config)
-    stats = DatasetStats()
+    counts = wording_counts(loaded.templates, loaded.verdicts, {t.id: t for t in templates})
+    stats = DatasetStats(
+        wordings_dropped=dropped, wordings={s: c.as_dict() for s, c in counts.items()}
+    )
     records = generate(db, schema, templates, texts, options, stats=stats, on_template=on_template)
-    write_jsonl_atomic(run.dataset, records)
+    conflicts = TextConflicts()
+    partial = run.dataset.with_name(run.dataset.name + ".partial")
+    try:
+        write_jsonl_atomic(partial, conflicts.watch(records))
+        bad = conflicts.conflicting_groups()
+        if bad:  # rare: read the file while its filtered copy replaces it
+            write_jsonl_atomic(partial, _drop_groups(partial, bad, stats))
+        if not stats.queries:
+            raise UserError(_no_queries(stats))
+        os.replace(partial, run.dataset)
+    finally:
+        partial.unlink(missing_ok=True)
+        db.dispose()
     atomic_write_json(
         run.dataset_stats,
         {
@@ -269,5 +579,4 @@ def generate_dataset(
             "options": options.model_dump(mode="json"),
         },
     )
-    db.dispose()
     return stats

