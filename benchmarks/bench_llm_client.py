@@ -123,6 +123,9 @@ def timed_run(config: LLMConfig, cache: Path, base_url: str, tag: str) -> dict[s
 
 
 def run(trials: int = TRIALS) -> dict[str, Any]:
+    # pin_cores narrows this process to one core; the benchmarks after this one (and their
+    # child processes, which inherit it) must get every core back.
+    cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
     proc, base_url = start_server()
     theoretical = CONCURRENCY / LATENCY
     result: dict[str, Any] = {
@@ -162,6 +165,8 @@ def run(trials: int = TRIALS) -> dict[str, Any]:
     finally:
         proc.terminate()
         proc.wait(10)
+        if cores:
+            os.sched_setaffinity(0, cores)
     raw = statistics.median(rates["raw_aiohttp"])
     for name, values in rates.items():
         median = statistics.median(values)

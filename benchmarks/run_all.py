@@ -18,6 +18,7 @@ from benchmarks import (  # noqa: E402
     bench_generate,
     bench_llm_client,
     bench_systems,
+    bench_wordings,
     bench_world,
 )
 
@@ -27,6 +28,7 @@ BENCHMARKS = {
     "analysis": bench_analysis.run,
     "systems": bench_systems.run,
     "world": bench_world.run,
+    "wordings": bench_wordings.run,
 }
 
 
