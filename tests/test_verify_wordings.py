@@ -176,6 +176,20 @@ def test_a_value_searched_with_like_counts_as_named() -> None:
     assert restored == "SELECT Industry FROM Client WHERE Name = '[Client.Name]'"
     with pytest.raises(checks.ReadingError, match="does not look up 'Quillfeather Rail'"):
         checks.parametrize("SELECT Industry FROM Client", group, placeholders, "sqlite")
+    # A value copied from the schema's examples instead of the question's stands for the
+    # placeholder when it is the one string compared with the placeholder's column ...
+    copied = checks.parametrize(
+        "SELECT Industry FROM Client WHERE Name = 'Zeller Mining'", group, placeholders, "sqlite"
+    )
+    assert copied == "SELECT Industry FROM Client WHERE Name = '[Client.Name]'"
+    # ... and not when it is compared with another column.
+    with pytest.raises(checks.ReadingError, match="does not look up"):
+        checks.parametrize(
+            "SELECT Industry FROM Client WHERE City = 'Zeller Mining'",
+            group,
+            placeholders,
+            "sqlite",
+        )
     # A column put on the wrong alias by a small model is moved to the table that has it.
     repaired = checks.repair_aliases(
         "SELECT T2.Industry FROM Client AS T1 JOIN Project AS T2 ON T1.ClientId = T2.ClientId",

