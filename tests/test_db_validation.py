@@ -43,6 +43,8 @@ SCHEMA = SchemaInfo(
         ("SELECT Industry FROM Client WHERE Name = '[Client.Nickname]'", "unknown column"),
         ("", "empty SQL"),
         ("SELECT FROM WHERE", "not valid SQL"),
+        # An LLM's reply with a name quoted unescaped: a tokenizer error, not a traceback.
+        ("SELECT Industry FROM Client WHERE Name = 'Conall O'Brien'", "not valid SQL"),
     ],
 )
 def test_rejects_with_a_one_line_reason(sql: str, reason: str) -> None:

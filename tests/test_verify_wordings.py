@@ -190,6 +190,11 @@ def test_a_value_searched_with_like_counts_as_named() -> None:
             placeholders,
             "sqlite",
         )
+    # A name quoted unescaped by the reader is a reading that is not SQL, with its reason.
+    with pytest.raises(checks.ReadingError, match="not valid SQL"):
+        checks.parametrize(
+            "SELECT Industry FROM Client WHERE Name = 'O'Brien'", group, placeholders, "sqlite"
+        )
     # A column put on the wrong alias by a small model is moved to the table that has it.
     repaired = checks.repair_aliases(
         "SELECT T2.Industry FROM Client AS T1 JOIN Project AS T2 ON T1.ClientId = T2.ClientId",
@@ -365,3 +370,22 @@ def test_one_text_never_has_two_references(make_db, tmp_path: Path) -> None:  # 
     stats = json.loads((tmp_path / "runs/default/dataset.stats.json").read_text())
     assert stats["table2"]["conflicting_groups"] == 2
     assert "groups dropped: a question reads as another's" in result.stdout
+
+
+def test_the_example_asked_about_avoids_names_with_a_quote(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "people.sqlite"
+    with sqlite3.connect(path) as con:
+        con.execute("CREATE TABLE Person (Name TEXT, City TEXT)")
+        rows = [("Conall O'Brien", "Cork"), ("Aoife D'Arcy", "Galway"), ("Mary Byrne", "Sligo")]
+        con.executemany("INSERT INTO Person VALUES (?, ?)", rows)
+    db = Database(f"sqlite:///{path}")
+    template = SqlTemplate(
+        id="city-by-person-name", sql="SELECT City FROM Person WHERE Name = '[Person.Name]'"
+    )
+    sample = checks.sample_template(db, introspect(db), template)
+    # A small model writes 'Conall O'Brien' unescaped in its SQL: such a name is asked
+    # about only after the others.
+    assert sample.example.bindings == {"Person.Name": "Mary Byrne"}
+    assert len(sample.groups) == 3

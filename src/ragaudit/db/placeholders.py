@@ -13,7 +13,7 @@ from typing import Any
 import sqlalchemy as sa
 import sqlglot
 from sqlglot import exp
-from sqlglot.errors import ParseError
+from sqlglot.errors import SqlglotError
 
 from ragaudit.errors import PlaceholderError
 
@@ -77,7 +77,7 @@ def bind_template(
     names = {ph.key: f"rgp{i}" for i, ph in enumerate(placeholders)}
     try:
         tree = sqlglot.parse_one(sql, read=dialect)
-    except ParseError as exc:
+    except SqlglotError as exc:
         raise PlaceholderError(f"template is not valid SQL: {str(exc).splitlines()[0]}") from None
     params: dict[str, Any] = {}
     for literal in list(tree.find_all(exp.Literal)):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.errors import OptimizeError, ParseError
+from sqlglot.errors import OptimizeError, SqlglotError
 from sqlglot.optimizer.qualify import qualify
 
 from ragaudit.db.placeholders import Placeholder, find_placeholders
@@ -104,7 +104,7 @@ def validate_select(
         raise _reject(f"only a single SELECT is allowed, not {first}")
     try:
         statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
-    except ParseError as exc:
+    except SqlglotError as exc:
         detail = str(exc).splitlines()[0] if str(exc) else "parse error"
         raise _reject(f"not valid SQL ({dialect}): {detail}") from None
     if len(statements) != 1:

@@ -31,7 +31,7 @@ from typing import Any
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.errors import ParseError
+from sqlglot.errors import SqlglotError
 
 from ragaudit.db.engine import Database
 from ragaudit.db.placeholders import Placeholder
@@ -187,8 +187,9 @@ def sample_template(
 
 
 def _examples(groups: list[Group], avoid: frozenset[str], k: int = EXAMPLES) -> list[Group]:
-    """Up to ``k`` groups to ask about, best first: values not in ``avoid``, then the
-    answer least often another group's (a distinctive answer makes a wrong reading
+    """Up to ``k`` groups to ask about, best first: values not in ``avoid``, then values
+    without a quote (a small model writes ``'O'Brien'`` unescaped, which is no SQL), then
+    the answer least often another group's (a distinctive answer makes a wrong reading
     visible), then order. Each has other values and another answer than those before it,
     so that a second reading is asked about a really different case."""
     counts: dict[str, int] = {}
@@ -196,9 +197,10 @@ def _examples(groups: list[Group], avoid: frozenset[str], k: int = EXAMPLES) -> 
         key = str(g.answers[0]).casefold()
         counts[key] = counts.get(key, 0) + 1
 
-    def rank(g: Group) -> tuple[bool, int]:
+    def rank(g: Group) -> tuple[bool, bool, int]:
         shown = any(str(v)[:40] in avoid for v in g.bindings.values())
-        return (shown, counts[str(g.answers[0]).casefold()])
+        quoted = any("'" in str(v) for v in g.bindings.values())
+        return (shown, quoted, counts[str(g.answers[0]).casefold()])
 
     chosen: list[Group] = []
     for g in sorted(groups, key=rank):  # sorted() is stable: order breaks the ties
@@ -319,7 +321,7 @@ def repair_aliases(sql: str, schema: SchemaInfo, dialect: str) -> str:
     else is left as it is."""
     try:
         tree = sqlglot.parse_one(sql, read=dialect)
-    except ParseError:
+    except SqlglotError:
         return sql
     aliases: dict[str, TableInfo] = {}
     spelled: dict[str, str] = {}  # as the query writes each alias
@@ -348,7 +350,7 @@ def parametrize(sql: str, group: Group, placeholders: tuple[Placeholder, ...], d
     value is not in the SQL (the wording was not read as naming it)."""
     try:
         tree = sqlglot.parse_one(sql, read=dialect)
-    except ParseError as exc:
+    except SqlglotError as exc:
         raise ReadingError(f"not valid SQL: {str(exc).splitlines()[0][:80]}") from None
     by_value = {str(group.bindings[p.key]).strip().casefold(): p for p in placeholders}
     used: set[str] = set()
