@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -528,11 +528,3 @@ def reading_prompt(fact_lines: list[str], question: str) -> Messages:
             f"Question: {question}"
         ),
     ]
-
-
-def iter_wordings(texts: dict[str, dict[str, list[str]]]) -> Iterator[tuple[str, str, str]]:
-    """(template id, style, text) for every wording."""
-    for tid, styles in texts.items():
-        for style, wordings in styles.items():
-            for text in wordings:
-                yield tid, style, text
