@@ -4,6 +4,7 @@ over real HTTP (never a mock of the generator), and every reply is checked."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from ragaudit.generate import SqlTemplate
 from ragaudit.generate.llm_templates import llm_sql_templates, llm_text_templates, recover_sql
 from ragaudit.llm import make_llm
 from tests.support.cli import ragaudit
-from tests.support.scripted_llm_server import ScriptedLLMServer
+from tests.support.scripted_llm_server import Reply, ScriptedLLMServer
 
 CLIENT_REPLY = """Here are some templates for the Client table:
 
@@ -39,7 +40,7 @@ def _client_responder(body: dict[str, Any]) -> str:
     prompt = body["messages"][-1]["content"]
     if "Table Client" in prompt and "Table Project" not in prompt:
         return CLIENT_REPLY
-    return ""  # nothing acceptable for the other targets
+    return "NONE"  # nothing acceptable for the other targets, as the prompt asks
 
 
 def _llm(server: ScriptedLLMServer, tmp_path: Path | None = None):  # type: ignore[no-untyped-def]
@@ -271,3 +272,44 @@ def test_built_in_styles_have_instructions(style: str) -> None:
     from ragaudit.generate.llm_templates import STYLE_INSTRUCTIONS
 
     assert STYLE_INSTRUCTIONS[style]
+
+
+def test_one_template_the_llm_fails_on_is_worded_by_the_verbalizer_and_nothing_usable_fails(
+    llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    """The LLM failing (500s) on one template's wording costs that template its LLM
+    wordings, not the step; and a step that ends with no usable wording exits non-zero."""
+
+    def responder(body: dict[str, Any]) -> str | Reply:
+        content = body["messages"][1]["content"]
+        if "Write one SQL SELECT query" in content:
+            return _reader(body)
+        if "industry" in content.lower():
+            return Reply(status=500)
+        names = re.findall(r"'([^']+)'", content)
+        return "\n".join(f"Tell me the city of '{names[0]}' please {i}" for i in range(3))
+
+    llm_server.responder = responder
+    (tmp_path / "ragaudit.yaml").write_text("llm:\n  max_retries: 0\n")
+    env = {"OPENAI_BASE_URL": llm_server.base_url, "OPENAI_API_KEY": "sk-t-0000000000"}
+    assert ragaudit("templates", "sql", "--example", cwd=tmp_path, env=env).returncode == 0
+    args = ["--example", "--generator", "llm", "--llm", "openai:x"]
+    text = ragaudit("templates", "text", *args, cwd=tmp_path, env=env)
+    assert "Traceback" not in text.stderr
+    notes = [line for line in text.stderr.splitlines() if "the LLM failed" in line]
+    assert notes and all("industry" in line for line in notes)
+    assert "note (industry-by-client-name, short): worded by the verbalizer" in text.stderr
+    # The reader answers only city and industry questions, so most wordings are rejected;
+    # here some city wordings pass, so the step succeeds.
+    assert text.returncode == 0, text.stderr
+
+    (tmp_path / "ragaudit.yaml").write_text("llm:\n  max_retries: 0\n  cache: false\n")
+    llm_server.responder = lambda body: (
+        "SELECT 1"
+        if "Write one SQL SELECT query" in body["messages"][1]["content"]
+        else "Tell me something"
+    )
+    nothing = ragaudit("templates", "text", *args, "--overwrite", cwd=tmp_path, env=env)
+    assert nothing.returncode == 2
+    last = nothing.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: no usable wording:") and "none verified" in last

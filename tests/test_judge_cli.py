@@ -17,7 +17,7 @@ from ragaudit.records import (
     write_jsonl_atomic,
 )
 from tests.support.cli import ragaudit
-from tests.support.scripted_llm_server import ScriptedLLMServer
+from tests.support.scripted_llm_server import Reply, ScriptedLLMServer
 
 CASES = [  # query id, group, variant, reference, response, retrieved, error
     ("q1", "g1", "short", ["Paris"], "Paris.", ["d1"], None),
@@ -144,3 +144,114 @@ def test_nothing_to_judge_is_one_line(tmp_path: Path) -> None:
     result = ragaudit("judge", "--no-llm", cwd=tmp_path)
     assert result.returncode == 2
     assert result.stderr.startswith("error: nothing to judge: no responses in")
+
+
+# -- the LLM judge failing on some answers (issue 13, defect 1) ------------------------------
+
+CHAOS_N = 60
+
+
+def _chaos_run(tmp_path: Path) -> Path:
+    """60 answers that no matcher decides (each one goes to the LLM judge)."""
+    root = tmp_path / "runs" / "default"
+    ids = [f"c{i:02d}" for i in range(CHAOS_N)]
+    write_jsonl_atomic(
+        root / "dataset.jsonl",
+        [
+            QueryRecord(
+                query_id=q,
+                group_id=f"g{i // 2}",
+                variant="short" if i % 2 else "long",
+                query=f"question {q}?",
+                reference=Reference.from_values([f"Paris {q}"]),
+            )
+            for i, q in enumerate(ids)
+        ],
+    )
+    write_jsonl_atomic(
+        root / "responses" / "rag.jsonl",
+        [
+            ResponseRecord(query_id=q, system="rag", response=f"the French capital, {q}")
+            for q in ids
+        ],
+    )
+    (tmp_path / "ragaudit.yaml").write_text(
+        "llm:\n  timeout_s: 1\n  max_retries: 1\n  max_retry_wait_s: 0.05\n"
+    )
+    return root
+
+
+def _chaos_responder(broken: set[str]) -> Any:
+    """Malformed JSON forever for the ``broken`` queries; for others a 500 or a hang on the
+    first try of some, then a verdict."""
+    tries: dict[str, int] = {}
+
+    def respond(body: dict[str, Any]) -> str | Reply:
+        prompt = next(m["content"] for m in body["messages"] if "question c" in m["content"])
+        qid = prompt.split("question ", 1)[1].split("?", 1)[0]
+        tries[qid] = tries.get(qid, 0) + 1
+        number = int(qid[1:])
+        if qid in broken:
+            return '{"verdict": "Correct", "reason": '  # cut off: never valid JSON
+        if tries[qid] == 1 and number % 10 == 3:
+            return Reply(status=500)
+        if tries[qid] == 1 and number % 10 == 7:
+            return Reply(hang=True)
+        return json.dumps({"verdict": "Correct", "reason": "scripted"})
+
+    return respond
+
+
+def test_judge_keeps_going_when_some_judgements_fail(
+    llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    root = _chaos_run(tmp_path)
+    broken = {"c05", "c25", "c45"}  # 5% of the answers
+    llm_server.responder = _chaos_responder(broken)
+    result = ragaudit("judge", "--llm", "openai:judge", cwd=tmp_path, env=_env(llm_server))
+    assert result.returncode == 0, result.stderr
+    assert "Event loop is closed" not in result.stderr and "Traceback" not in result.stderr
+    got = _judgements(root)
+    assert len(got) == CHAOS_N  # one judgement per answer, none lost with its batch
+    failed = {q for q, j in got.items() if j.method == "judge-failed"}
+    assert failed == broken
+    assert all(got[q].correct is None and "JSON" in (got[q].rationale or "") for q in failed)
+    assert all(got[q].correct is True for q in got.keys() - broken)  # 500s and hangs retried
+    assert "3 judgements failed" in result.stdout
+    stats = json.loads((root / "judge.stats.json").read_text())["rag"]
+    assert stats["judge_failed"] == 3 and stats["methods"]["judge-failed"] == 3
+
+    analyzed = ragaudit("analyze", cwd=tmp_path)
+    assert analyzed.returncode == 0, analyzed.stderr
+    assert "rag: 3 answers left out" in analyzed.stdout
+    summary = json.loads((root / "summary.json").read_text(), parse_constant=_no_constant)
+    assert summary["judge_failed"] == {"rag": 3}
+    queries = sum(v["n_queries"] for v in summary["systems"]["rag"]["variants"].values())
+    assert queries == CHAOS_N - 3
+
+    # A rerun tries the failed ones again (the server is fixed now) and keeps the rest.
+    llm_server.responder = _chaos_responder(set())
+    before = llm_server.request_count
+    again = ragaudit("judge", "--llm", "openai:judge", cwd=tmp_path, env=_env(llm_server))
+    assert again.returncode == 0, again.stderr
+    assert "judged 3 now, 57 before" in again.stdout
+    assert llm_server.request_count - before == 3
+    lines = (root / "judgements" / "rag.jsonl").read_text().splitlines()
+    assert len(lines) == CHAOS_N
+    assert all(j.correct is True for j in _judgements(root).values())
+
+
+def test_judge_that_fails_on_everything_exits_non_zero(
+    llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    root = _chaos_run(tmp_path)
+    llm_server.responder = _chaos_responder({f"c{i:02d}" for i in range(CHAOS_N)})
+    result = ragaudit("judge", "--llm", "openai:judge", cwd=tmp_path, env=_env(llm_server))
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: the LLM judge failed on all 60 answers")
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert len(_judgements(root)) == CHAOS_N  # recorded as failed, retried by the next run
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"summary.json holds {name}, which is not JSON")

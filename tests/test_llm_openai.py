@@ -306,3 +306,35 @@ def test_sync_and_async_calls_share_one_client(
 
         assert aio.run(inside()) == "echo: async"
     assert client.meter.total().calls == 2
+
+
+def test_an_empty_reply_is_asked_again_and_never_cached(
+    transport: str, llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    llm_server.enqueue(Reply(content=""), Reply(content="   "), Reply(content="Paris"))
+    with _client(transport, llm_server, tmp_path) as client:
+        assert client.complete([user("capital?")]).text == "Paris"
+    assert llm_server.request_count == 3
+    llm_server.enqueue(*(Reply(content="") for _ in range(3)))
+    with _client(transport, llm_server, tmp_path) as client:
+        assert client.complete([user("empty for good?")]).text == ""  # given up: kept empty
+    llm_server.reset_counters()
+    with _client(transport, llm_server, tmp_path) as client:
+        assert client.complete([user("capital?")]).text == "Paris"  # stored
+        again = client.complete([user("empty for good?")])  # not stored: asked again
+    assert again.text == "echo: empty for good?" and not again.cached
+    assert llm_server.request_count == 1
+
+
+def test_a_stored_reply_that_cannot_be_parsed_is_asked_for_again(
+    transport: str, llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    llm_server.enqueue(*(Reply(content='{"correct": tru') for _ in range(3)))
+    with _client(transport, llm_server, tmp_path) as client, pytest.raises(StructuredOutputError):
+        client.complete_json([user("judge this")], Verdict)
+    llm_server.reset_counters()
+    llm_server.enqueue(Reply(content='{"correct": true, "reason": "fixed server"}'))
+    with _client(transport, llm_server, tmp_path) as client:
+        verdict = client.complete_json([user("judge this")], Verdict)
+    assert verdict == Verdict(correct=True, reason="fixed server")
+    assert llm_server.request_count == 1  # the broken stored reply was not replayed

@@ -5,7 +5,7 @@ which matters when hundreds of LLM calls per second are in flight."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -25,3 +25,18 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
     available."""
     with asyncio.Runner(loop_factory=new_event_loop) as runner:
         return runner.run(coro)
+
+
+async def gather_all(*aws: Awaitable[T]) -> list[T]:
+    """Like :func:`asyncio.gather`, but the first failure cancels the others and is
+    re-raised once they have stopped. A plain ``gather`` leaves the others running past
+    the failure; when the caller's loop then closes, each of them dies with its own
+    'Event loop is closed' traceback, burying the one error that matters."""
+    tasks = [asyncio.ensure_future(a) for a in aws]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -29,6 +30,7 @@ from ragaudit.secrets import redact
 
 if TYPE_CHECKING:
     from ragaudit.pipeline.generation import TextTemplatesResult
+    from ragaudit.pipeline.judging import JudgeReport
     from ragaudit.pipeline.world_rewrite import RewriteSummary
 
 app = typer.Typer(
@@ -490,6 +492,24 @@ def templates_text(
         "kept from the file" + ("" if worded or not result.kept else " (nothing was missing)"),
         markup=False,
     )
+    _fail_when_nothing_usable(result)
+
+
+def _fail_when_nothing_usable(result: TextTemplatesResult) -> None:
+    """A wording step that leaves not one usable wording has failed, whatever it wrote:
+    say why (the most common rejection) rather than exit 0 and let generate find out."""
+    usable = sum(c.verified + c.unchecked for c in result.counts.values())
+    if usable:
+        return
+    proposed = sum(c.proposed for c in result.counts.values())
+    reasons: Counter[str] = Counter()
+    for c in result.counts.values():
+        reasons.update(c.reasons)
+    why = ", ".join(f"{n} {kind}" for kind, n in reasons.most_common(3)) or "none was proposed"
+    raise UserError(
+        f"no usable wording: {proposed} proposed, none verified ({why}); the rejected ones "
+        f"and their reasons are in {result.path}"
+    )
 
 
 @templates_app.command("verify")
@@ -867,11 +887,38 @@ def judge_cmd(
             )
         if "audit" in entry:
             a = entry["audit"]
+            failed = f" ({a['failed']} could not be re-judged)" if a["failed"] else ""
             console.print(
                 f"  audit: {a['disagreements']} of {a['audited']} deterministic "
-                "decisions disagree with the LLM judge",
+                f"decisions disagree with the LLM judge{failed}",
                 markup=False,
             )
+        if entry["judge_failed"]:
+            first = entry["judge_failures"][0]
+            console.print(
+                f"  {entry['judge_failed']} judgements failed, recorded as judge-failed and "
+                f"left out of the analysis (first: {first['query_id']}: {first['reason']}); "
+                "rerun ragaudit judge to retry them",
+                markup=False,
+            )
+    failed = sum(e["judge_failed"] for e in report.systems.values())
+    asked = sum(
+        n for e in report.systems.values() for m, n in e["methods"].items() if m.startswith("llm")
+    )
+    if failed and not asked:
+        raise UserError(
+            f"the LLM judge failed on all {failed} answers it was asked about "
+            f"(first: {_first_failure(report)}); nothing was judged by the LLM"
+        )
+
+
+def _first_failure(report: JudgeReport) -> str:
+    """The first judge failure of a report, as 'query: reason'."""
+    for entry in report.systems.values():
+        if entry["judge_failures"]:
+            first = entry["judge_failures"][0]
+            return f"{first['query_id']}: {first['reason']}"
+    return "no reason recorded"
 
 
 @app.command("analyze")
@@ -943,6 +990,12 @@ def analyze_cmd(
         for name in ("n_queries", "n_groups", *METRIC_NAMES):
             table.add_row(name, *(show(getattr(m, name)) for m in summary.variants.values()))
         console.print(table)
+    for system_name, n in sorted(result.undecided.items()):
+        console.print(
+            f"{system_name}: {n} answers left out, the LLM judge failed on them "
+            "(rerun ragaudit judge to retry them)",
+            markup=False,
+        )
     for comparison in result.comparisons:
         console.print(comparison["verdict"], markup=False)
     if result.ranking:

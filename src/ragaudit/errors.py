@@ -65,5 +65,11 @@ class StructuredOutputError(LLMError):
         self.attempts = attempts
 
 
+# LLM errors that every call would hit the same way (a wrong key, a wrong model name): a
+# step stops on them with their one-line message. Any other LLM error fails one item of a
+# step (one judgement, one template's wording), which is recorded as failed with its reason.
+FATAL_LLM_ERRORS: tuple[type[LLMError], ...] = (LLMAuthError, LLMNotFoundError)
+
+
 class ModelAssetError(UserError):
     """The embedded model's weights are missing or corrupt, or its extra is not installed."""

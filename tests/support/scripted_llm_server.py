@@ -177,6 +177,12 @@ class ScriptedLLMServer:
             if reply is None and self.responder is not None:
                 produced = self.responder(body)  # a text, or a Reply (e.g. an error status)
                 reply = produced if isinstance(produced, Reply) else Reply(content=produced)
+                if reply.hang:  # a responder may hang a request too
+                    event = asyncio.Event()
+                    self._hangers.append(event)
+                    with contextlib.suppress(asyncio.CancelledError):  # the server stopping
+                        await event.wait()
+                    return False
             if reply is None or (reply.status == 200 and reply.body is None):
                 if reply is not None and reply.content is not None:
                     content = reply.content

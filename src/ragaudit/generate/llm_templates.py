@@ -6,15 +6,15 @@ exactly its SQL template's placeholders.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from ragaudit.aio import gather_all
 from ragaudit.db.engine import Database
 from ragaudit.db.schema import SchemaInfo, TableInfo
-from ragaudit.errors import UserError
+from ragaudit.errors import FATAL_LLM_ERRORS, LLMError, UserError
 from ragaudit.generate.instantiate import iter_groups, plan
 from ragaudit.generate.sql_templates import (
     SqlTemplate,
@@ -41,6 +41,11 @@ SQL_CRITERIA = [
     "Each query must have one single answer for each placeholder value.",
     "Do not write two queries that ask the same thing in different SQL.",
 ]
+
+
+# What the model replies when a target has no acceptable template: a word, so that an
+# empty reply always means a failed call (asked again, never cached).
+NO_TEMPLATE = "NONE"
 
 
 @dataclass(frozen=True)
@@ -122,7 +127,7 @@ def sql_prompt(target: Target, schema_text: str, extra: list[str]) -> Messages:
             f"Write SQL query templates over these tables.\n\n{schema_text}{joins}\n\n"
             f"Criteria:\n{criteria}\n\n"
             "Reply with one SQL template per line and nothing else. If no acceptable "
-            "template exists, reply with nothing."
+            f"template exists, reply with the word {NO_TEMPLATE}."
         ),
     ]
 
@@ -203,19 +208,29 @@ async def llm_sql_templates(
     placeholders)."""
     tables = {t.name: t for t in schema.tables}
     examples = {name: example_values(db, t) for name, t in tables.items() if t.row_count}
-    jobs = []
-    for target in targets(schema, kinds):
-        text = "\n\n".join(describe_table(tables[n], examples.get(n, {})) for n in target.tables)
-        jobs.append(llm.acomplete(sql_prompt(target, text, extra_criteria or [])))
-    replies = await asyncio.gather(*jobs)
     result = LLMSqlResult()
+
+    async def ask(target: Target) -> str:
+        """The model's reply for one target; a failed call is that target's rejection."""
+        text = "\n\n".join(describe_table(tables[n], examples.get(n, {})) for n in target.tables)
+        try:
+            return (await llm.acomplete(sql_prompt(target, text, extra_criteria or []))).text
+        except FATAL_LLM_ERRORS:
+            raise
+        except LLMError as exc:
+            result.rejected.append((" + ".join(target.tables), f"the LLM failed: {exc}"))
+            return NO_TEMPLATE
+
+    replies = await gather_all(*(ask(t) for t in targets(schema, kinds)))
     seen_sql: dict[str, str] = {}
     seen_meaning: dict[tuple[str, frozenset[str]], str] = {}
     accepted: list[str] = []
     for reply in replies:
-        candidates = recover_sql(reply.text)
-        if not candidates and reply.text.strip():
-            result.rejected.append((reply.text.strip()[:120], "no SQL found in the reply"))
+        candidates = recover_sql(reply)
+        if not candidates and reply.strip().strip(".").upper() == NO_TEMPLATE:
+            continue
+        if not candidates and reply.strip():
+            result.rejected.append((reply.strip()[:120], "no SQL found in the reply"))
         for sql in candidates:
             if sql in seen_sql:
                 result.rejected.append((sql, "duplicate of an earlier template"))

@@ -3,16 +3,17 @@ leave open; retrieval judged from gold ids; an optional closed-domain rule."""
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from ragaudit.aio import gather_all
+from ragaudit.errors import FATAL_LLM_ERRORS, LLMError
 from ragaudit.judge.llm_judge import llm_judge
 from ragaudit.judge.matchers import match
 from ragaudit.judge.retrieval import RetrievalRule, retrieval_correct
 from ragaudit.llm.client import LLMClient
-from ragaudit.records.models import Judgement, QueryRecord, ResponseRecord
+from ragaudit.records.models import JUDGE_FAILED, Judgement, QueryRecord, ResponseRecord
 
 
 @dataclass
@@ -21,10 +22,16 @@ class JudgeStats:
 
     methods: Counter[str] = field(default_factory=Counter)
     agreements: list[float] = field(default_factory=list)
+    failures: list[tuple[str, str]] = field(default_factory=list)  # query id, reason
 
     def as_dict(self) -> dict[str, object]:
         mean = sum(self.agreements) / len(self.agreements) if self.agreements else None
-        return {"methods": dict(self.methods), "llm_sample_agreement": mean}
+        return {
+            "methods": dict(self.methods),
+            "llm_sample_agreement": mean,
+            "judge_failed": len(self.failures),
+            "judge_failures": [{"query_id": q, "reason": r} for q, r in self.failures[:10]],
+        }
 
 
 async def judge_one(
@@ -39,7 +46,10 @@ async def judge_one(
     reasons: bool = True,
 ) -> Judgement:
     """One judgement, recording how it was decided (``match:<rule>``, ``llm``, ``error``,
-    ``unmatched`` when no LLM may decide)."""
+    ``unmatched`` when no LLM may decide). When the LLM judge fails after its retries
+    (unparseable replies, server errors, timeouts) the judgement says so: ``correct`` is
+    None and ``method`` is ``judge-failed``, with the reason; the other answers are judged
+    as usual. A wrong key or model name stops the step instead."""
     stats = stats if stats is not None else JudgeStats()
     retrieval = retrieval_correct(response.retrieved_ids, query.gold_ids, rule)
     rationale = None
@@ -50,14 +60,29 @@ async def judge_one(
         if decision.decided:
             correct, method = bool(decision.correct), f"match:{decision.rule}"
         elif llm is not None:
-            verdict = await llm_judge(
-                llm,
-                query.query,
-                query.reference.display,
-                response.response or "",
-                samples,
-                reasons=reasons,
-            )
+            try:
+                verdict = await llm_judge(
+                    llm,
+                    query.query,
+                    query.reference.display,
+                    response.response or "",
+                    samples,
+                    reasons=reasons,
+                )
+            except FATAL_LLM_ERRORS:
+                raise
+            except LLMError as exc:
+                reason = str(exc)[:300]
+                stats.failures.append((query.query_id, reason))
+                stats.methods[JUDGE_FAILED] += 1
+                return Judgement(
+                    query_id=query.query_id,
+                    system=response.system,
+                    correct=None,
+                    method=JUDGE_FAILED,
+                    retrieval_correct=retrieval,
+                    rationale=reason,
+                )
             correct, method, rationale = verdict.correct, "llm", verdict.reason
             if samples > 1:
                 stats.agreements.append(verdict.agreement)
@@ -108,4 +133,4 @@ async def judge_many(
             on_judged(1)
         return judgement
 
-    return list(await asyncio.gather(*(one(q, r) for q, r in pairs)))
+    return await gather_all(*(one(q, r) for q, r in pairs))

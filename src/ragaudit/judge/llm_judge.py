@@ -3,12 +3,12 @@ the response correct? Used only for answers the deterministic matchers left open
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel
 
+from ragaudit.aio import gather_all
 from ragaudit.llm.client import LLMClient
 from ragaudit.llm.types import Messages, system, user
 
@@ -67,7 +67,7 @@ async def llm_judge(
         verdict = await llm.acomplete_json(messages, Verdict)
         return LLMDecision(verdict.verdict == "Correct", 1.0, 1, verdict.reason)
     base = llm.default_params.model_copy(update={"temperature": 0.7})
-    verdicts = await asyncio.gather(
+    verdicts = await gather_all(
         *(
             llm.acomplete_json(
                 messages,

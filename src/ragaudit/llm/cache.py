@@ -128,6 +128,15 @@ class LLMCache:
         if full:
             self._wake.set()
 
+    def forget(self, key: str) -> None:
+        """Drop the reply stored for ``key``, so that the next call asks the backend again
+        (a stored reply that turned out unusable must not be replayed forever)."""
+        with self._db_lock:  # flush holds it while a batch is in flight: none is now
+            with self._lock:
+                self._pending.pop(key, None)
+                self._keys.discard(key)
+            self._conn.execute("DELETE FROM llm_cache WHERE key = ?", (key,))
+
     def _write_loop(self) -> None:
         while not self._closed:
             self._wake.wait(self.flush_interval_s)

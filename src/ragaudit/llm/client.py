@@ -16,7 +16,7 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
-from ragaudit.aio import new_event_loop
+from ragaudit.aio import gather_all, new_event_loop
 from ragaudit.errors import LLMError, StructuredOutputError
 from ragaudit.llm.cache import LLMCache, cache_key, request_payload
 from ragaudit.llm.parsing import extract_json, parse_lines
@@ -61,6 +61,10 @@ def _short_errors(exc: ValidationError, limit: int = 3) -> str:
         parts.append(f"{loc}: {err['msg']}")
     more = f" (+{len(exc.errors()) - limit} more)" if len(exc.errors()) > limit else ""
     return "; ".join(parts) + more
+
+
+# Asks for one request whose replies keep coming back empty, before the empty one is kept.
+EMPTY_ATTEMPTS = 3
 
 
 class LLMClient:
@@ -111,17 +115,22 @@ class LLMClient:
     # -- plain completions ----------------------------------------------------------------
 
     async def acomplete(
-        self, messages: Messages, params: GenerationParams | None = None
+        self, messages: Messages, params: GenerationParams | None = None, *, fresh: bool = False
     ) -> Completion:
         """One completion: from the cache if this exact request was made before, else from
-        the backend (bounded by ``max_concurrency``); counted either way."""
+        the backend (bounded by ``max_concurrency``); counted either way. ``fresh`` drops
+        the stored reply and asks the backend again. An empty reply is asked again (up to
+        ``EMPTY_ATTEMPTS`` times) and never stored: a server that hiccuped once must not
+        make the run empty for good."""
         params = params or self.default_params
         payload = request_payload(self.backend.kind, self.backend.model, messages, params)
         key = cache_key(payload)
         start = time.perf_counter()
+        if self.cache is not None and fresh:
+            self.cache.forget(key)
         if self.cache is not None:
             hit = self.cache.get(key)
-            if hit is not None:
+            if hit is not None and hit.text.strip():
                 self.meter.record_cache_hit()
                 return Completion(
                     text=hit.text,
@@ -131,21 +140,24 @@ class LLMClient:
                     latency_s=time.perf_counter() - start,
                     finish_reason=hit.finish_reason,
                 )
-        async with self._semaphore():
-            call_start = time.perf_counter()
-            try:
-                raw = await self.backend.acomplete(messages, params)
-            except LLMError:
-                self.meter.record_failure()
-                raise
-            seconds = time.perf_counter() - call_start
-        self.meter.record_call(
-            prompt_tokens=raw.prompt_tokens,
-            completion_tokens=raw.completion_tokens,
-            seconds=seconds,
-            retries=raw.retries,
-        )
-        if self.cache is not None:
+        for _ in range(EMPTY_ATTEMPTS):
+            async with self._semaphore():
+                call_start = time.perf_counter()
+                try:
+                    raw = await self.backend.acomplete(messages, params)
+                except LLMError:
+                    self.meter.record_failure()
+                    raise
+                seconds = time.perf_counter() - call_start
+            self.meter.record_call(
+                prompt_tokens=raw.prompt_tokens,
+                completion_tokens=raw.completion_tokens,
+                seconds=seconds,
+                retries=raw.retries,
+            )
+            if raw.text.strip():
+                break
+        if self.cache is not None and raw.text.strip():
             self.cache.put(key, payload, raw)
         return Completion(
             text=raw.text,
@@ -171,7 +183,7 @@ class LLMClient:
             self.acomplete(messages, base.model_copy(update={"sample_index": i, "seed": seed + i}))
             for i in range(k)
         ]
-        return list(await asyncio.gather(*calls))
+        return await gather_all(*calls)
 
     def sample(
         self, messages: Messages, k: int, params: GenerationParams | None = None
@@ -194,11 +206,20 @@ class LLMClient:
         error = ""
         reply = ""
         for _ in range(attempts):
-            reply = (await self.acomplete(conversation, params)).text
+            completion = await self.acomplete(conversation, params)
+            reply = completion.text
             try:
                 return parse(reply)
             except ValueError as exc:
                 error = str(exc)
+            if completion.cached:
+                # A stored reply that cannot be used is asked for again, not replayed: a
+                # rerun after a broken server must be able to get a usable one.
+                reply = (await self.acomplete(conversation, params, fresh=True)).text
+                try:
+                    return parse(reply)
+                except ValueError as exc:
+                    error = str(exc)
             conversation = [
                 *conversation,
                 assistant(reply),

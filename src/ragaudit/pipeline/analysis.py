@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -57,6 +57,7 @@ class AnalysisResult:
     comparisons: list[dict[str, Any]]
     markdown: str
     ranking: dict[str, dict[str, Any]] = field(default_factory=dict)
+    undecided: dict[str, int] = field(default_factory=dict)
 
 
 def _group_counts(examples: Iterable[Example]) -> dict[str, tuple[int, int]]:
@@ -156,10 +157,12 @@ def load_examples(
     rule: RetrievalRule,
     system: str | None = None,
     outcome: Outcome = "answer",
+    undecided: Counter[str] | None = None,
 ) -> list[Example]:
     """Examples from neutral files, or from the run's dataset and its judgements (outcome
     ``answer``) or responses (outcome ``retrieval``: retrieval correctness is analyzed as
-    if it were the answer's)."""
+    if it were the answer's). Judgements the judge failed to give are counted per system
+    in ``undecided`` and left out."""
     if neutral:
         examples = [ex for path in neutral for ex in read_neutral(path, system=system, rule=rule)]
         if outcome == "retrieval":
@@ -178,7 +181,7 @@ def load_examples(
             continue
         judgements = list(read_jsonl(path, Judgement))
         retrieved = _retrieved_ids(run, judgements[0].system) if judgements else None
-        examples.extend(from_records(iter(queries), iter(judgements), retrieved))
+        examples.extend(from_records(iter(queries), iter(judgements), retrieved, undecided))
     return examples
 
 
@@ -265,10 +268,14 @@ def run_analysis(
     """Analyze and write summary.json, summary.md and drilldown.jsonl into the run;
     ``system`` names the system of neutral files."""
     neutral = neutral or []
-    examples = load_examples(run, neutral, rule, system, outcome)
+    undecided: Counter[str] = Counter()
+    examples = load_examples(run, neutral, rule, system, outcome, undecided)
     if not examples:
         what = "judged answers" if outcome == "answer" else "responses to queries with gold ids"
-        raise UserError(f"nothing to analyze: the inputs hold no {what}")
+        failed = f" ({sum(undecided.values())} judgements failed: rerun ragaudit judge)"
+        raise UserError(
+            f"nothing to analyze: the inputs hold no {what}" + (failed if undecided else "")
+        )
     summaries = analyze(examples, llm_only=llm_only)
     compared = comparisons(examples, seed=seed)
     if outcome == "answer":
@@ -289,6 +296,7 @@ def run_analysis(
             "outcome": outcome,
             "retrieval_rule": rule,
             "systems": {name: s.as_dict() for name, s in summaries.items()},
+            "judge_failed": dict(undecided),
             "comparisons": compared,
             "retrieval_ranking": ranking,
         },
@@ -299,11 +307,20 @@ def run_analysis(
         run.root / "summary.md",
         (f"Outcome analyzed: retrieval correctness ({rule})\n\n" if outcome == "retrieval" else "")
         + table
+        + _undecided_note(undecided)
         + ("\n" + verdicts if verdicts else "")
         + ("\nRetrieval ranking (mean [95% CI])\n\n" + ranked if ranked else ""),
     )
     write_jsonl_atomic(run.drilldown, _drilldown_rows(run, neutral, examples, summaries, system))
-    return AnalysisResult(summaries, compared, table, ranking)
+    return AnalysisResult(summaries, compared, table, ranking, dict(undecided))
+
+
+def _undecided_note(undecided: Counter[str]) -> str:
+    """What the figures leave out because the judge could not decide, or nothing."""
+    if not undecided:
+        return ""
+    parts = ", ".join(f"{system} {n}" for system, n in sorted(undecided.items()))
+    return f"\nLeft out, the LLM judge failed on them (rerun ragaudit judge to retry): {parts}\n"
 
 
 def default_neutral(paths: list[Path]) -> list[Path]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ragaudit.config import Config, GenerateOptions
 from ragaudit.db import Database, SchemaInfo, introspect
-from ragaudit.errors import ConfigError, UserError
+from ragaudit.errors import FATAL_LLM_ERRORS, ConfigError, LLMError, UserError
 from ragaudit.generate.dataset import DatasetStats, TemplateStats, TextConflicts, generate
 from ragaudit.generate.enumerate import enumerate_templates
 from ragaudit.generate.instantiate import Group, count_combinations, iter_groups, plan
@@ -332,18 +332,34 @@ def make_text_templates(
             sample = (
                 verifier.sample(template) if verifier else sample_template(db, schema, template)
             )
-            made = llm.run(
-                llm_text_templates(
-                    llm,
-                    template,
-                    _style_requests(config, schema, template, styles, sample.example),
-                    config.templates.per_style,
-                    meaning=describe(template, schema),
-                    bindings=dict(sample.example.bindings),
-                    verify=verifier.averify_candidates if verifier else None,
-                    attempts=config.templates.attempts,
+            try:
+                made = llm.run(
+                    llm_text_templates(
+                        llm,
+                        template,
+                        _style_requests(config, schema, template, styles, sample.example),
+                        config.templates.per_style,
+                        meaning=describe(template, schema),
+                        bindings=dict(sample.example.bindings),
+                        verify=verifier.averify_candidates if verifier else None,
+                        attempts=config.templates.attempts,
+                    )
                 )
-            )
+            except FATAL_LLM_ERRORS:
+                raise
+            except LLMError as exc:
+                # One template's failure is that template's: the verbalizer words it, with
+                # a note, and the others are worded by the LLM as asked.
+                note = f"worded by the verbalizer: the LLM failed ({str(exc)[:200]})"
+                for style in styles:
+                    texts.setdefault(template.id, {})[style] = _verbalized(
+                        config, schema, template, style, verifier, verdicts
+                    )
+                    result.worded.append((template.id, style))
+                    result.fallbacks.append((template.id, style, note))
+                if on_template:
+                    on_template(template)
+                continue
             result.generation_calls += made.calls
             for style in styles:
                 rejected_now = [

@@ -3,6 +3,7 @@ JSON Lines of results from systems ragaudit did not run (the IO edge of the anal
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -46,14 +47,21 @@ def from_records(
     queries: Iterator[QueryRecord],
     judgements: Iterator[Judgement],
     retrieved: dict[str, tuple[str, ...]] | None = None,
+    undecided: Counter[str] | None = None,
 ) -> Iterator[Example]:
     """Examples from a run: the dataset joined with one system's judgements by query id;
-    ``retrieved`` (query id -> retrieved ids, from the responses) feeds the ranking metrics."""
+    ``retrieved`` (query id -> retrieved ids, from the responses) feeds the ranking metrics.
+    A judgement the judge failed to give is neither right nor wrong: it is left out, and
+    counted per system in ``undecided``."""
     index = {q.query_id: q for q in queries}
     for j in judgements:
         q = index.get(j.query_id)
         if q is None:
             raise RecordFileError(f"judgement for unknown query {j.query_id} ({j.system})")
+        if j.correct is None:
+            if undecided is not None:
+                undecided[j.system] += 1
+            continue
         yield Example(
             j.query_id,
             q.group_id,

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragaudit.errors import UserError
+from ragaudit.aio import gather_all
+from ragaudit.errors import FATAL_LLM_ERRORS, LLMError, UserError
 from ragaudit.judge.cascade import JudgeStats, judge_many
 from ragaudit.judge.llm_judge import llm_judge
 from ragaudit.judge.retrieval import RetrievalRule
 from ragaudit.llm.client import LLMClient
-from ragaudit.records.io import JsonlAppender, atomic_write_json, read_jsonl
+from ragaudit.records.io import JsonlAppender, atomic_write_json, read_jsonl, write_jsonl_atomic
 from ragaudit.records.models import Judgement, QueryRecord, ResponseRecord
 from ragaudit.rundir import RunDir
 
@@ -61,7 +63,7 @@ def judge_run(
             continue
         name = responses[0].system
         out = run.judgements(name)
-        done = {j.query_id for j in read_jsonl(out, Judgement)} if out.exists() else set()
+        done = _decided(out)
         todo = [r for r in responses if r.query_id not in done]
         unknown = [r.query_id for r in todo if r.query_id not in queries]
         if unknown:
@@ -97,6 +99,19 @@ def judge_run(
     return report
 
 
+def _decided(path: Path) -> set[str]:
+    """Query ids already judged in ``path``. Judgements the LLM judge failed to give are
+    dropped from the file (rewritten whole, atomically) so that this run tries them again:
+    a judge that failed for a passing reason (a server restart) does not fail for good."""
+    if not path.exists():
+        return set()
+    judgements = list(read_jsonl(path, Judgement))
+    kept = [j for j in judgements if j.correct is not None]
+    if len(kept) < len(judgements):
+        write_jsonl_atomic(path, kept)
+    return {j.query_id for j in kept}
+
+
 def _run_plain(coro: Any) -> Any:
     from ragaudit import aio
 
@@ -120,30 +135,36 @@ def _audit(
     ]
     chosen = random.Random(f"{seed}:{system}").sample(decided, min(n, len(decided)))
 
-    async def check() -> list[bool]:
-        import asyncio
-
-        results = await asyncio.gather(
-            *(
-                llm_judge(
-                    llm,
-                    queries[j.query_id].query,
-                    queries[j.query_id].reference.display,
-                    by_id[j.query_id].response or "",
-                )
-                for j in chosen
+    async def one(j: Judgement) -> bool | str:
+        """The LLM's verdict, or why it could not give one."""
+        try:
+            verdict = await llm_judge(
+                llm,
+                queries[j.query_id].query,
+                queries[j.query_id].reference.display,
+                by_id[j.query_id].response or "",
             )
-        )
-        return [r.correct for r in results]
+        except FATAL_LLM_ERRORS:
+            raise
+        except LLMError as exc:
+            return str(exc)[:300]
+        return verdict.correct
 
-    verdicts = llm.run(check())
+    verdicts = llm.run(gather_all(*(one(j) for j in chosen)))
     disagreements = [
         {"query_id": j.query_id, "method": j.method, "match": j.correct, "llm": v}
         for j, v in zip(chosen, verdicts, strict=True)
-        if j.correct != v
+        if isinstance(v, bool) and j.correct != v
+    ]
+    failed = [
+        {"query_id": j.query_id, "reason": v}
+        for j, v in zip(chosen, verdicts, strict=True)
+        if isinstance(v, str)
     ]
     return {
-        "audited": len(chosen),
+        "audited": len(chosen) - len(failed),
         "disagreements": len(disagreements),
         "examples": disagreements[:10],
+        "failed": len(failed),
+        "failures": failed[:10],
     }

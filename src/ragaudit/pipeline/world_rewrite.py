@@ -22,7 +22,6 @@ stopped; the corpus files are replaced only when every document is done, and
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shutil
 from collections import deque
@@ -33,6 +32,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from ragaudit.aio import gather_all
 from ragaudit.errors import StructuredOutputError, UserError
 from ragaudit.judge.llm_judge import llm_judge
 from ragaudit.judge.matchers import dates, match
@@ -255,7 +255,7 @@ def rewrite_world(
                     progress(len(done), total)
 
         lanes = min(IN_FLIGHT, max(1, llm.backend.max_concurrency), len(queue))
-        await asyncio.gather(*(worker() for _ in range(lanes)))
+        await gather_all(*(worker() for _ in range(lanes)))
 
     if todo:
         with JsonlAppender(log) as sink:

@@ -11,7 +11,7 @@ import hashlib
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 SCHEMA_VERSION = 1
 
@@ -126,12 +126,25 @@ class ResponseRecord(_Record):
         return [item.id for item in self.retrieved]
 
 
+# The method of a judgement the LLM judge could not give (after its retries): undecided.
+JUDGE_FAILED = "judge-failed"
+
+
 class Judgement(_Record):
-    """Whether one response is correct, how that was decided, and whether retrieval was."""
+    """Whether one response is correct, how that was decided, and whether retrieval was.
+    ``correct`` is None only when the judge failed (``method`` ``judge-failed``, the reason
+    in ``rationale``): such an answer is neither right nor wrong, and the analysis leaves it
+    out and counts it."""
 
     query_id: str = Field(min_length=1)
     system: str = Field(min_length=1)
-    correct: bool
-    method: str = Field(min_length=1, description="match | llm | stored | ...")
+    correct: bool | None
+    method: str = Field(min_length=1, description="match | llm | error | judge-failed | ...")
     retrieval_correct: bool | None = None
     rationale: str | None = None
+
+    @model_validator(mode="after")
+    def _undecided_only_when_failed(self) -> Judgement:
+        if (self.correct is None) != (self.method == JUDGE_FAILED):
+            raise ValueError(f"correct is null exactly when method is {JUDGE_FAILED!r}")
+        return self

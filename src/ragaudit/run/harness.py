@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ragaudit.aio import gather_all
 from ragaudit.records.io import JsonlAppender, iter_jsonl_dicts, write_jsonl_atomic
 from ragaudit.records.models import QueryRecord, ResponseRecord
 from ragaudit.secrets import redact
@@ -161,7 +162,7 @@ async def run_system(
                     flush()
 
         try:
-            await asyncio.gather(*(worker() for _ in range(min(concurrency, len(todo)))))
+            await gather_all(*(worker() for _ in range(min(concurrency, len(todo)))))
         finally:
             # Whatever finished is kept, also when the run is interrupted.
             flush()

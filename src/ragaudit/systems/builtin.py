@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
 
+from ragaudit.aio import gather_all
 from ragaudit.llm.client import LLMClient
 from ragaudit.llm.types import GenerationParams
 from ragaudit.records.models import QueryRecord, RetrievedItem, TokenUsage
@@ -90,7 +91,7 @@ class RAGSystem:
 
     async def _rerank(self, query: str, hits: list[Hit], usage: list[int]) -> list[Hit]:
         assert self.llm is not None
-        replies = await asyncio.gather(
+        replies = await gather_all(
             *(self.llm.acomplete(rerank_messages(query, h.text), _RERANK_PARAMS) for h in hits)
         )
         for r in replies:
