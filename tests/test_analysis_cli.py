@@ -63,3 +63,59 @@ def test_malformed_neutral_line_names_file_and_line(tmp_path: Path) -> None:
     result = ragaudit("analyze", "--neutral", str(bad), cwd=tmp_path)
     assert result.returncode == 2
     assert f"{bad}:1: correct: expected true or false" in result.stderr
+
+
+def _strict(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+def test_a_system_that_is_always_wrong_gets_no_robustness_verdict(tmp_path: Path) -> None:
+    """Robustness of a system whose every group is a gap is undefined: null with why, never
+    tested, never significant, whatever the order of the names (issue 13, defect 2)."""
+    rows = []
+    for system, good in (("up", True), ("down", False)):
+        for g in range(40):
+            for variant in ("short", "long"):
+                rows.append(
+                    {
+                        "system": system,
+                        "query_id": f"{system}-{g}-{variant}",
+                        "group_id": f"g{g}",
+                        "variant": variant,
+                        "correct": good and not (g % 10 == 0 and variant == "long"),
+                    }
+                )
+    for order in ("up-first", "down-first"):
+        folder = tmp_path / order
+        folder.mkdir()
+        data = rows if order == "up-first" else rows[::-1]
+        path = folder / "results.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in data))
+        result = ragaudit("analyze", "--neutral", str(path), cwd=folder)
+        assert result.returncode == 0, result.stderr
+        summary_text = (folder / "runs/default/summary.json").read_text()
+        summary = json.loads(summary_text, parse_constant=_strict)  # no NaN anywhere
+        robust = [
+            c
+            for c in summary["comparisons"]
+            if c["metric"] == "robustness"
+            and {c["a"]["system"], c["b"]["system"]} == {"up", "down"}
+        ]
+        assert len(robust) == 2  # short and long
+        for c in robust:
+            assert c["p_value"] is None and c["difference"] is None and c["ci95"] is None
+            down = "a" if c["a"]["system"] == "down" else "b"
+            assert c[down]["value"] is None
+            assert c["undefined"].startswith(f"side {down}: every group is a gap")
+            assert "less robust" not in c["verdict"]
+            assert "No robustness comparison" in c["verdict"] or "no robustness" in c["verdict"]
+            assert "on down, every group is a gap" in c["verdict"]
+        # Accuracy stays comparable, and 'down' is the less accurate one.
+        accurate = [
+            c
+            for c in summary["comparisons"]
+            if c["metric"] == "accuracy" and {c["a"]["system"], c["b"]["system"]} == {"up", "down"}
+        ]
+        assert all("down is less accurate than up" in c["verdict"] for c in accurate)
+        shown = result.stdout + (folder / "runs/default/summary.md").read_text()
+        assert "nan" not in shown.lower().replace("financ", "")

@@ -55,3 +55,18 @@ def test_interval_and_verdict_on_a_clear_difference() -> None:
     assert robust.a == 1.0 and robust.b == 1.0  # the failing groups of b are all gaps
     assert not robust.significant()
     assert robust.verdict("short", "long").startswith("No significant robustness difference")
+
+
+def test_undefined_robustness_is_never_tested() -> None:
+    """Every group of side b is a gap: robustness of b is undefined, so the comparison has
+    no difference, interval or p-value, and is not significant in either order."""
+    up = {f"g{i}": (2, 2) for i in range(30)}
+    down = {f"g{i}": (0, 2) for i in range(30)}
+    for a, b, side in ((up, down, "b"), (down, up, "a")):
+        result = compare(PairedCounts.from_dicts(a, b), "robustness")
+        assert result.undefined is not None and result.undefined_side == side
+        assert (result.difference, result.ci95, result.p_value) == (None, None, None)
+        assert not result.significant()
+        assert result.verdict("A", "B").startswith("No robustness comparison between A and B")
+        accuracy = compare(PairedCounts.from_dicts(a, b), "accuracy")
+        assert accuracy.significant() and accuracy.undefined is None

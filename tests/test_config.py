@@ -82,3 +82,21 @@ def test_config_file_wins_over_environment(monkeypatch: pytest.MonkeyPatch) -> N
     config = parse_config("llm:\n  model: openai:m\n  api_key: sk-from-file-abcdef123456\n")
     assert config.llm.resolved_api_key() == "sk-from-file-abcdef123456"
     assert "sk-from-file" not in repr(config)
+
+
+def test_a_key_given_twice_is_an_error_with_both_lines() -> None:
+    text = "llm:\n  model: local\n  timeout_s: 30\n  model: openai:gpt-4o\n"
+    with pytest.raises(ConfigError) as info:
+        parse_config(text, source="ragaudit.yaml")
+    assert str(info.value) == "ragaudit.yaml:4: duplicate key 'model' (first at line 2)"
+    nested = "templates:\n  styles:\n    - short\ntemplates:\n  per_style: 2\n"
+    with pytest.raises(ConfigError, match=r"ragaudit.yaml:4: duplicate key 'templates'"):
+        parse_config(nested, source="ragaudit.yaml")
+
+
+def test_bytes_that_are_not_utf8_are_one_line_with_the_offset(tmp_path: Path) -> None:
+    path = tmp_path / "ragaudit.yaml"
+    path.write_bytes(b"llm:\n  model: caf\xe9\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value) == f"{path}: not UTF-8 at byte 17"

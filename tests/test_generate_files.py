@@ -93,6 +93,19 @@ def test_structural_mistakes_are_one_line_with_the_line(tmp_path: Path) -> None:
     path.write_text("templates:\n  - id: a\n    sqll: SELECT 1\n")
     with pytest.raises(TemplateFileError, match=r"sql.yaml:2: templates.0.sql: Field required"):
         load_templates(path)
+    # A key given twice in one template (the last would win silently) and bytes that are
+    # not UTF-8 are one-line errors too, through the CLI as well.
+    path.write_text("templates:\n  - id: a\n    sql: SELECT 1\n    sql: SELECT 2\n")
+    with pytest.raises(
+        TemplateFileError, match=r"sql.yaml:4: duplicate key 'sql' \(first at line 3\)"
+    ):
+        load_templates(path)
+    run = tmp_path / "runs" / "default" / "templates"
+    run.mkdir(parents=True)
+    (run / "sql.yaml").write_bytes(b"templates:\n  - id: caf\xe9\n")
+    result = ragaudit("templates", "check", "--example", cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip() == "error: runs/default/templates/sql.yaml: not UTF-8 at byte 22"
 
 
 def test_reference_templates_through_the_cli(tmp_path: Path, grammar_reference: Path) -> None:

@@ -255,3 +255,53 @@ def test_judge_that_fails_on_everything_exits_non_zero(
 
 def _no_constant(name: str) -> Any:
     raise ValueError(f"summary.json holds {name}, which is not JSON")
+
+
+def test_an_errored_response_is_never_retrieval_correct() -> None:
+    """With empty gold ids (the knowledge base holds no document for the answer), an empty
+    retrieval is correct, unless the system failed and retrieved nothing because of it."""
+    from ragaudit import aio
+    from ragaudit.judge.cascade import judge_one
+
+    query = QueryRecord(
+        query_id="q", group_id="g", variant="short", query="q?",
+        reference=Reference.from_values(["x"]), gold_ids=[],
+    )  # fmt: skip
+    answered = ResponseRecord(query_id="q", system="s", response="no idea")
+    down = ResponseRecord(query_id="q", system="s", response=None, error="HTTP 503")
+    assert aio.run(judge_one(query, answered, None)).retrieval_correct is True
+    assert aio.run(judge_one(query, down, None)).retrieval_correct is False
+
+
+def test_a_run_directory_in_use_is_refused_and_duplicates_are_never_counted(
+    tmp_path: Path,
+) -> None:
+    """Two steps at once on one run directory would interleave their records: the second
+    is refused with one line; and a file that already holds a query twice is refused by its
+    readers rather than counted twice (issue 13, defect 3)."""
+    from ragaudit.rundir import RunDir, release_locks
+
+    root = _run_dir(tmp_path)
+    RunDir(root).lock("run")  # this test process plays the first step
+    try:
+        second = ragaudit("judge", "--no-llm", cwd=tmp_path)
+    finally:
+        release_locks()
+    assert second.returncode == 2
+    assert second.stderr.startswith(f"error: {Path('runs/default')} is in use by ragaudit run")
+    assert not (root / "judgements" / "rag.jsonl").exists()
+    assert ragaudit("judge", "--no-llm", cwd=tmp_path).returncode == 0  # free again
+
+    judged = root / "judgements" / "rag.jsonl"
+    lines = judged.read_text().splitlines()
+    judged.write_text("\n".join([*lines, lines[0]]) + "\n")
+    analyzed = ragaudit("analyze", cwd=tmp_path)
+    assert analyzed.returncode == 2
+    assert "two judgements of query q1 by rag" in analyzed.stderr
+    assert not (root / "summary.json").exists()
+    responses = root / "responses" / "rag.jsonl"
+    lines = responses.read_text().splitlines()
+    responses.write_text("\n".join([*lines, lines[2]]) + "\n")
+    judged.unlink()
+    again = ragaudit("judge", "--no-llm", cwd=tmp_path)
+    assert again.returncode == 2 and "two responses of query q3 by rag" in again.stderr

@@ -76,3 +76,23 @@ def test_database_password_is_masked_in_output_and_run_files(
     assert password not in result.stdout + result.stderr
     for path in _all_artifacts(tmp_path):
         assert password.encode() not in path.read_bytes(), f"password leaked into {path}"
+
+
+def test_credentials_in_the_llm_url_are_refused_and_never_shown(tmp_path: Path) -> None:
+    password = "url-Pa55word-7c2d"
+    url = f"http://alice:{password}@127.0.0.1:9/v1"
+    (tmp_path / "ragaudit.yaml").write_text(f"llm:\n  model: openai:m\n  base_url: {url}\n")
+    result = ragaudit("doctor", "--example", cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.startswith("error: ragaudit.yaml:3: llm.base_url: ")
+    assert "user or password in the URL is not supported" in result.stderr
+    assert "OPENAI_API_KEY" in result.stderr
+    (tmp_path / "ragaudit.yaml").write_text("llm:\n  model: openai:m\n")
+    env = {"OPENAI_BASE_URL": url, "OPENAI_API_KEY": "sk-t-0000000000"}
+    from_env = ragaudit("doctor", "--example", cwd=tmp_path, env=env)
+    assert from_env.returncode == 2 and "Traceback" not in from_env.stderr
+    assert from_env.stderr.startswith("error: OPENAI_BASE_URL: a user or password in the URL")
+    for out in (result, from_env):
+        assert password not in out.stdout + out.stderr
+    for path in _all_artifacts(tmp_path):
+        assert password.encode() not in path.read_bytes(), f"password leaked into {path}"

@@ -221,3 +221,11 @@ def test_literal_header_values_are_masked_in_the_written_configuration() -> None
     )
     headers = config.masked_dict()["systems"][0]["headers"]
     assert headers == {"Authorization": "***", "X-Token": "${RAG_TOKEN}"}
+
+
+def test_a_query_holding_placeholder_text_reaches_the_system_as_written(tmp_path: Path) -> None:
+    text = "Why does {query_id} show in {variant} reports?"
+    with RAGServer() as server:
+        _run(_http(server, request={"q": "{query}", "v": "{variant}:{query_id}"}), [text], tmp_path)
+    assert server.bodies[0]["q"] == text
+    assert server.bodies[0]["v"].endswith(":q0000") and "{" not in server.bodies[0]["v"]

@@ -25,7 +25,7 @@ from ragaudit.config import DEFAULT_CONFIG_NAME, EXAMPLE_CONFIG, Config, load_co
 from ragaudit.console import console, err_console, usage_table
 from ragaudit.errors import ConfigError, UserError
 from ragaudit.llm.client import LLMClient
-from ragaudit.rundir import RunDir
+from ragaudit.rundir import RunDir, release_locks
 from ragaudit.secrets import redact
 
 if TYPE_CHECKING:
@@ -333,6 +333,7 @@ def templates_sql(
     if generator:
         config.templates.sql_generator = generator  # type: ignore[assignment]
     run = RunDir.from_config(config).create()
+    run.lock("templates sql")
     with llm_for(config, run, "templates", config.templates.sql_generator == "llm") as client:
         result = make_sql_templates(
             config, run, from_reference=from_reference, overwrite=overwrite, llm=client
@@ -462,6 +463,7 @@ def templates_text(
     if no_verify:
         config.templates.verify = False
     run = RunDir.from_config(config).create()
+    run.lock("templates text")
     references: dict[str, Path] = {}
     for item in from_reference or []:
         style, sep, path = item.partition("=")
@@ -529,6 +531,7 @@ def templates_verify(
 
     config = load_run(config_path, example, db, llm=llm)
     run = RunDir.from_config(config)
+    run.lock("templates verify")
     total = len(load_templates(run.templates_sql).templates)
     bar = _counting_bar()
     with llm_for(config, run, "verify", True) as client, bar:
@@ -593,6 +596,7 @@ def generate_cmd(
 
     config = load_run(config_path, example, db)
     run = RunDir.from_config(config).create()
+    run.lock("generate")
     updates = {
         "balanced": balanced,
         "allow_multi": allow_multi,
@@ -679,6 +683,7 @@ def run_cmd(
         config.harness.timeout_s = timeout
     chosen = selected_systems(config, system)
     run = RunDir.from_config(config).create()
+    run.lock("run")
     models = [llm_model_of(config, sc) for sc in chosen if needs_llm(sc)]
     progress = _counting_bar(rate=True, transient=False)
 
@@ -864,6 +869,7 @@ def judge_cmd(
     check_rule(retrieval_rule)
     config = load_run(config_path, llm=llm)
     run = RunDir.from_config(config).create()
+    run.lock("judge")
     with llm_for(config, run, "judge", not no_llm) as client:
         report = judge_run(
             run,
@@ -966,6 +972,7 @@ def analyze_cmd(
         raise UserError(f"--outcome {outcome!r}: use answer or retrieval")
     config = resolve_config(config_path)
     run = RunDir.from_config(config)
+    run.lock("analyze")
     result = run_analysis(
         run,
         neutral=default_neutral(neutral or []),
@@ -1092,7 +1099,9 @@ def report_cmd(config_path: ConfigOption = None) -> None:
     from ragaudit.report.build import write_report
 
     config = resolve_config(config_path)
-    path = write_report(RunDir.from_config(config))
+    run = RunDir.from_config(config)
+    run.lock("report")
+    path = write_report(run)
     console.print(f"wrote {path}", markup=False)
 
 
@@ -1103,3 +1112,5 @@ def main(argv: list[str] | None = None) -> None:
     except UserError as exc:
         err_console.print(f"error: {redact(str(exc))}", markup=False)
         sys.exit(exc.exit_code)
+    finally:
+        release_locks()

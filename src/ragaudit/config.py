@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 
 from ragaudit.errors import ConfigError
 from ragaudit.secrets import mask, register_secret
-from ragaudit.yamlfile import parse_yaml, validate_model
+from ragaudit.yamlfile import parse_yaml, read_text, validate_model
 
 DEFAULT_CONFIG_NAME = "ragaudit.yaml"
 
@@ -86,6 +86,14 @@ class LLMConfig(_Strict):
             raise ValueError("'openai:' needs a model name, e.g. 'openai:gpt-4o-mini'")
         return value
 
+    @field_validator("base_url")
+    @classmethod
+    def _no_credentials(cls, value: str | None) -> str | None:
+        problem = url_credentials_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
     @property
     def backend(self) -> str:
         """The backend kind: ``local`` or ``openai``."""
@@ -98,7 +106,11 @@ class LLMConfig(_Strict):
 
     def resolved_base_url(self) -> str | None:
         """The server URL: the config's, else ``OPENAI_BASE_URL``, else None (OpenAI's default)."""
-        return self.base_url or os.environ.get("OPENAI_BASE_URL") or None
+        url = self.base_url or os.environ.get("OPENAI_BASE_URL") or None
+        problem = url_credentials_problem(url)
+        if problem:
+            raise ConfigError(f"OPENAI_BASE_URL: {problem}")
+        return url
 
     def resolved_api_key(self) -> str | None:
         """The API key: the config's, else ``OPENAI_API_KEY``; registered for redaction."""
@@ -290,6 +302,28 @@ class Config(_Strict):
         return data
 
 
+def url_credentials_problem(url: str | None) -> str | None:
+    """Why an LLM server URL cannot be used as given, or None. A user or password in it
+    (``http://user:pw@host/v1``) is registered as a secret, so that it is masked wherever it
+    could appear, and refused: OpenAI-compatible servers take the key as a Bearer token,
+    which the URL's credentials would clash with."""
+    if not url or "@" not in url:
+        return None
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None  # not a URL: the HTTP client reports that
+    if parts.username is None and parts.password is None:
+        return None
+    register_secret(parts.password)
+    return (
+        "a user or password in the URL is not supported (it is not sent): give the server's "
+        "key as llm.api_key or OPENAI_API_KEY, and the URL without credentials"
+    )
+
+
 def mask_url_password(url: str | None) -> str | None:
     """``scheme://user:secret@host/db`` -> ``scheme://user:***@host/db``; the password is
     registered so that it is masked in messages too. Other strings are returned as is."""
@@ -323,14 +357,7 @@ def load_config(path: Path | None) -> Config:
     """Load ``path`` (defaults when None); a missing file is a :class:`ConfigError`."""
     if path is None:
         return Config()
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(
-            f"{path}: no such configuration file (ragaudit init writes one)"
-        ) from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    text = read_text(path, "a configuration file: ragaudit init writes one", ConfigError)
     return parse_config(text, source=str(path))
 
 

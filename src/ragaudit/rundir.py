@@ -14,14 +14,25 @@ Layout (DESIGN.md)::
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import yaml
 
 from ragaudit.config import Config
+from ragaudit.errors import UserError
 from ragaudit.records.io import atomic_write_text
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows has no advisory file locks
+    fcntl = None  # type: ignore[assignment]
+
+# Run directories this process holds: resolved path -> the open, locked lock file.
+_HELD: dict[Path, IO[str]] = {}
 
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9_.\-]+")
 
@@ -99,8 +110,42 @@ class RunDir:
             (self.root / sub).mkdir(parents=True, exist_ok=True)
         return self
 
+    def lock(self, step: str) -> None:
+        """Hold the run directory for this process until :func:`release_locks`: a second
+        step writing the same directory at the same time (two ``ragaudit run``) would
+        interleave its records with this one's. The second gets a one-line error naming
+        the holder. Re-entrant within a process; released by the OS if the process dies."""
+        path = self.root / ".lock"
+        key = path.resolve()
+        if key in _HELD or fcntl is None:
+            return
+        self.root.mkdir(parents=True, exist_ok=True)
+        handle = path.open("a+", encoding="utf-8")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another ragaudit process"
+            handle.close()
+            raise UserError(
+                f"{self.root} is in use by {holder}: wait for it to finish, or give this "
+                "run another run.name"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"ragaudit {step} (pid {os.getpid()})\n")
+        handle.flush()
+        _HELD[key] = handle
+
     def write_config(self, config: Config) -> Path:
         """Write the resolved configuration with secrets masked, atomically."""
         text = yaml.safe_dump(config.masked_dict(), sort_keys=False, allow_unicode=True)
         atomic_write_text(self.config, "# resolved configuration (secrets masked)\n" + text)
         return self.config
+
+
+def release_locks() -> None:
+    """Release every run directory this process holds (at the end of a command)."""
+    for handle in _HELD.values():
+        handle.close()  # closing the file releases its lock
+    _HELD.clear()

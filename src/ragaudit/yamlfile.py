@@ -13,7 +13,9 @@ from ragaudit.errors import UserError
 
 
 def parse_yaml(text: str, source: str, error: type[UserError] = UserError) -> tuple[Any, Any]:
-    """Parse ``text``; return ``(data, node tree)``. Syntax errors name ``source:line:col``."""
+    """Parse ``text``; return ``(data, node tree)``. Syntax errors name ``source:line:col``;
+    a key given twice in one mapping is an error too (YAML would keep the last one
+    silently, and a setting the user wrote would be ignored)."""
     try:
         root = yaml.compose(text)
         data = yaml.safe_load(text)
@@ -22,7 +24,43 @@ def parse_yaml(text: str, source: str, error: type[UserError] = UserError) -> tu
         where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
         problem = getattr(exc, "problem", None) or str(exc)
         raise error(f"{where}: invalid YAML: {problem}") from None
+    duplicate = _duplicate_key(root)
+    if duplicate:
+        key, line, first = duplicate
+        raise error(f"{source}:{line}: duplicate key '{key}' (first at line {first})")
     return data, root
+
+
+def _duplicate_key(root: yaml.Node | None) -> tuple[str, int, int] | None:
+    """The first key repeated within one mapping: (key, its line, the first one's line)."""
+    stack = [root] if root is not None else []
+    while stack:
+        node = stack.pop()
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[str, int] = {}
+            for key, value in node.value:
+                line = key.start_mark.line + 1
+                if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
+                    if key.value in seen:
+                        return key.value, line, seen[key.value]
+                    seen[key.value] = line
+                stack.append(value)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+    return None
+
+
+def read_text(path: Path, missing_hint: str, error: type[UserError] = UserError) -> str:
+    """A file a user gives or edits, as text: a missing file says what writes it
+    (``missing_hint``), an unreadable one why, and bytes that are not UTF-8 where."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise error(f"{path}: no such file ({missing_hint})") from None
+    except UnicodeDecodeError as exc:
+        raise error(f"{path}: not UTF-8 at byte {exc.start}") from None
+    except OSError as exc:
+        raise error(f"{path}: cannot read: {exc.strerror}") from None
 
 
 def read_yaml(
@@ -30,13 +68,7 @@ def read_yaml(
 ) -> tuple[Any, Any, str]:
     """Read and parse a YAML file: ``(data, node tree, source name)``. A missing file is an
     ``error`` that says what writes it (``missing_hint``)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise error(f"{path}: no such file ({missing_hint})") from None
-    except OSError as exc:
-        raise error(f"{path}: cannot read: {exc.strerror}") from None
-    data, root = parse_yaml(text, str(path), error)
+    data, root = parse_yaml(read_text(path, missing_hint, error), str(path), error)
     return data, root, str(path)
 
 

@@ -68,23 +68,36 @@ class Comparison:
     """One metric compared between side a and side b."""
 
     metric: str
-    a: float
-    b: float
-    difference: float
-    ci95: tuple[float, float]
-    p_value: float
+    a: float | None
+    b: float | None
+    difference: float | None
+    ci95: tuple[float, float] | None
+    p_value: float | None
     n_groups: int
+    undefined: str | None = None  # why the metric cannot be compared (then nothing is tested)
+    undefined_side: str | None = None  # a, b or both: where it is undefined
 
     def significant(self, alpha: float = 0.05) -> bool:
-        return self.p_value < alpha
+        """Whether the difference is significant; never for an undefined comparison."""
+        return self.p_value is not None and self.p_value < alpha
 
     @property
     def p_text(self) -> str:
         """``p = 0.0123``, or ``p < 0.001`` at the resolution of 1,000 permutations."""
+        if self.p_value is None:
+            return "not tested"
         return "p < 0.001" if self.p_value < 0.001 else f"p = {self.p_value:.3g}"
 
     def verdict(self, name_a: str, name_b: str, alpha: float = 0.05) -> str:
-        """One sentence a person can act on."""
+        """One sentence a person can act on; for an undefined metric, why it was not
+        compared (an undefined figure is never tested, let alone called significant)."""
+        if self.undefined is not None or self.ci95 is None or self.difference is None:
+            where = {"a": name_a, "b": name_b}.get(self.undefined_side or "", "both sides")
+            reason = self.undefined or "undefined"
+            return (
+                f"No {self.metric} comparison between {name_a} and {name_b}: on {where}, {reason}."
+            )
+        assert self.a is not None and self.b is not None
         low, high = self.ci95
         figures = (
             f"{self.metric} {self.a:.2f} vs {self.b:.2f}, difference {self.difference:+.2f} "
@@ -115,9 +128,14 @@ class Comparison:
             "a": self.a,
             "b": self.b,
             "difference": self.difference,
-            "ci95": list(self.ci95),
+            "ci95": list(self.ci95) if self.ci95 is not None else None,
             "p_value": self.p_value,
             "n_groups": self.n_groups,
+            "undefined": (
+                f"side {self.undefined_side}: {self.undefined}"
+                if self.undefined_side
+                else self.undefined
+            ),
         }
 
 
@@ -156,13 +174,7 @@ def compare_many(
     if g == 0:
         return [
             Comparison(
-                metric,
-                float("nan"),
-                float("nan"),
-                float("nan"),
-                (float("nan"), float("nan")),
-                1.0,
-                0,
+                metric, None, None, None, None, None, 0, "no semantic group is on both sides"
             )
             for metric in metrics
         ]
@@ -200,9 +212,37 @@ def compare_many(
         low, high = np.quantile(diffs, [0.025, 0.975]) if diffs.size else (np.nan, np.nan)
         a = float(_ratio(totals[4 * i], totals[4 * i + 1]))
         b = float(_ratio(totals[4 * i + 2], totals[4 * i + 3]))
+        if not (np.isfinite(a) and np.isfinite(b)):
+            out.append(_undefined(metric, a, b, g))
+            continue
         p = float((extreme[i] + 1) / (total[i] + 1))
         out.append(Comparison(metric, a, b, observed[i], (float(low), float(high)), p, g))
     return out
+
+
+def _undefined(metric: str, a: float, b: float, groups: int) -> Comparison:
+    """A comparison of a metric that one side (or both) does not define: its value is
+    None, with why, and nothing is tested. Robustness is undefined on a side where every
+    group is a gap (no query of any group answered correctly: a system that is down or
+    always refuses)."""
+    sides = [name for name, value in (("a", a), ("b", b)) if not np.isfinite(value)]
+    side = "both" if len(sides) == 2 else sides[0]
+    why = (
+        "every group is a gap (no query answered correctly), so robustness is undefined"
+        if metric == "robustness"
+        else f"no query to count, so {metric} is undefined"
+    )
+    return Comparison(
+        metric,
+        a if np.isfinite(a) else None,
+        b if np.isfinite(b) else None,
+        None,
+        None,
+        None,
+        groups,
+        why,
+        side,
+    )
 
 
 def compare(

@@ -51,7 +51,9 @@ async def judge_one(
     None and ``method`` is ``judge-failed``, with the reason; the other answers are judged
     as usual. A wrong key or model name stops the step instead."""
     stats = stats if stats is not None else JudgeStats()
-    retrieval = retrieval_correct(response.retrieved_ids, query.gold_ids, rule)
+    retrieval = retrieval_correct(
+        response.retrieved_ids, query.gold_ids, rule, failed=response.error is not None
+    )
     rationale = None
     if response.error is not None:
         correct, method, rationale = False, "error", response.error[:200]

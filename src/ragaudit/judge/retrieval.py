@@ -18,13 +18,23 @@ def check_rule(rule: str) -> str:
 
 
 def retrieval_correct(
-    retrieved: list[str], gold: list[str] | None, rule: RetrievalRule = "same_set"
+    retrieved: list[str],
+    gold: list[str] | None,
+    rule: RetrievalRule = "same_set",
+    *,
+    failed: bool = False,
 ) -> bool | None:
     """Whether retrieval found the answer's documents: the same set (the paper's rule), at
     least one gold document, every gold document, or every gold document within the top K
-    (``recall@K``). None when there are no gold ids."""
+    (``recall@K``). None when there are no gold ids.
+
+    Empty gold ids (``[]``) mean the knowledge base holds no document for the answer: a
+    retrieval that returns nothing is then correct. A response that ``failed`` (an error,
+    a timeout) retrieved nothing because it did not run, which is never correct."""
     if gold is None:
         return None
+    if failed:
+        return False
     if rule.startswith("recall@"):
         return set(gold) <= set(retrieved[: int(rule[7:])])
     got, want = set(retrieved), set(gold)

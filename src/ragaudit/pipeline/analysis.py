@@ -106,7 +106,7 @@ def comparisons(
             figures["a"] = {"system": left[0], "variant": left[1], "value": result.a}
             figures["b"] = {"system": right[0], "variant": right[1], "value": result.b}
             verdict = result.verdict(name_a, name_b)
-            if context and verdict.startswith("No significant"):  # mid-sentence now
+            if context and verdict.startswith("No "):  # mid-sentence now
                 verdict = "no" + verdict[2:]
             out.append({**figures, "verdict": context + verdict})
     return out

@@ -34,13 +34,26 @@ def read_neutral(
             variant=str(row["variant"]),
             correct=row["correct"],
             retrieval_correct=retrieval_correct(
-                list(row.get("retrieved_ids") or []), row.get("gold_ids"), rule
+                list(row.get("retrieved_ids") or []),
+                row.get("gold_ids"),
+                rule,
+                failed=bool(row.get("error")),
             ),
             system=str(row.get("system") or name),
             retrieved=tuple(row["retrieved_ids"]) if row.get("retrieved_ids") is not None else None,
             gold=tuple(row["gold_ids"]) if row.get("gold_ids") is not None else None,
             label=row.get("label"),
         )
+
+
+def duplicate_message(kind: str, query_id: str, system: str) -> str:
+    """Why a file holding two records of one (system, query) cannot be used: counting both
+    would weigh that query twice, and choosing one would be a guess."""
+    return (
+        f"two {kind}s of query {query_id} by {system}: the file was written twice (two steps "
+        f"at once on one run directory?); remove the duplicate lines, or delete the file and "
+        f"run the step again"
+    )
 
 
 def from_records(
@@ -54,10 +67,14 @@ def from_records(
     A judgement the judge failed to give is neither right nor wrong: it is left out, and
     counted per system in ``undecided``."""
     index = {q.query_id: q for q in queries}
+    seen: set[str] = set()
     for j in judgements:
         q = index.get(j.query_id)
         if q is None:
             raise RecordFileError(f"judgement for unknown query {j.query_id} ({j.system})")
+        if j.query_id in seen:
+            raise RecordFileError(duplicate_message("judgement", j.query_id, j.system))
+        seen.add(j.query_id)
         if j.correct is None:
             if undecided is not None:
                 undecided[j.system] += 1
@@ -82,11 +99,15 @@ def from_responses(
     ``rule`` against the query's gold ids). Queries without gold ids are left out; a
     response that failed (``error``) retrieved nothing."""
     index = {q.query_id: q for q in queries}
+    seen: set[str] = set()
     for r in responses:
         q = index.get(r.query_id)
         if q is None:
             raise RecordFileError(f"response for unknown query {r.query_id} ({r.system})")
-        ok = retrieval_correct(r.retrieved_ids, q.gold_ids, rule)
+        if r.query_id in seen:
+            raise RecordFileError(duplicate_message("response", r.query_id, r.system))
+        seen.add(r.query_id)
+        ok = retrieval_correct(r.retrieved_ids, q.gold_ids, rule, failed=r.error is not None)
         if ok is None:
             continue
         yield Example(

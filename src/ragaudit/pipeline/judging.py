@@ -7,6 +7,7 @@ batches, so a killed run goes on where it stopped.
 from __future__ import annotations
 
 import random
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,7 @@ from ragaudit.judge.cascade import JudgeStats, judge_many
 from ragaudit.judge.llm_judge import llm_judge
 from ragaudit.judge.retrieval import RetrievalRule
 from ragaudit.llm.client import LLMClient
+from ragaudit.pipeline.inputs import duplicate_message
 from ragaudit.records.io import JsonlAppender, atomic_write_json, read_jsonl, write_jsonl_atomic
 from ragaudit.records.models import Judgement, QueryRecord, ResponseRecord
 from ragaudit.rundir import RunDir
@@ -62,6 +64,10 @@ def judge_run(
         if not responses:
             continue
         name = responses[0].system
+        ids = [r.query_id for r in responses]
+        if len(set(ids)) < len(ids):
+            twice = next(q for q, n in Counter(ids).items() if n > 1)
+            raise UserError(f"{path}: {duplicate_message('response', twice, name)}")
         out = run.judgements(name)
         done = _decided(out)
         todo = [r for r in responses if r.query_id not in done]
@@ -106,6 +112,10 @@ def _decided(path: Path) -> set[str]:
     if not path.exists():
         return set()
     judgements = list(read_jsonl(path, Judgement))
+    ids = Counter(j.query_id for j in judgements)
+    twice = next((q for q, n in ids.items() if n > 1), None)
+    if twice is not None:
+        raise UserError(f"{path}: {duplicate_message('judgement', twice, judgements[0].system)}")
     kept = [j for j in judgements if j.correct is not None]
     if len(kept) < len(judgements):
         write_jsonl_atomic(path, kept)

@@ -65,8 +65,11 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 
 def atomic_write_json(path: Path, data: Any) -> None:
-    """Replace ``path`` with ``data`` as indented JSON, atomically."""
-    atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+    """Replace ``path`` with ``data`` as indented JSON, atomically. Strict JSON: a NaN or
+    an infinity is a bug upstream (an undefined figure is written as null, with why), so
+    it raises here rather than produce a file other tools cannot parse."""
+    text = json.dumps(data, indent=2, ensure_ascii=False, default=str, allow_nan=False)
+    atomic_write_text(path, text + "\n")
 
 
 def _dump_line(record: BaseModel | dict[str, Any] | str) -> str:
@@ -74,7 +77,7 @@ def _dump_line(record: BaseModel | dict[str, Any] | str) -> str:
         return record if record.endswith("\n") else record + "\n"
     if isinstance(record, BaseModel):
         return record.model_dump_json() + "\n"
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n"
 
 
 def write_jsonl_atomic(path: Path, records: Iterable[BaseModel | dict[str, Any] | str]) -> int:

@@ -71,7 +71,7 @@ def _side(summary: dict[str, Any], side: dict[str, Any], metric: str) -> str:
 def _headlines(summary: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
     significant, rest = [], []
     for c in summary.get("comparisons", []):
-        if c["p_value"] < 0.05:
+        if c["p_value"] is not None and c["p_value"] < 0.05:
             significant.append(
                 {
                     "verdict": c["verdict"],

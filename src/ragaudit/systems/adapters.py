@@ -47,15 +47,16 @@ def expand_env(value: str, where: str) -> str:
     return _ENV.sub(sub, value)
 
 
+_FIELD = re.compile(r"\{(query|query_id|variant)\}")
+
+
 def fill_template(template: Any, query: QueryRecord) -> Any:
     """The request body: ``{query}``, ``{query_id}`` and ``{variant}`` filled into every
-    string of the JSON template (values are inserted as text, never parsed)."""
+    string of the JSON template (values are inserted as text, never parsed). One pass: a
+    query that itself contains ``{variant}`` reaches the system as written."""
     if isinstance(template, str):
-        return (
-            template.replace("{query}", query.query)
-            .replace("{query_id}", query.query_id)
-            .replace("{variant}", query.variant)
-        )
+        values = {"query": query.query, "query_id": query.query_id, "variant": query.variant}
+        return _FIELD.sub(lambda m: values[m.group(1)], template)
     if isinstance(template, dict):
         return {k: fill_template(v, query) for k, v in template.items()}
     if isinstance(template, list):
