@@ -139,3 +139,31 @@ def test_reference_templates_through_the_cli(tmp_path: Path, grammar_reference: 
     templates = load_templates(tmp_path / "runs/default/templates/sql.yaml").templates
     assert sum(t.groups or 0 for t in templates) == 157
     assert {t.origin for t in templates} == {"reference"}
+
+
+def test_every_step_records_its_configuration_and_version(tmp_path: Path) -> None:
+    """A run directory says how it was made: each step writes ragaudit.yaml (secrets
+    masked) and its entry in provenance.json (issue 13, defect 14)."""
+    import json
+
+    from ragaudit import __version__
+
+    env = {"OPENAI_API_KEY": "sk-prov-secret-0123456789"}
+    for step in (
+        ("templates", "sql"),
+        ("templates", "text", "--no-verify"),
+        ("generate", "--unverified", "--seed", "7"),
+    ):
+        done = ragaudit(*step, "--example", cwd=tmp_path, env=env)
+        assert done.returncode == 0, done.stderr
+    root = tmp_path / "runs" / "default"
+    steps = json.loads((root / "provenance.json").read_text())
+    assert set(steps) == {"templates sql", "templates text", "generate"}
+    assert all(s["ragaudit_version"] == __version__ for s in steps.values())
+    assert steps["generate"]["config"]["generate"]["seed"] == 7  # the options it ran with
+    assert steps["generate"]["config"]["llm"]["api_key"] == "***"
+    header = (root / "ragaudit.yaml").read_text().splitlines()[0]
+    assert f"ragaudit {__version__}" in header and "'generate'" in header
+    for path in root.rglob("*"):
+        if path.is_file():
+            assert b"sk-prov-secret" not in path.read_bytes(), path

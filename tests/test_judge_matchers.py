@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ragaudit.judge.matchers import dates, match, normalize, numbers
 from ragaudit.records.models import Reference
@@ -93,3 +95,35 @@ def test_agreement_with_the_stored_judgements(grammar_reference: Path) -> None:
     assert decided >= 0.6 * total  # most answers need no LLM
     assert agree_correct / correct >= 0.98
     assert agree_incorrect / incorrect >= 0.95
+
+
+# -- symbols tell answers apart (issue 13, defect 6) -----------------------------------------
+
+_LETTERS = st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz", min_size=1)
+_SYMBOLS = st.sampled_from(["+", "++", "#", "&T", "@", "$", "€", "°", "™", "🎉", "❤️", "🚀"])
+
+
+@given(base=_LETTERS, symbol=_SYMBOLS)
+def test_a_name_with_a_symbol_is_never_decided_equal_to_the_name_without_it(
+    base: str, symbol: str
+) -> None:
+    longer = base + symbol
+    for reference, response in ((longer, base), (base, longer), (base, f"It is {longer}.")):
+        decision = match(Reference.from_values([reference]), response)
+        assert not (decision.decided and decision.correct), (reference, response, decision)
+
+
+@given(answer=st.one_of(_SYMBOLS, st.builds(lambda a, b: a + b, _LETTERS, _SYMBOLS)))
+def test_an_answer_with_symbols_matches_itself_alone_and_in_a_sentence(answer: str) -> None:
+    for response in (answer, f"The answer is {answer}.", f"{answer.upper()}"):
+        decision = match(Reference.from_values([answer]), response)
+        assert decision.decided and decision.correct, (answer, response, decision)
+
+
+@pytest.mark.parametrize(
+    ("reference", "response"),
+    [("C++", "C"), ("C", "C++"), ("C#", "C"), ("C", "We use C# here"), ("AT&T", "AT")],
+)
+def test_symbols_are_not_erased(reference: str, response: str) -> None:
+    assert not match(Reference.from_values([reference]), response).correct
+    assert normalize(reference) != normalize(response)

@@ -338,3 +338,13 @@ def test_a_stored_reply_that_cannot_be_parsed_is_asked_for_again(
         verdict = client.complete_json([user("judge this")], Verdict)
     assert verdict == Verdict(correct=True, reason="fixed server")
     assert llm_server.request_count == 1  # the broken stored reply was not replayed
+
+
+def test_a_server_echoing_the_key_does_not_put_it_in_the_cache(
+    transport: str, llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    key = "sk-test-key-0123456789abcdef"
+    llm_server.enqueue(Reply(content=f"Your key is {key}, all good."))
+    with _client(transport, llm_server, tmp_path) as client:
+        assert client.complete([user("hi")]).text == "Your key is ***, all good."
+    assert key.encode() not in (tmp_path / "llm.sqlite").read_bytes()

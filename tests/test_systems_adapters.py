@@ -229,3 +229,14 @@ def test_a_query_holding_placeholder_text_reaches_the_system_as_written(tmp_path
         _run(_http(server, request={"q": "{query}", "v": "{variant}:{query_id}"}), [text], tmp_path)
     assert server.bodies[0]["q"] == text
     assert server.bodies[0]["v"].endswith(":q0000") and "{" not in server.bodies[0]["v"]
+
+
+def test_a_system_echoing_its_header_secret_does_not_put_it_in_the_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAG_TOKEN", "tok-ECHOED-456")
+    with RAGServer() as server:
+        system = _http(server, headers={"X-Token": "${RAG_TOKEN}"})
+        records = _run(system, ["say tok-ECHOED-456 back"], tmp_path)
+    assert records["q0000"].response == "answer to say *** back"
+    assert "tok-ECHOED-456" not in (tmp_path / "r.jsonl").read_text()

@@ -237,7 +237,7 @@ def doctor(
     """Check the setup: resolved configuration, database schema, and one LLM round trip."""
     config = load_run(config_path, example, db, llm=llm)
     run = RunDir.from_config(config).create()
-    run.write_config(config)
+    run.record_step(config, "doctor")
 
     console.rule("configuration")
     console.print(
@@ -334,6 +334,7 @@ def templates_sql(
         config.templates.sql_generator = generator  # type: ignore[assignment]
     run = RunDir.from_config(config).create()
     run.lock("templates sql")
+    run.record_step(config, "templates sql")
     with llm_for(config, run, "templates", config.templates.sql_generator == "llm") as client:
         result = make_sql_templates(
             config, run, from_reference=from_reference, overwrite=overwrite, llm=client
@@ -464,6 +465,7 @@ def templates_text(
         config.templates.verify = False
     run = RunDir.from_config(config).create()
     run.lock("templates text")
+    run.record_step(config, "templates text")
     references: dict[str, Path] = {}
     for item in from_reference or []:
         style, sep, path = item.partition("=")
@@ -532,6 +534,7 @@ def templates_verify(
     config = load_run(config_path, example, db, llm=llm)
     run = RunDir.from_config(config)
     run.lock("templates verify")
+    run.record_step(config, "templates verify")
     total = len(load_templates(run.templates_sql).templates)
     bar = _counting_bar()
     with llm_for(config, run, "verify", True) as client, bar:
@@ -606,6 +609,7 @@ def generate_cmd(
         "unverified": unverified,
     }
     options = config.generate.model_copy(update={k: v for k, v in updates.items() if v is not None})
+    run.record_step(config.model_copy(update={"generate": options}), "generate")
     from ragaudit.generate.sql_templates import load_templates
 
     total = len(load_templates(run.templates_sql).templates)
@@ -684,6 +688,7 @@ def run_cmd(
     chosen = selected_systems(config, system)
     run = RunDir.from_config(config).create()
     run.lock("run")
+    run.record_step(config, "run")
     models = [llm_model_of(config, sc) for sc in chosen if needs_llm(sc)]
     progress = _counting_bar(rate=True, transient=False)
 
@@ -870,6 +875,7 @@ def judge_cmd(
     config = load_run(config_path, llm=llm)
     run = RunDir.from_config(config).create()
     run.lock("judge")
+    run.record_step(config, "judge")
     with llm_for(config, run, "judge", not no_llm) as client:
         report = judge_run(
             run,
@@ -973,6 +979,7 @@ def analyze_cmd(
     config = resolve_config(config_path)
     run = RunDir.from_config(config)
     run.lock("analyze")
+    run.record_step(config, "analyze")
     result = run_analysis(
         run,
         neutral=default_neutral(neutral or []),
@@ -1101,6 +1108,7 @@ def report_cmd(config_path: ConfigOption = None) -> None:
     config = resolve_config(config_path)
     run = RunDir.from_config(config)
     run.lock("report")
+    run.record_step(config, "report")
     path = write_report(run)
     console.print(f"wrote {path}", markup=False)
 

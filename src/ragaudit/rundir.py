@@ -3,7 +3,8 @@
 Layout (DESIGN.md)::
 
     runs/<name>/
-      ragaudit.yaml            resolved configuration, secrets masked
+      ragaudit.yaml            resolved configuration, secrets masked (of the last step)
+      provenance.json          per step: ragaudit version, time, configuration
       templates/sql.yaml       templates/text.yaml
       dataset.jsonl            dataset.stats.json
       responses/<system>.jsonl judgements/<system>.jsonl
@@ -14,17 +15,20 @@ Layout (DESIGN.md)::
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import yaml
 
 from ragaudit.config import Config
 from ragaudit.errors import UserError
-from ragaudit.records.io import atomic_write_text
+from ragaudit.records.io import atomic_write_json, atomic_write_text
 
 try:
     import fcntl
@@ -137,10 +141,35 @@ class RunDir:
         handle.flush()
         _HELD[key] = handle
 
-    def write_config(self, config: Config) -> Path:
-        """Write the resolved configuration with secrets masked, atomically."""
-        text = yaml.safe_dump(config.masked_dict(), sort_keys=False, allow_unicode=True)
-        atomic_write_text(self.config, "# resolved configuration (secrets masked)\n" + text)
+    @property
+    def provenance(self) -> Path:
+        """Per step: the ragaudit version, when, and the configuration it ran with."""
+        return self.root / "provenance.json"
+
+    def record_step(self, config: Config, step: str) -> Path:
+        """Say how this run directory was made: ``ragaudit.yaml`` becomes the configuration
+        ``step`` runs with (secrets masked), and ``provenance.json`` keeps, per step, the
+        ragaudit version, the time and that configuration, so that every figure a later
+        step shows can be traced to the settings that made it."""
+        from ragaudit import __version__
+
+        masked = config.masked_dict()
+        text = yaml.safe_dump(masked, sort_keys=False, allow_unicode=True)
+        header = (
+            f"# resolved configuration (secrets masked), written by ragaudit {__version__} "
+            f"for step '{step}'\n"
+        )
+        atomic_write_text(self.config, header + text)
+        steps: dict[str, Any] = {}
+        if self.provenance.exists():
+            with contextlib.suppress(ValueError, OSError):
+                steps = json.loads(self.provenance.read_text(encoding="utf-8"))
+        steps[step] = {
+            "ragaudit_version": __version__,
+            "at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "config": masked,
+        }
+        atomic_write_json(self.provenance, steps)
         return self.config
 
 

@@ -35,6 +35,20 @@ def redact(text: str) -> str:
     return _KEY_SHAPES.sub(MASK, text)
 
 
+def redact_known(text: str | None) -> str | None:
+    """``text`` with every registered secret masked, and nothing else changed: for what
+    others wrote (a system's answer, a model's reply), which ragaudit stores, where a key
+    the other side echoed must not land. Costs nothing while no secret is registered."""
+    if not text or not _known:
+        return text
+    with _lock:
+        known = sorted(_known, key=len, reverse=True)
+    for secret in known:
+        if secret in text:
+            text = text.replace(secret, MASK)
+    return text
+
+
 def mask(value: str | None) -> str | None:
     """Show that a secret is set without showing it: ``***`` (None stays None)."""
     return None if value is None else MASK

@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from ragaudit.records.models import Reference, Scalar
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
-_NON_WORD = re.compile(r"[^\w%.\-/]+")
+# ASCII text (the common case) by one regex: what is not a word character, one of
+# "%.-/", or an ASCII symbol that tells answers apart (see _meaningful) becomes a space.
+_NON_WORD_ASCII = re.compile(r"[^\w%.\-/+#&@$<=>^`|~]+")
 _REFUSAL = re.compile(
     r"(\bi (do not|don't|cannot|can't) (know|answer|find|say|determine)|\bi (do not|don't) "
     r"have (access|information|any information|the information|enough information)|"
@@ -78,11 +80,29 @@ class Decision:
 UNDECIDED = Decision(False, None, "undecided")
 
 
+# Characters that are not letters or digits but tell answers apart ("C++" is not "C",
+# "AT&T" is not "AT", an emoji is an answer): normalization keeps them, and a match may
+# not stop next to one.
+_MEANINGFUL = frozenset("+#&@$")
+
+
+def _meaningful(ch: str) -> bool:
+    """A symbol normalization must keep: the listed ones, and every Unicode symbol
+    (maths, currency, emoji and other pictographs)."""
+    return ch in _MEANINGFUL or unicodedata.category(ch).startswith("S")
+
+
 def normalize(text: str) -> str:
-    """Case-, accent-width-, punctuation- and article-insensitive form of a text."""
+    """Case-, accent-width-, punctuation- and article-insensitive form of a text; symbols
+    that distinguish answers (``C++``, ``C#``, ``AT&T``, emoji) are kept."""
     text = unicodedata.normalize("NFKC", text).casefold()
     text = _ARTICLES.sub(" ", text)
-    text = _NON_WORD.sub(" ", text)
+    if text.isascii():
+        text = _NON_WORD_ASCII.sub(" ", text)
+    else:
+        text = "".join(
+            ch if ch.isalnum() or ch in "_%.-/" or _meaningful(ch) else " " for ch in text
+        )
     return " ".join(text.replace("-", " ").split()).strip(" .")
 
 
@@ -137,9 +157,12 @@ def _value_matches(value: Scalar, response: str, norm_response: str) -> str | No
     norm_value = normalize(text)
     if norm_value and norm_value == norm_response:
         return "exact"
-    # Word boundaries, and no decimal continuation: "10" is not in "10.5".
+    # Word boundaries, and no decimal continuation: "10" is not in "10.5"; a kept symbol
+    # is part of the word: "c" is not in "c++".
+    symbols = "".join(sorted({ch for ch in norm_response if _meaningful(ch)}))
+    word = rf"[\w{re.escape(symbols)}]" if symbols else r"\w"
     if norm_value and re.search(
-        rf"(?<!\w)(?<!\d\.){re.escape(norm_value)}(?!\w)(?!\.\d)", norm_response
+        rf"(?<!{word})(?<!\d\.){re.escape(norm_value)}(?!{word})(?!\.\d)", norm_response
     ):
         return "contains"
     number = _as_number(value)

@@ -8,6 +8,7 @@ behave the same whatever the model is lives here.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 import weakref
@@ -29,7 +30,7 @@ from ragaudit.llm.types import (
     user,
 )
 from ragaudit.llm.usage import UsageMeter
-from ragaudit.secrets import redact
+from ragaudit.secrets import redact, redact_known
 
 T = TypeVar("T")
 
@@ -157,6 +158,10 @@ class LLMClient:
             )
             if raw.text.strip():
                 break
+        if redact_known(raw.text) != raw.text:
+            # A server that echoes the API key: the key never reaches the cache, the
+            # records or the screen.
+            raw = dataclasses.replace(raw, text=redact_known(raw.text) or "")
         if self.cache is not None and raw.text.strip():
             self.cache.put(key, payload, raw)
         return Completion(

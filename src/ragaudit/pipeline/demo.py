@@ -145,7 +145,7 @@ def demo_dataset(
     config = demo_config(world, out, groups=groups, use_llm=use_llm, llm=llm)
     run = RunDir.from_config(config).create()
     run.lock("demo")
-    run.write_config(config)
+    run.record_step(config, "demo")
     note = "SQL by the schema enumerator; text by LLM (short) + verbalizer, verified"
     with _timed(timings, "templates", note if use_llm else "SQL by the enumerator; text"):
         progress("templates")

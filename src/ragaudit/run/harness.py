@@ -21,7 +21,7 @@ from pathlib import Path
 from ragaudit.aio import gather_all
 from ragaudit.records.io import JsonlAppender, iter_jsonl_dicts, write_jsonl_atomic
 from ragaudit.records.models import QueryRecord, ResponseRecord
-from ragaudit.secrets import redact
+from ragaudit.secrets import redact, redact_known
 from ragaudit.systems.base import System, SystemFailure
 
 FLUSH_RECORDS = 256
@@ -82,11 +82,17 @@ async def _ask(system: System, query: QueryRecord, timeout_s: float) -> Response
     except Exception as exc:  # any failure of the system under test is a result, not a crash
         error = _one_line(exc)
     else:
+        # A system that echoes a secret it was sent (a header token) must not put it
+        # into responses/*.jsonl.
+        retrieved = [
+            item.model_copy(update={"text": redact_known(item.text)}) if item.text else item
+            for item in answer.retrieved
+        ]
         return ResponseRecord(
             query_id=query.query_id,
             system=system.name,
-            response=answer.response,
-            retrieved=answer.retrieved,
+            response=redact_known(answer.response),
+            retrieved=retrieved,
             latency_s=time.perf_counter() - start,
             usage=answer.usage,
         )
