@@ -50,12 +50,15 @@ def test_quotes_unicode_and_numbers_as_text_are_exact(people_db_url: str) -> Non
 
 
 def test_null_answers_are_explicit(people_db_url: str) -> None:
-    records, _ = _dataset(
-        people_db_url, {"name-by-code": "SELECT name FROM person WHERE code = '[person.code]'"}
-    )
+    sql = {"name-by-code": "SELECT name FROM person WHERE code = '[person.code]'"}
+    records, stats = _dataset(people_db_url, sql)
+    assert not [r for r in records if r.bindings == {"person.code": "13"}]  # dropped
+    assert stats.table2()["null_answer_groups"] == 1  # and counted
+    records, _ = _dataset(people_db_url, sql, include_null=True)
     nameless = [r for r in records if r.bindings == {"person.code": "13"}]
-    assert nameless and all(r.reference.is_null for r in nameless)
+    assert nameless and all(r.reference.is_null and r.label == "null" for r in nameless)
     assert nameless[0].query == "name-by-code '13'"
+    assert nameless[0].reference.display == "(no value is recorded)"
 
 
 def test_dates_become_iso_text(people_db_url: str) -> None:

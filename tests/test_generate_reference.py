@@ -72,12 +72,22 @@ def _check_every_reference_line(reference: Path, templates, records) -> int:  # 
 
 def test_aurp_balanced_has_157_groups_and_471_queries_per_style(grammar_reference: Path) -> None:
     rules = [GoldRule(placeholder=p) for p in ("Client.Name", "Employee.Name", "Project.Name")]
+    # The reference tool asks groups whose answer is NULL; ragaudit does with include_null.
     templates, records, stats = _dataset(
-        grammar_reference, "aurp", "aurp/aurp.sqlite", balanced=True, gold_ids=rules
+        grammar_reference,
+        "aurp",
+        "aurp/aurp.sqlite",
+        balanced=True,
+        gold_ids=rules,
+        include_null=True,
     )
     table2 = stats.table2()
     assert table2["sql_templates"] == 10
     assert table2["semantic_groups"] == 157
+    assert table2["null_answer_groups"] == 1
+    _, _, default = _dataset(grammar_reference, "aurp", "aurp/aurp.sqlite", balanced=True)
+    assert default.table2()["semantic_groups"] == 156  # by default it is dropped, and counted
+    assert default.table2()["null_answer_groups"] == 1
     assert table2["multi_answer_groups"] == 0
     assert table2["text_queries"] == {"short": 471, "long": 471}
     assert len({r.group_id for r in records}) == 157
@@ -103,7 +113,11 @@ def test_spider_open_has_185_combinations_and_57_answered_groups(
     grammar_reference: Path,
 ) -> None:
     templates, records, stats = _dataset(
-        grammar_reference, "spider_open", "spider_open/company_employee.sqlite", balanced=True
+        grammar_reference,
+        "spider_open",
+        "spider_open/company_employee.sqlite",
+        balanced=True,
+        include_null=True,
     )
     table2 = stats.table2()
     assert table2["combinations"] == 185

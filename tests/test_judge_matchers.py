@@ -52,7 +52,7 @@ def test_decides_correct(values: list, response: str, rule: str) -> None:
             "As an AI I have no access, but it is the banking industry.",
             (False, None, "undecided"),
         ),  # a hedge that still answers
-        ([None], "It is not recorded.", (False, None, "undecided")),
+        ([None], "It is not recorded.", (True, True, "not-recorded")),  # the truthful answer
         ([None], "", (True, False, "refusal")),
         ([2], "I don't have access; try these steps: 1. ask 2. check", (True, False, "refusal")),
         (["2024-09-16"], "Rouvmit Medical Hub", (True, False, "no-date")),  # no date at all
@@ -127,3 +127,21 @@ def test_an_answer_with_symbols_matches_itself_alone_and_in_a_sentence(answer: s
 def test_symbols_are_not_erased(reference: str, response: str) -> None:
     assert not match(Reference.from_values([reference]), response).correct
     assert normalize(reference) != normalize(response)
+
+
+@pytest.mark.parametrize(
+    ("response", "correct"),
+    [
+        ("No value is recorded for that.", True),
+        ("Her start date is not recorded.", True),
+        ("I don't know.", True),
+        ("Unknown", True),
+        ("2021-04-01", None),  # a value where none is recorded: the LLM judge decides
+    ],
+)
+def test_a_null_answer_is_right_when_the_response_says_it_is_not_recorded(
+    response: str, correct: bool | None
+) -> None:
+    decision = match(Reference.from_values([None]), response)
+    assert decision.correct is correct
+    assert decision.decided == (correct is not None)

@@ -52,7 +52,7 @@ def test_stable_id_is_deterministic_and_sensitive_to_every_part() -> None:
 def test_reference_kinds() -> None:
     assert Reference.from_values(["a", "b"]).is_set
     assert Reference.from_values([None]).is_null
-    assert Reference.from_values([None]).display == "NULL"
+    assert Reference.from_values([None]).display == "(no value is recorded)"
     assert Reference.from_values([3, "x"]).display == "3; x"
     assert Reference.from_values([]).display == "(no answer)"
 

@@ -581,6 +581,12 @@ def generate_cmd(
         bool | None,
         typer.Option("--include-unanswerable", help="Emit combinations without an answer."),
     ] = None,
+    include_null: Annotated[
+        bool | None,
+        typer.Option(
+            "--include-null", help="Keep groups whose answer is NULL ('not recorded' is right)."
+        ),
+    ] = None,
     max_groups_per_template: Annotated[
         int | None,
         typer.Option("--max-groups-per-template", min=1, help="Seeded sample per template."),
@@ -604,6 +610,7 @@ def generate_cmd(
         "balanced": balanced,
         "allow_multi": allow_multi,
         "include_unanswerable": include_unanswerable,
+        "include_null": include_null,
         "max_groups_per_template": max_groups_per_template,
         "seed": seed,
         "unverified": unverified,
@@ -636,6 +643,10 @@ def generate_cmd(
     table.add_row(
         "multi-answer groups (kept)" if options.allow_multi else "multi-answer groups (dropped)",
         str(table2["multi_answer_groups"]),
+    )
+    table.add_row(
+        "NULL-answer groups (kept)" if options.include_null else "NULL-answer groups (dropped)",
+        str(table2["null_answer_groups"]),
     )
     for style, n in table2["text_templates"].items():
         table.add_row(f"text templates ({escape(style)})", str(n))

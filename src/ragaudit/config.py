@@ -133,6 +133,11 @@ class GenerateOptions(_Strict):
 
     allow_multi: bool = Field(False, description="Keep groups with several answers as sets.")
     include_unanswerable: bool = Field(False, description="Emit combinations without answer.")
+    include_null: bool = Field(
+        False,
+        description="Keep groups whose answer is NULL (the row exists, the value is not "
+        "recorded); then 'no value is recorded' is the correct answer.",
+    )
     max_groups_per_template: int | None = Field(None, ge=1)
     balanced: bool = Field(False, description="Same number of queries per group in every style.")
     unverified: bool = Field(

@@ -45,6 +45,7 @@ class TemplateStats:
     combinations: int = 0
     groups: int = 0
     multi_answer_groups: int = 0
+    null_answer_groups: int = 0
     kept_groups: int = 0
     unanswerable: int = 0
     queries: dict[str, int] = field(default_factory=dict)
@@ -79,6 +80,7 @@ class DatasetStats:
             "combinations": sum(t.combinations for t in used),
             "semantic_groups": sum(t.kept_groups for t in used),
             "multi_answer_groups": sum(t.multi_answer_groups for t in used),
+            "null_answer_groups": sum(t.null_answer_groups for t in used),
             "unanswerable_queries_groups": sum(t.unanswerable for t in used),
             "text_templates": {s: sum(t.text_templates.get(s, 0) for t in used) for s in styles},
             "text_queries": {s: sum(t.queries.get(s, 0) for t in used) for s in styles},
@@ -247,6 +249,12 @@ def generate(
                     tstats.multi_answer_groups += 1
                     if not options.allow_multi:
                         continue
+                elif group.answers == [None]:
+                    # The row exists but its value is not recorded: by default not asked,
+                    # since most systems cannot say "not recorded" in a way anyone can check.
+                    tstats.null_answer_groups += 1
+                    if not options.include_null:
+                        continue
                 yield group
 
         kept: Iterable[Group] = _sample(
@@ -292,7 +300,13 @@ def generate(
                         reference=reference,
                         bindings=group.bindings,
                         gold_ids=gold_ids,
-                        label="unanswerable" if not group.answers else None,
+                        label=(
+                            "unanswerable"
+                            if not group.answers
+                            else "null"
+                            if reference.is_null
+                            else None
+                        ),
                         source="sql",
                     )
                     tstats.queries[style] += 1

@@ -135,6 +135,16 @@ def dates(text: str) -> set[dt.date]:
     return found
 
 
+# "No value is recorded", "it is not listed", "unknown": what a truthful answer to a
+# question whose answer cell is NULL says.
+_NOT_RECORDED = re.compile(
+    r"\b(not|never|isn't|wasn't) (been )?(recorded|listed|given|specified|stated|known|set|"
+    r"entered|filled in|available)\b|\bno (value|record|entry|data|information)\b|"
+    r"\b(unknown|missing|blank|empty|null)\b",
+    re.IGNORECASE,
+)
+
+
 def is_refusal(response: str) -> bool:
     """An empty answer, or one that says it does not know."""
     return not response.strip() or bool(_REFUSAL.search(response.strip()))
@@ -185,7 +195,11 @@ def match(reference: Reference, response: str | None) -> Decision:
     if not response.strip():
         return Decision(True, False, "refusal")
     if reference.is_null:
-        return Decision(True, False, "refusal") if is_refusal(response) else UNDECIDED
+        # The row exists and the value is not recorded: saying so is the right answer
+        # (such groups are asked only with generate.include_null).
+        if is_refusal(response) or _NOT_RECORDED.search(response):
+            return Decision(True, True, "not-recorded")
+        return UNDECIDED
     norm_response = normalize(response)
     rules = [_value_matches(v, response, norm_response) for v in reference.values if v is not None]
     found = bool(rules) and all(rules)

@@ -67,6 +67,8 @@ class Reference(BaseModel):
     @classmethod
     def from_values(cls, values: list[Scalar]) -> Reference:
         """Build a reference with the conventional display string (``a; b`` for sets)."""
+        if list(values) == [None]:  # what a judge must hear: the value is not recorded
+            return cls(values=[None], display="(no value is recorded)")
         shown = ["NULL" if v is None else str(v) for v in values]
         return cls(values=list(values), display="; ".join(shown) if shown else "(no answer)")
 
