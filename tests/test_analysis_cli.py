@@ -119,3 +119,47 @@ def test_a_system_that_is_always_wrong_gets_no_robustness_verdict(tmp_path: Path
         assert all("down is less accurate than up" in c["verdict"] for c in accurate)
         shown = result.stdout + (folder / "runs/default/summary.md").read_text()
         assert "nan" not in shown.lower().replace("financ", "")
+
+
+def test_errors_are_counted_and_a_verdict_they_drive_says_so(tmp_path: Path) -> None:
+    """A system that times out on a fifth of the queries looks less accurate; the figures
+    show the errors per system and variant, and the verdict says errors drive it."""
+    rows = []
+    for system in ("steady", "flaky"):
+        for g in range(60):
+            for variant in ("short", "long"):
+                failed = system == "flaky" and g % 5 == 0
+                row = {
+                    "system": system,
+                    "query_id": f"{system}-{g}-{variant}",
+                    "group_id": f"g{g}",
+                    "variant": variant,
+                    "correct": not failed,
+                }
+                if failed:
+                    row["error"] = "timed out after 30 s"
+                rows.append(row)
+    path = tmp_path / "results.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = ragaudit("analyze", "--neutral", str(path), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads((tmp_path / "runs/default/summary.json").read_text())
+    assert summary["systems"]["flaky"]["variants"]["short"]["n_errors"] == 12
+    assert summary["systems"]["steady"]["variants"]["short"]["n_errors"] == 0
+    accuracy = [
+        c
+        for c in summary["comparisons"]
+        if c["metric"] == "accuracy" and c["a"]["system"] != c["b"]["system"]
+    ]
+    assert len(accuracy) == 2
+    for c in accuracy:
+        flaky = "a" if c["a"]["system"] == "flaky" else "b"
+        assert c[flaky]["errors"] == 12
+        assert "flaky is less accurate than steady" in c["verdict"]
+        assert "Errors, not answers, may drive this verdict: flaky failed on 12" in c["verdict"]
+    assert "| flaky | short | 60 | 60 | 12 |" in (tmp_path / "runs/default/summary.md").read_text()
+    assert "n_errors" in result.stdout
+    report = ragaudit("report", cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    html = (tmp_path / "runs/default/report.html").read_text()
+    assert "<th>errors</th>" in html and '<td class="num">12</td>' in html

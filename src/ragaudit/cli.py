@@ -1012,7 +1012,7 @@ def analyze_cmd(
         table.add_column("metric")
         for variant in summary.variants:
             table.add_column(escape(variant), justify="right")
-        for name in ("n_queries", "n_groups", *METRIC_NAMES):
+        for name in ("n_queries", "n_groups", "n_errors", *METRIC_NAMES):
             table.add_row(name, *(show(getattr(m, name)) for m in summary.variants.values()))
         console.print(table)
     for system_name, n in sorted(result.undecided.items()):
@@ -1119,8 +1119,8 @@ def report_cmd(config_path: ConfigOption = None) -> None:
     config = resolve_config(config_path)
     run = RunDir.from_config(config)
     run.lock("report")
+    path = write_report(run)  # from what the earlier steps recorded, ragaudit.yaml included
     run.record_step(config, "report")
-    path = write_report(run)
     console.print(f"wrote {path}", markup=False)
 
 

@@ -44,6 +44,7 @@ class Example:
     retrieved: tuple[str, ...] | None = None
     gold: tuple[str, ...] | None = None
     label: str | None = None
+    errored: bool = False  # the system failed (timeout, HTTP error): no answer to judge
 
 
 def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
@@ -111,6 +112,7 @@ class VariantMetrics:
     robustness_retrieval: Proportion | None
     acc_retrieval_db: Proportion
     accuracy_balanced: float | None = None
+    n_errors: int = 0  # queries the system failed on (counted as wrong answers)
 
     def tag_counts(self) -> dict[str, int]:
         counts = {"gap": 0, "robust": 0, "non-robust": 0}
@@ -125,6 +127,7 @@ class VariantMetrics:
         return {
             "n_queries": self.n_queries,
             "n_groups": self.n_groups,
+            "n_errors": self.n_errors,
             "groups": self.tag_counts(),
             "accuracy": self.accuracy.as_dict(),
             "robustness": self.robustness.as_dict(),
@@ -175,6 +178,7 @@ def variant_metrics(examples: list[Example]) -> VariantMetrics:
         else None,
         acc_retrieval_db=Proportion(len(tags) - gap_groups, len(tags)),
         accuracy_balanced=_balanced_accuracy(examples),
+        n_errors=sum(ex.errored for ex in examples),
     )
 
 

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from ragaudit.analysis import Example, SystemSummary, analyze
 from ragaudit.analysis.retrieval_metrics import ranking_columns, ranking_summary
-from ragaudit.analysis.significance import PairedCounts, compare_many
+from ragaudit.analysis.significance import Comparison, PairedCounts, compare_many
 from ragaudit.errors import UserError
 from ragaudit.judge.retrieval import RetrievalRule
 from ragaudit.pipeline.inputs import from_records, from_responses, read_neutral
@@ -87,6 +87,11 @@ def comparisons(
         if left not in by or right not in by:
             continue
         counts = PairedCounts.from_dicts(_group_counts(by[left]), _group_counts(by[right]))
+        paired = set(counts.groups)
+        errors = [
+            sum(ex.errored for ex in by[side] if ex.group_id in paired) for side in (left, right)
+        ]
+        margin = abs(int(counts.correct_a.sum()) - int(counts.correct_b.sum()))
         same_system = left[0] == right[0]
         name_a = left[1] if same_system else left[0]
         name_b = right[1] if same_system else right[0]
@@ -103,29 +108,59 @@ def comparisons(
             if retrieval:
                 figures["metric"] = f"{result.metric}_retrieval"
             # Each side says what it is and its value; the difference is a - b.
-            figures["a"] = {"system": left[0], "variant": left[1], "value": result.a}
-            figures["b"] = {"system": right[0], "variant": right[1], "value": result.b}
-            verdict = result.verdict(name_a, name_b)
+            figures["a"] = {
+                "system": left[0],
+                "variant": left[1],
+                "value": result.a,
+                "errors": errors[0],
+            }
+            figures["b"] = {
+                "system": right[0],
+                "variant": right[1],
+                "value": result.b,
+                "errors": errors[1],
+            }
+            verdict = result.verdict(name_a, name_b) + _errors_note(
+                result, (name_a, name_b), errors, margin
+            )
             if context and verdict.startswith("No "):  # mid-sentence now
                 verdict = "no" + verdict[2:]
             out.append({**figures, "verdict": context + verdict})
     return out
 
 
+def _errors_note(result: Comparison, names: tuple[str, str], errors: list[int], margin: int) -> str:
+    """What a verdict owes to errors: a significant difference whose worse side failed
+    (timeouts, HTTP errors) on at least as many queries as it trails by is driven by
+    errors, not by answers. Nothing when neither side failed."""
+    if not any(errors):
+        return ""
+    counts = f"errors: {names[0]} {errors[0]}, {names[1]} {errors[1]}"
+    if result.significant() and result.difference is not None:
+        worse = 1 if result.difference > 0 else 0
+        if errors[worse] >= margin:
+            return (
+                f" Errors, not answers, may drive this verdict: {names[worse]} failed on "
+                f"{errors[worse]} queries (timeouts, HTTP errors), as many as the "
+                f"{margin} correct answers it trails by ({counts})."
+            )
+    return f" ({counts})"
+
+
 def markdown_table(summaries: dict[str, SystemSummary]) -> str:
     """One row per system and variant, every metric with its 95% interval."""
-    head = "| system | variant | queries | groups | " + " | ".join(METRIC_NAMES) + " |"
-    lines = [head, "|" + "---|" * (4 + len(METRIC_NAMES))]
+    head = "| system | variant | queries | groups | errors | " + " | ".join(METRIC_NAMES) + " |"
+    lines = [head, "|" + "---|" * (5 + len(METRIC_NAMES))]
     for system, summary in summaries.items():
         for variant, m in summary.variants.items():
             cells = [show(getattr(m, name)) for name in METRIC_NAMES]
             lines.append(
-                f"| {system} | {variant} | {m.n_queries} | {m.n_groups} | "
+                f"| {system} | {variant} | {m.n_queries} | {m.n_groups} | {m.n_errors} | "
                 + " | ".join(cells)
                 + " |"
             )
         lines.append(
-            f"| {system} | all variants | | | acc_retrieval_db (gap in every variant): "
+            f"| {system} | all variants | | | | acc_retrieval_db (gap in every variant): "
             f"{summary.acc_retrieval_db} |" + " |" * (len(METRIC_NAMES) - 1)
         )
     return "\n".join(lines) + "\n"

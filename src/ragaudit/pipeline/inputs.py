@@ -43,6 +43,7 @@ def read_neutral(
             retrieved=tuple(row["retrieved_ids"]) if row.get("retrieved_ids") is not None else None,
             gold=tuple(row["gold_ids"]) if row.get("gold_ids") is not None else None,
             label=row.get("label"),
+            errored=bool(row.get("error")),
         )
 
 
@@ -89,6 +90,7 @@ def from_records(
             retrieved=retrieved.get(j.query_id) if retrieved is not None else None,
             gold=tuple(q.gold_ids) if q.gold_ids is not None else None,
             label=q.label,
+            errored=j.method.startswith("error"),
         )
 
 
@@ -120,4 +122,5 @@ def from_responses(
             retrieved=tuple(r.retrieved_ids),
             gold=tuple(q.gold_ids or ()),
             label=q.label,
+            errored=r.error is not None,
         )

@@ -98,6 +98,7 @@ def _tables(summary: dict[str, Any]) -> list[dict[str, Any]]:
                     "variant": variant,
                     "queries": m["n_queries"],
                     "groups": m["n_groups"],
+                    "errors": m.get("n_errors", 0),
                     "cells": [_interval(m.get(key)) for key, _ in TABLE_METRICS],
                 }
             )
