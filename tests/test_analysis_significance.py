@@ -70,3 +70,25 @@ def test_undefined_robustness_is_never_tested() -> None:
         assert result.verdict("A", "B").startswith("No robustness comparison between A and B")
         accuracy = compare(PairedCounts.from_dicts(a, b), "accuracy")
         assert accuracy.significant() and accuracy.undefined is None
+
+
+def test_shared_resamples_give_each_outcome_its_own_figures() -> None:
+    """Answer and retrieval comparisons share one set of resamples (issue 13, defect 15):
+    each outcome's interval and p-value are exactly those it gets alone."""
+    from ragaudit.analysis.significance import compare_many, compare_sets
+
+    rng = np.random.default_rng(3)
+    groups = [f"g{i}" for i in range(80)]
+    answer = PairedCounts.from_dicts(
+        {g: (int(rng.integers(0, 4)), 3) for g in groups},
+        {g: (int(rng.integers(0, 4)), 3) for g in groups},
+    )
+    retrieval = PairedCounts.from_dicts(
+        {g: (int(rng.integers(0, 4)), 3) for g in groups},
+        {g: (int(rng.integers(1, 4)), 3) for g in groups},
+    )
+    alone = compare_many(answer, seed=5) + compare_many(retrieval, seed=5)
+    shared = compare_sets(
+        [(m, c) for c in (answer, retrieval) for m in ("accuracy", "robustness")], seed=5
+    )
+    assert [c.as_dict() for c in shared] == [c.as_dict() for c in alone]

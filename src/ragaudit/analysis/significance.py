@@ -156,9 +156,30 @@ def compare_many(
     sides of a random half of the groups; each chunk of resamples is one matrix product,
     so a million records cost seconds and a few hundred MB.
     """
-    g = len(counts.groups)
+    return compare_sets(
+        [(metric, counts) for metric in metrics], n_boot=n_boot, n_perm=n_perm, seed=seed
+    )
+
+
+def compare_sets(
+    items: list[tuple[str, PairedCounts]],
+    *,
+    n_boot: int = 1000,
+    n_perm: int = 1000,
+    seed: int = 0,
+) -> list[Comparison]:
+    """:func:`compare_many` for metrics of several outcomes over the same groups (e.g. the
+    answer's correctness and the retrieval's): one set of resamples serves them all, so
+    each outcome costs one more column of a matrix product rather than its own draws.
+    Each outcome's figures are those it would get alone (the draws depend on the seed and
+    the groups only)."""
+    groups = items[0][1].groups if items else []
+    if any(c.groups != groups for _, c in items):
+        raise ValueError("compare_sets needs the same groups for every item")
+    g = len(groups)
+    metrics = tuple(metric for metric, _ in items)
     columns = []
-    for metric in metrics:
+    for metric, counts in items:
         num_a, den_a = _parts(metric, counts.correct_a, counts.total_a)
         num_b, den_b = _parts(metric, counts.correct_b, counts.total_b)
         columns.append(np.stack([num_a, den_a, num_b, den_b], axis=1))

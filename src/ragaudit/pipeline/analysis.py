@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from ragaudit.analysis import Example, SystemSummary, analyze
 from ragaudit.analysis.retrieval_metrics import ranking_columns, ranking_summary
-from ragaudit.analysis.significance import Comparison, PairedCounts, compare_many
+from ragaudit.analysis.significance import Comparison, PairedCounts, compare_many, compare_sets
 from ragaudit.errors import UserError
 from ragaudit.judge.retrieval import RetrievalRule
 from ragaudit.pipeline.inputs import from_records, from_responses, read_neutral
@@ -60,73 +60,107 @@ class AnalysisResult:
     undecided: dict[str, int] = field(default_factory=dict)
 
 
-def _group_counts(examples: Iterable[Example]) -> dict[str, tuple[int, int]]:
+def _group_counts(
+    examples: Iterable[Example], retrieval: bool = False
+) -> dict[str, tuple[int, int]]:
+    """Per group: (correct, total) of the answers, or of the retrievals (``retrieval``;
+    examples without a retrieval verdict are left out)."""
     counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for ex in examples:
-        counts[ex.group_id][0] += ex.correct
-        counts[ex.group_id][1] += 1
+    if retrieval:
+        for ex in examples:
+            if ex.retrieval_correct is not None:
+                entry = counts[ex.group_id]
+                entry[0] += ex.retrieval_correct
+                entry[1] += 1
+    else:
+        for ex in examples:
+            entry = counts[ex.group_id]
+            entry[0] += ex.correct
+            entry[1] += 1
     return {g: (c, n) for g, (c, n) in counts.items()}
 
 
 def comparisons(
-    examples: list[Example], seed: int = 0, *, retrieval: bool = False
+    examples: list[Example], seed: int = 0, *, outcomes: tuple[Outcome, ...] = ("answer",)
 ) -> list[dict[str, Any]]:
     """Every pair of variants within a system, and every pair of systems within a variant,
-    compared on accuracy and R, paired by semantic group. With ``retrieval`` the examples'
-    correctness is retrieval correctness: the metrics are named ``accuracy_retrieval`` and
-    ``robustness_retrieval`` and each verdict says "retrieval"."""
+    compared on accuracy and R, paired by semantic group, for each outcome: the answer's
+    correctness, and the retrieval's (metrics ``accuracy_retrieval`` and
+    ``robustness_retrieval``, verdicts saying "retrieval"). Outcomes over the same groups
+    share their resamples. The answer comparisons come first, then the retrieval ones."""
     by: dict[tuple[str, str], list[Example]] = defaultdict(list)
     for ex in examples:
         by[(ex.system, ex.variant)].append(ex)
     systems = sorted({s for s, _ in by})
     variants = sorted({v for _, v in by})
+    errored = {side: any(ex.errored for ex in items) for side, items in by.items()}
     pairs = [((s, v1), (s, v2)) for s in systems for v1, v2 in itertools.combinations(variants, 2)]
     pairs += [((s1, v), (s2, v)) for v in variants for s1, s2 in itertools.combinations(systems, 2)]
-    out = []
+    out: dict[Outcome, list[dict[str, Any]]] = {outcome: [] for outcome in outcomes}
     for left, right in pairs:
         if left not in by or right not in by:
             continue
-        counts = PairedCounts.from_dicts(_group_counts(by[left]), _group_counts(by[right]))
-        paired = set(counts.groups)
-        errors = [
-            sum(ex.errored for ex in by[side] if ex.group_id in paired) for side in (left, right)
-        ]
-        margin = abs(int(counts.correct_a.sum()) - int(counts.correct_b.sum()))
-        same_system = left[0] == right[0]
-        name_a = left[1] if same_system else left[0]
-        name_b = right[1] if same_system else right[0]
-        # Say which system (or which wording) a verdict is about when there are several.
-        context = ""
-        if same_system and len(systems) > 1:
-            context = f"{left[0]}: "
-        elif not same_system and len(variants) > 1:
-            context = f"{left[1]} queries: "
-        if retrieval:
-            context = f"{context[:-2]}, retrieval: " if context else "retrieval: "
-        for result in compare_many(counts, ("accuracy", "robustness"), seed=seed):
-            figures = result.as_dict()
-            if retrieval:
-                figures["metric"] = f"{result.metric}_retrieval"
-            # Each side says what it is and its value; the difference is a - b.
-            figures["a"] = {
-                "system": left[0],
-                "variant": left[1],
-                "value": result.a,
-                "errors": errors[0],
-            }
-            figures["b"] = {
-                "system": right[0],
-                "variant": right[1],
-                "value": result.b,
-                "errors": errors[1],
-            }
-            verdict = result.verdict(name_a, name_b) + _errors_note(
-                result, (name_a, name_b), errors, margin
+        counted = {
+            outcome: PairedCounts.from_dicts(
+                _group_counts(by[left], outcome == "retrieval"),
+                _group_counts(by[right], outcome == "retrieval"),
             )
-            if context and verdict.startswith("No "):  # mid-sentence now
-                verdict = "no" + verdict[2:]
-            out.append({**figures, "verdict": context + verdict})
-    return out
+            for outcome in outcomes
+        }
+        counted = {o: c for o, c in counted.items() if o == "answer" or c.groups}
+        shared = [c.groups for c in counted.values()]
+        items = [(o, m, c) for o, c in counted.items() for m in ("accuracy", "robustness")]
+        if all(groups == shared[0] for groups in shared):
+            results = compare_sets([(m, c) for _, m, c in items], seed=seed)
+        else:
+            results = [r for _, m, c in items for r in compare_many(c, (m,), seed=seed)]
+        for (outcome, _, counts), result in zip(items, results, strict=True):
+            out[outcome].append(
+                _comparison(left, right, counts, result, outcome, by, systems, variants, errored)
+            )
+    return [row for outcome in outcomes for row in out[outcome]]
+
+
+def _comparison(
+    left: tuple[str, str],
+    right: tuple[str, str],
+    counts: PairedCounts,
+    result: Comparison,
+    outcome: Outcome,
+    by: dict[tuple[str, str], list[Example]],
+    systems: list[str],
+    variants: list[str],
+    errored: dict[tuple[str, str], bool],
+) -> dict[str, Any]:
+    """One comparison as summary.json holds it: figures, both sides, and the verdict."""
+    paired = set(counts.groups)
+    errors = [
+        sum(ex.errored for ex in by[side] if ex.group_id in paired) if errored[side] else 0
+        for side in (left, right)
+    ]
+    margin = abs(int(counts.correct_a.sum()) - int(counts.correct_b.sum()))
+    same_system = left[0] == right[0]
+    name_a = left[1] if same_system else left[0]
+    name_b = right[1] if same_system else right[0]
+    # Say which system (or which wording) a verdict is about when there are several.
+    context = ""
+    if same_system and len(systems) > 1:
+        context = f"{left[0]}: "
+    elif not same_system and len(variants) > 1:
+        context = f"{left[1]} queries: "
+    figures = result.as_dict()
+    if outcome == "retrieval":
+        context = f"{context[:-2]}, retrieval: " if context else "retrieval: "
+        figures["metric"] = f"{result.metric}_retrieval"
+    # Each side says what it is and its value; the difference is a - b.
+    figures["a"] = {"system": left[0], "variant": left[1], "value": result.a, "errors": errors[0]}
+    figures["b"] = {"system": right[0], "variant": right[1], "value": result.b, "errors": errors[1]}
+    verdict = result.verdict(name_a, name_b) + _errors_note(
+        result, (name_a, name_b), errors, margin
+    )
+    if context and verdict.startswith("No "):  # mid-sentence now
+        verdict = "no" + verdict[2:]
+    return {**figures, "verdict": context + verdict}
 
 
 def _errors_note(result: Comparison, names: tuple[str, str], errors: list[int], margin: int) -> str:
@@ -245,6 +279,9 @@ def show_mean(entry: dict[str, Any]) -> str:
     return f"{entry['value']:.2f} [{low:.2f}, {high:.2f}]"
 
 
+_ROW = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+
+
 def _drilldown_rows(
     run: RunDir,
     neutral: list[Path],
@@ -279,7 +316,7 @@ def _drilldown_rows(
                     ex = next(position, None)
                     if ex is None:
                         return
-                    head = json.dumps(row(ex, {}), ensure_ascii=False)[:-1]
+                    head = _ROW.encode(row(ex, {}))[:-1]
                     yield head + ', "record": ' + line.strip() + "}"
         return
     texts = {
@@ -312,16 +349,12 @@ def run_analysis(
             f"nothing to analyze: the inputs hold no {what}" + (failed if undecided else "")
         )
     summaries = analyze(examples, llm_only=llm_only)
-    compared = comparisons(examples, seed=seed)
-    if outcome == "answer":
-        # Whether the retriever found the gold documents needs no judge: the same
-        # comparisons on retrieval correctness say which half of the system breaks.
-        retrieved = [
-            replace(ex, correct=ex.retrieval_correct)
-            for ex in examples
-            if ex.retrieval_correct is not None
-        ]
-        compared += comparisons(retrieved, seed=seed, retrieval=True)
+    # Whether the retriever found the gold documents needs no judge: the same comparisons
+    # on retrieval correctness say which half of the system breaks.
+    both: tuple[Outcome, ...] = ("answer", "retrieval")
+    compared = comparisons(
+        examples, seed=seed, outcomes=both if outcome == "answer" else ("answer",)
+    )
     ranking = ranking_summary(examples)
     table = markdown_table(summaries)
     run.root.mkdir(parents=True, exist_ok=True)

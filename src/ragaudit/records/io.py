@@ -72,12 +72,17 @@ def atomic_write_json(path: Path, data: Any) -> None:
     atomic_write_text(path, text + "\n")
 
 
+# One encoder for every line: json.dumps with options builds a new one per call, which
+# is a third of the cost of writing a million small records.
+_LINE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def _dump_line(record: BaseModel | dict[str, Any] | str) -> str:
     if isinstance(record, str):  # already one JSON document
         return record if record.endswith("\n") else record + "\n"
     if isinstance(record, BaseModel):
         return record.model_dump_json() + "\n"
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n"
+    return _LINE.encode(record) + "\n"
 
 
 def write_jsonl_atomic(path: Path, records: Iterable[BaseModel | dict[str, Any] | str]) -> int:
