@@ -54,7 +54,8 @@ async def judge_one(
     retrieval = retrieval_correct(
         response.retrieved_ids, query.gold_ids, rule, failed=response.error is not None
     )
-    rationale = None
+    rationale: str | None = None
+    correct: bool | None
     if response.error is not None:
         correct, method, rationale = False, "error", response.error[:200]
     else:
@@ -74,21 +75,13 @@ async def judge_one(
             except FATAL_LLM_ERRORS:
                 raise
             except LLMError as exc:
-                reason = str(exc)[:300]
-                stats.failures.append((query.query_id, reason))
-                stats.methods[JUDGE_FAILED] += 1
-                return Judgement(
-                    query_id=query.query_id,
-                    system=response.system,
-                    correct=None,
-                    method=JUDGE_FAILED,
-                    retrieval_correct=retrieval,
-                    rationale=reason,
-                )
-            correct, method, rationale = verdict.correct, "llm", verdict.reason
-            if samples > 1:
-                stats.agreements.append(verdict.agreement)
-                rationale = f"{verdict.agreement:.0%} of {samples} samples: {verdict.reason}"
+                correct, method, rationale = None, JUDGE_FAILED, str(exc)[:300]
+                stats.failures.append((query.query_id, rationale))
+            else:
+                correct, method, rationale = verdict.correct, "llm", verdict.reason
+                if samples > 1:
+                    stats.agreements.append(verdict.agreement)
+                    rationale = f"{verdict.agreement:.0%} of {samples} samples: {verdict.reason}"
         else:
             correct, method = False, "unmatched"
     if closed_domain and retrieval is False and correct:
