@@ -163,3 +163,39 @@ def test_errors_are_counted_and_a_verdict_they_drive_says_so(tmp_path: Path) -> 
     assert report.returncode == 0, report.stderr
     html = (tmp_path / "runs/default/report.html").read_text()
     assert "<th>errors</th>" in html and '<td class="num">12</td>' in html
+
+
+def test_errors_that_cannot_explain_a_difference_are_only_counted(tmp_path: Path) -> None:
+    """'wrong' answers badly and failed on 3 queries: had those 3 been right it would still
+    be far worse, so the verdict gives the counts but does not blame the errors."""
+    rows = []
+    for system in ("steady", "wrong"):
+        for g in range(60):
+            failed = system == "wrong" and g < 3
+            row = {
+                "system": system,
+                "query_id": f"{system}-{g}",
+                "group_id": f"g{g}",
+                "variant": "short",
+                "correct": system == "steady" or (g % 4 == 0 and not failed),
+            }
+            if failed:
+                row["error"] = "HTTP 503"
+            rows.append(row)
+    path = tmp_path / "results.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert ragaudit("analyze", "--neutral", str(path), cwd=tmp_path).returncode == 0
+    summary = json.loads((tmp_path / "runs/default/summary.json").read_text())
+    accuracy = next(c for c in summary["comparisons"] if c["metric"] == "accuracy")
+    assert "wrong is less accurate than steady" in accuracy["verdict"]
+    assert accuracy["verdict"].endswith("(errors: steady 0, wrong 3)")
+    assert "may drive" not in accuracy["verdict"]
+
+
+def test_a_neutral_file_with_a_query_twice_is_refused(tmp_path: Path) -> None:
+    row = {"query_id": "q1", "group_id": "g", "variant": "short", "correct": True}
+    path = tmp_path / "results.jsonl"
+    path.write_text(json.dumps(row) + "\n" + json.dumps({**row, "correct": False}) + "\n")
+    result = ragaudit("analyze", "--neutral", str(path), cwd=tmp_path)
+    assert result.returncode == 2
+    assert f"{path}:2: two rows of query q1 by external" in result.stderr

@@ -100,3 +100,9 @@ def test_bytes_that_are_not_utf8_are_one_line_with_the_offset(tmp_path: Path) ->
     with pytest.raises(ConfigError) as info:
         load_config(path)
     assert str(info.value) == f"{path}: not UTF-8 at byte 17"
+
+
+@pytest.mark.timeout(10)
+def test_an_alias_that_refers_to_itself_is_an_error_not_a_hang() -> None:
+    with pytest.raises(ConfigError, match=r"ragaudit.yaml:1: run.name"):
+        parse_config("run: &x {name: *x}\n", source="ragaudit.yaml")

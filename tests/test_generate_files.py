@@ -132,7 +132,10 @@ def test_reference_templates_through_the_cli(tmp_path: Path, grammar_reference: 
         cwd=tmp_path,
     )
     assert text.returncode == 0, text.stderr
-    result = ragaudit("generate", *args, "--balanced", "--unverified", cwd=tmp_path)
+    # The paper's 157 groups include one whose answer is NULL: --include-null asks it too.
+    result = ragaudit(
+        "generate", *args, "--balanced", "--unverified", "--include-null", cwd=tmp_path
+    )
     assert result.returncode == 0, result.stderr
     lines = (tmp_path / "runs/default/dataset.jsonl").read_text().splitlines()
     assert len(lines) == 942
@@ -157,11 +160,14 @@ def test_every_step_records_its_configuration_and_version(tmp_path: Path) -> Non
         done = ragaudit(*step, "--example", cwd=tmp_path, env=env)
         assert done.returncode == 0, done.stderr
     root = tmp_path / "runs" / "default"
-    steps = json.loads((root / "provenance.json").read_text())
-    assert set(steps) == {"templates sql", "templates text", "generate"}
-    assert all(s["ragaudit_version"] == __version__ for s in steps.values())
-    assert steps["generate"]["config"]["generate"]["seed"] == 7  # the options it ran with
-    assert steps["generate"]["config"]["llm"]["api_key"] == "***"
+    again = ragaudit("generate", "--unverified", "--seed", "8", "--example", cwd=tmp_path, env=env)
+    assert again.returncode == 0, again.stderr
+    steps = json.loads((root / "provenance.json").read_text())["steps"]
+    assert [s["step"] for s in steps] == ["templates sql", "templates text", "generate", "generate"]
+    assert all(s["ragaudit_version"] == __version__ for s in steps)
+    # Each run of a step is kept, with the options it ran with.
+    assert [s["config"]["generate"]["seed"] for s in steps[2:]] == [7, 8]
+    assert steps[2]["config"]["llm"]["api_key"] == "***"
     header = (root / "ragaudit.yaml").read_text().splitlines()[0]
     assert f"ragaudit {__version__}" in header and "'generate'" in header
     for path in root.rglob("*"):

@@ -305,3 +305,23 @@ def test_a_run_directory_in_use_is_refused_and_duplicates_are_never_counted(
     judged.unlink()
     again = ragaudit("judge", "--no-llm", cwd=tmp_path)
     assert again.returncode == 2 and "two responses of query q3 by rag" in again.stderr
+
+
+def test_a_failure_answered_by_a_retry_is_judged_again(tmp_path: Path) -> None:
+    """After ``ragaudit run --retry-errors`` gives an answer where there was an error, the
+    next judge replaces the stale 'error' judgement instead of keeping it for good."""
+    root = _run_dir(tmp_path)
+    assert ragaudit("judge", "--no-llm", cwd=tmp_path).returncode == 0
+    assert _judgements(root)["q6"].method == "error"
+    responses = root / "responses" / "rag.jsonl"
+    kept = [r for r in read_jsonl(responses, ResponseRecord) if r.query_id != "q6"]
+    retried = ResponseRecord(
+        query_id="q6", system="rag", response="1,000 people", retrieved=[RetrievedItem(id="d1")]
+    )
+    write_jsonl_atomic(responses, [*kept, retried])
+    again = ragaudit("judge", "--no-llm", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert "judged 1 now, 5 before" in again.stdout
+    got = _judgements(root)
+    assert len(got) == 6 and (got["q6"].correct, got["q6"].method) == (True, "match:number")
+    assert got["q6"].retrieval_correct is True

@@ -39,7 +39,7 @@ def reader(body: dict[str, Any]) -> str | Reply:
     not exist; 'boom' makes the server fail."""
     question = body["messages"][1]["content"].rsplit("Question: ", 1)[-1].lower()
     if "boom" in question:
-        return Reply(status=401)
+        return Reply(status=400)  # a failed call (not a wrong key, which stops the step)
     name = next((n for n in CLIENTS if n.lower() in question), "Nobody")
     if "industry" in question or "sector" in question:
         column = "Industry"

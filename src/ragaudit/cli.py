@@ -237,6 +237,7 @@ def doctor(
     """Check the setup: resolved configuration, database schema, and one LLM round trip."""
     config = load_run(config_path, example, db, llm=llm)
     run = RunDir.from_config(config).create()
+    run.lock("doctor")
     run.record_step(config, "doctor")
 
     console.rule("configuration")
@@ -699,7 +700,11 @@ def run_cmd(
     chosen = selected_systems(config, system)
     run = RunDir.from_config(config).create()
     run.lock("run")
-    run.record_step(config, "run")
+    run.record_step(
+        config,
+        "run",
+        {"system": system, "limit": limit, "retry_errors": retry_errors, "timeout": timeout},
+    )
     models = [llm_model_of(config, sc) for sc in chosen if needs_llm(sc)]
     progress = _counting_bar(rate=True, transient=False)
 
@@ -886,7 +891,18 @@ def judge_cmd(
     config = load_run(config_path, llm=llm)
     run = RunDir.from_config(config).create()
     run.lock("judge")
-    run.record_step(config, "judge")
+    run.record_step(
+        config,
+        "judge",
+        {
+            "system": system,
+            "samples": samples,
+            "audit": audit,
+            "closed_domain": closed_domain,
+            "retrieval_rule": retrieval_rule,
+            "no_llm": no_llm,
+        },
+    )
     with llm_for(config, run, "judge", not no_llm) as client:
         report = judge_run(
             run,
@@ -990,7 +1006,18 @@ def analyze_cmd(
     config = resolve_config(config_path)
     run = RunDir.from_config(config)
     run.lock("analyze")
-    run.record_step(config, "analyze")
+    run.record_step(
+        config,
+        "analyze",
+        {
+            "neutral": [str(p) for p in neutral] if neutral else None,
+            "retrieval_rule": retrieval_rule,
+            "seed": seed,
+            "system": system if neutral else None,
+            "llm_only": llm_only,
+            "outcome": outcome,
+        },
+    )
     result = run_analysis(
         run,
         neutral=default_neutral(neutral or []),

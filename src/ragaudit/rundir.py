@@ -146,11 +146,12 @@ class RunDir:
         """Per step: the ragaudit version, when, and the configuration it ran with."""
         return self.root / "provenance.json"
 
-    def record_step(self, config: Config, step: str) -> Path:
+    def record_step(self, config: Config, step: str, options: dict[str, Any] | None = None) -> Path:
         """Say how this run directory was made: ``ragaudit.yaml`` becomes the configuration
-        ``step`` runs with (secrets masked), and ``provenance.json`` keeps, per step, the
-        ragaudit version, the time and that configuration, so that every figure a later
-        step shows can be traced to the settings that made it."""
+        ``step`` runs with (secrets masked), and ``provenance.json`` gets one more entry
+        (steps are appended, never replaced): the step, the ragaudit version, the time,
+        that configuration and the command's ``options`` (flags that change the figures),
+        so that every figure can be traced to the settings that made it."""
         from ragaudit import __version__
 
         masked = config.masked_dict()
@@ -160,16 +161,20 @@ class RunDir:
             f"for step '{step}'\n"
         )
         atomic_write_text(self.config, header + text)
-        steps: dict[str, Any] = {}
+        steps: list[Any] = []
         if self.provenance.exists():
-            with contextlib.suppress(ValueError, OSError):
-                steps = json.loads(self.provenance.read_text(encoding="utf-8"))
-        steps[step] = {
-            "ragaudit_version": __version__,
-            "at": datetime.now(UTC).isoformat(timespec="seconds"),
-            "config": masked,
-        }
-        atomic_write_json(self.provenance, steps)
+            with contextlib.suppress(ValueError, OSError, KeyError, TypeError):
+                steps = list(json.loads(self.provenance.read_text(encoding="utf-8"))["steps"])
+        steps.append(
+            {
+                "step": step,
+                "ragaudit_version": __version__,
+                "at": datetime.now(UTC).isoformat(timespec="seconds"),
+                "options": {k: v for k, v in (options or {}).items() if v is not None},
+                "config": masked,
+            }
+        )
+        atomic_write_json(self.provenance, {"steps": steps})
         return self.config
 
 

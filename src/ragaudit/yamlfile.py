@@ -34,8 +34,12 @@ def parse_yaml(text: str, source: str, error: type[UserError] = UserError) -> tu
 def _duplicate_key(root: yaml.Node | None) -> tuple[str, int, int] | None:
     """The first key repeated within one mapping: (key, its line, the first one's line)."""
     stack = [root] if root is not None else []
+    seen_nodes: set[int] = set()  # an alias refers to a node again, or to its own parent
     while stack:
         node = stack.pop()
+        if id(node) in seen_nodes:
+            continue
+        seen_nodes.add(id(node))
         if isinstance(node, yaml.MappingNode):
             seen: dict[str, int] = {}
             for key, value in node.value:

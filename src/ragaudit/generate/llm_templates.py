@@ -229,6 +229,9 @@ async def llm_sql_templates(
         candidates = recover_sql(reply)
         if not candidates and reply.strip().strip(".").upper() == NO_TEMPLATE:
             continue
+        if not reply.strip():
+            result.rejected.append(("(empty reply)", "the LLM replied nothing, three times"))
+            continue
         if not candidates and reply.strip():
             result.rejected.append((reply.strip()[:120], "no SQL found in the reply"))
         for sql in candidates:

@@ -18,7 +18,12 @@ from dataclasses import dataclass
 
 from ragaudit.records.models import Reference, Scalar
 
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
+# An article is a word before another word ("the Banking industry"), matched before case
+# is folded: a capital "A" is a letter ("Grade A", "Vitamin A", "Series A funding") except
+# where a sentence starts; and nothing is an article next to a kept symbol ("Q&A", "A+").
+_ARTICLES = re.compile(
+    r"(?<![\w&+#@$])(?:the|an|a|The|An|THE|AN)(?=\s+\w)|(?:^|(?<=[.!?:;]\s))A(?=\s+\w)"
+)
 # ASCII text (the common case) by one regex: what is not a word character, one of
 # "%.-/", or an ASCII symbol that tells answers apart (see _meaningful) becomes a space.
 _NON_WORD_ASCII = re.compile(r"[^\w%.\-/+#&@$<=>^`|~]+")
@@ -95,8 +100,7 @@ def _meaningful(ch: str) -> bool:
 def normalize(text: str) -> str:
     """Case-, accent-width-, punctuation- and article-insensitive form of a text; symbols
     that distinguish answers (``C++``, ``C#``, ``AT&T``, emoji) are kept."""
-    text = unicodedata.normalize("NFKC", text).casefold()
-    text = _ARTICLES.sub(" ", text)
+    text = _ARTICLES.sub(" ", unicodedata.normalize("NFKC", text)).casefold()
     if text.isascii():
         text = _NON_WORD_ASCII.sub(" ", text)
     else:
@@ -138,11 +142,14 @@ def dates(text: str) -> set[dt.date]:
 # "No value is recorded", "it is not listed", "unknown": what a truthful answer to a
 # question whose answer cell is NULL says.
 _NOT_RECORDED = re.compile(
-    r"\b(not|never|isn't|wasn't) (been )?(recorded|listed|given|specified|stated|known|set|"
-    r"entered|filled in|available)\b|\bno (value|record|entry|data|information)\b|"
-    r"\b(unknown|missing|blank|empty|null)\b",
+    r"\b(not|never|isn't|wasn't) (been )?(recorded|listed|given|specified|stated|entered|"
+    r"filled in|on record)\b|\bno (value|record|entry) (is |was )?(recorded|listed|given|"
+    r"on record|for)\b|^(unknown|not recorded|no value)\.?$",
     re.IGNORECASE,
 )
+# A "not recorded" answer that says more than this may be giving a value too: the LLM
+# judge reads it.
+_NOT_RECORDED_MAX_WORDS = 15
 
 
 def is_refusal(response: str) -> bool:
@@ -197,7 +204,8 @@ def match(reference: Reference, response: str | None) -> Decision:
     if reference.is_null:
         # The row exists and the value is not recorded: saying so is the right answer
         # (such groups are asked only with generate.include_null).
-        if is_refusal(response) or _NOT_RECORDED.search(response):
+        says_so = is_refusal(response) or _NOT_RECORDED.search(response.strip())
+        if says_so and len(response.split()) <= _NOT_RECORDED_MAX_WORDS:
             return Decision(True, True, "not-recorded")
         return UNDECIDED
     norm_response = normalize(response)

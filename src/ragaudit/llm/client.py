@@ -131,7 +131,10 @@ class LLMClient:
             self.cache.forget(key)
         if self.cache is not None:
             hit = self.cache.get(key)
-            if hit is not None and hit.text.strip():
+            if hit is not None and not hit.text.strip():
+                self.cache.forget(key)  # stored by an older version: ask, and store anew
+            elif hit is not None:
+                hit = dataclasses.replace(hit, text=redact_known(hit.text) or "")
                 self.meter.record_cache_hit()
                 return Completion(
                     text=hit.text,

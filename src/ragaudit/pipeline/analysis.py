@@ -89,11 +89,15 @@ def comparisons(
     ``robustness_retrieval``, verdicts saying "retrieval"). Outcomes over the same groups
     share their resamples. The answer comparisons come first, then the retrieval ones."""
     by: dict[tuple[str, str], list[Example]] = defaultdict(list)
+    failed_sides: set[tuple[str, str]] = set()
     for ex in examples:
-        by[(ex.system, ex.variant)].append(ex)
+        side = (ex.system, ex.variant)
+        by[side].append(ex)
+        if ex.errored:
+            failed_sides.add(side)
     systems = sorted({s for s, _ in by})
     variants = sorted({v for _, v in by})
-    errored = {side: any(ex.errored for ex in items) for side, items in by.items()}
+    errored = {side: side in failed_sides for side in by}
     pairs = [((s, v1), (s, v2)) for s in systems for v1, v2 in itertools.combinations(variants, 2)]
     pairs += [((s1, v), (s2, v)) for v in variants for s1, s2 in itertools.combinations(systems, 2)]
     out: dict[Outcome, list[dict[str, Any]]] = {outcome: [] for outcome in outcomes}
@@ -134,11 +138,17 @@ def _comparison(
 ) -> dict[str, Any]:
     """One comparison as summary.json holds it: figures, both sides, and the verdict."""
     paired = set(counts.groups)
-    errors = [
-        sum(ex.errored for ex in by[side] if ex.group_id in paired) if errored[side] else 0
-        for side in (left, right)
-    ]
-    margin = abs(int(counts.correct_a.sum()) - int(counts.correct_b.sum()))
+    per_group: list[Counter[str]] = [Counter(), Counter()]
+    for i, side in enumerate((left, right)):
+        if errored[side]:
+            per_group[i] = Counter(
+                ex.group_id
+                for ex in by[side]
+                if ex.errored
+                and ex.group_id in paired
+                and (outcome == "answer" or ex.retrieval_correct is not None)
+            )
+    errors = [sum(c.values()) for c in per_group]
     same_system = left[0] == right[0]
     name_a = left[1] if same_system else left[0]
     name_b = right[1] if same_system else right[0]
@@ -156,29 +166,49 @@ def _comparison(
     figures["a"] = {"system": left[0], "variant": left[1], "value": result.a, "errors": errors[0]}
     figures["b"] = {"system": right[0], "variant": right[1], "value": result.b, "errors": errors[1]}
     verdict = result.verdict(name_a, name_b) + _errors_note(
-        result, (name_a, name_b), errors, margin
+        result, counts, (name_a, name_b), per_group
     )
     if context and verdict.startswith("No "):  # mid-sentence now
         verdict = "no" + verdict[2:]
     return {**figures, "verdict": context + verdict}
 
 
-def _errors_note(result: Comparison, names: tuple[str, str], errors: list[int], margin: int) -> str:
-    """What a verdict owes to errors: a significant difference whose worse side failed
-    (timeouts, HTTP errors) on at least as many queries as it trails by is driven by
-    errors, not by answers. Nothing when neither side failed."""
+def _errors_note(
+    result: Comparison,
+    counts: PairedCounts,
+    names: tuple[str, str],
+    per_group: list[Counter[str]],
+) -> str:
+    """What a verdict owes to errors (timeouts, HTTP errors, counted as wrong answers).
+    A significant difference is said to be possibly driven by errors when the worse side,
+    had every query it failed on been answered correctly, would be at least as good as the
+    other side. Otherwise the error counts are given. Nothing when neither side failed."""
+    errors = [sum(c.values()) for c in per_group]
     if not any(errors):
         return ""
-    counts = f"errors: {names[0]} {errors[0]}, {names[1]} {errors[1]}"
+    counted = f"errors: {names[0]} {errors[0]}, {names[1]} {errors[1]}"
     if result.significant() and result.difference is not None:
         worse = 1 if result.difference > 0 else 0
-        if errors[worse] >= margin:
+        better_value = result.a if worse == 1 else result.b
+        index = {g: i for i, g in enumerate(counts.groups)}
+        correct = (counts.correct_b if worse == 1 else counts.correct_a).copy()
+        total = counts.total_b if worse == 1 else counts.total_a
+        for group, n in per_group[worse].items():
+            i = index[group]
+            correct[i] = min(int(total[i]), int(correct[i]) + n)
+        if result.metric == "robustness":
+            denominator = int(total[correct > 0].sum())
+        else:
+            denominator = int(total.sum())
+        repaired = int(correct.sum()) / denominator if denominator else None
+        if repaired is not None and better_value is not None and repaired >= better_value:
             return (
                 f" Errors, not answers, may drive this verdict: {names[worse]} failed on "
-                f"{errors[worse]} queries (timeouts, HTTP errors), as many as the "
-                f"{margin} correct answers it trails by ({counts})."
+                f"{errors[worse]} queries (timeouts, HTTP errors); answered correctly, they "
+                f"would give it {result.metric} {repaired:.2f} against {better_value:.2f} "
+                f"({counted})."
             )
-    return f" ({counts})"
+    return f" ({counted})"
 
 
 def markdown_table(summaries: dict[str, SystemSummary]) -> str:

@@ -22,28 +22,35 @@ def read_neutral(
     reference, response, retrieved_ids, gold_ids, correct); a row's own ``system`` field
     wins over ``system``."""
     name = system or "external"
+    seen: dict[str, set[str]] = {}  # system -> query ids
     for number, row in iter_jsonl_dicts(path):
         missing = [f for f in NEUTRAL_FIELDS if f not in row]
         if missing:
             raise RecordFileError(f"{path}:{number}: missing {', '.join(missing)}")
         if not isinstance(row["correct"], bool):
             raise RecordFileError(f"{path}:{number}: correct: expected true or false")
+        who = str(row.get("system") or name)
+        query_id = str(row["query_id"])
+        ids = seen.get(who)
+        if ids is None:
+            ids = seen[who] = set()
+        if query_id in ids:
+            raise RecordFileError(f"{path}:{number}: {duplicate_message('row', query_id, who)}")
+        ids.add(query_id)
+        retrieved = row.get("retrieved_ids")
+        gold = row.get("gold_ids")
+        failed = bool(row.get("error"))
         yield Example(
-            query_id=str(row["query_id"]),
+            query_id=query_id,
             group_id=str(row["group_id"]),
             variant=str(row["variant"]),
             correct=row["correct"],
-            retrieval_correct=retrieval_correct(
-                list(row.get("retrieved_ids") or []),
-                row.get("gold_ids"),
-                rule,
-                failed=bool(row.get("error")),
-            ),
-            system=str(row.get("system") or name),
-            retrieved=tuple(row["retrieved_ids"]) if row.get("retrieved_ids") is not None else None,
-            gold=tuple(row["gold_ids"]) if row.get("gold_ids") is not None else None,
+            retrieval_correct=retrieval_correct(list(retrieved or []), gold, rule, failed=failed),
+            system=who,
+            retrieved=tuple(retrieved) if retrieved is not None else None,
+            gold=tuple(gold) if gold is not None else None,
             label=row.get("label"),
-            errored=bool(row.get("error")),
+            errored=failed,
         )
 
 
@@ -80,17 +87,20 @@ def from_records(
             if undecided is not None:
                 undecided[j.system] += 1
             continue
+        errored = j.method.startswith("error")
         yield Example(
             j.query_id,
             q.group_id,
             q.variant,
             j.correct,
-            j.retrieval_correct,
+            # A failed response retrieved nothing because it did not run, whatever an older
+            # ragaudit stored for it.
+            False if errored and j.retrieval_correct is not None else j.retrieval_correct,
             j.system,
             retrieved=retrieved.get(j.query_id) if retrieved is not None else None,
             gold=tuple(q.gold_ids) if q.gold_ids is not None else None,
             label=q.label,
-            errored=j.method.startswith("error"),
+            errored=errored,
         )
 
 

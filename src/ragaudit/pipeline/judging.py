@@ -69,7 +69,7 @@ def judge_run(
             twice = next(q for q, n in Counter(ids).items() if n > 1)
             raise UserError(f"{path}: {duplicate_message('response', twice, name)}")
         out = run.judgements(name)
-        done = _decided(out)
+        done = _decided(out, {r.query_id for r in responses if r.error is None})
         todo = [r for r in responses if r.query_id not in done]
         unknown = [r.query_id for r in todo if r.query_id not in queries]
         if unknown:
@@ -105,10 +105,12 @@ def judge_run(
     return report
 
 
-def _decided(path: Path) -> set[str]:
-    """Query ids already judged in ``path``. Judgements the LLM judge failed to give are
-    dropped from the file (rewritten whole, atomically) so that this run tries them again:
-    a judge that failed for a passing reason (a server restart) does not fail for good."""
+def _decided(path: Path, answered: set[str]) -> set[str]:
+    """Query ids already judged in ``path``. Two kinds of judgement are dropped from the
+    file (rewritten whole, atomically) so that this run judges them again: those the LLM
+    judge failed to give (a judge that failed for a passing reason must not fail for
+    good), and those of a system error whose query has an answer now (``answered``: after
+    ``ragaudit run --retry-errors``)."""
     if not path.exists():
         return set()
     judgements = list(read_jsonl(path, Judgement))
@@ -116,7 +118,11 @@ def _decided(path: Path) -> set[str]:
     twice = next((q for q, n in ids.items() if n > 1), None)
     if twice is not None:
         raise UserError(f"{path}: {duplicate_message('judgement', twice, judgements[0].system)}")
-    kept = [j for j in judgements if j.correct is not None]
+    kept = [
+        j
+        for j in judgements
+        if j.correct is not None and not (j.method == "error" and j.query_id in answered)
+    ]
     if len(kept) < len(judgements):
         write_jsonl_atomic(path, kept)
     return {j.query_id for j in kept}

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from ragaudit import aio
 from ragaudit.db import Database, SchemaInfo
 from ragaudit.db.schema import TableInfo
-from ragaudit.errors import LLMError, UserError
+from ragaudit.errors import FATAL_LLM_ERRORS, LLMError, UserError
 from ragaudit.generate import verify as checks
 from ragaudit.generate.instantiate import Group
 from ragaudit.generate.sql_templates import SqlTemplate
@@ -231,6 +231,8 @@ class Verifier:
                         reason = await self.backmap(template, text, examples)
                     else:
                         reason = await self.read(template, text)
+                except FATAL_LLM_ERRORS:
+                    raise  # a wrong key or model: every wording would fail alike
                 except LLMError as exc:
                     self.failures.append((template.id, text, str(exc)))
                     continue
