@@ -3,8 +3,10 @@ over real HTTP (never a mock of the generator), and every reply is checked."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,12 @@ import pytest
 from ragaudit.config import LLMConfig
 from ragaudit.db import Database, introspect
 from ragaudit.generate import SqlTemplate
-from ragaudit.generate.llm_templates import llm_sql_templates, llm_text_templates, recover_sql
+from ragaudit.generate.llm_templates import (
+    STYLE_INSTRUCTIONS,
+    llm_sql_templates,
+    llm_text_templates,
+    recover_sql,
+)
 from ragaudit.llm import make_llm
 from tests.support.cli import ragaudit
 from tests.support.scripted_llm_server import Reply, ScriptedLLMServer
@@ -104,21 +111,29 @@ LONG_LINE = (
 )
 
 
-def _text_responder(body: dict[str, Any]) -> str:
-    """A model that rewords the example: first badly, then well once told what was wrong."""
-    messages = body["messages"]
-    first_ask = len(messages) == 2
-    name = messages[1]["content"].split("'")[1] if "'" in messages[1]["content"] else NAME
-    if "at least 30 words" in messages[1]["content"]:  # the long style: one per ask
+def _text_responder() -> Callable[[dict[str, Any]], str]:
+    """A model that rewords the example: first badly, then well once told what was wrong.
+    Its long requests differ from one ask to the next (the first one is far too short)."""
+    long_asks = itertools.count()
+
+    def reply(body: dict[str, Any]) -> str:
+        messages = body["messages"]
+        first_ask = len(messages) == 2
+        content = messages[1]["content"]
+        name = content.split("Question: ", 1)[1].split("'")[1] if "'" in content else NAME
+        if "at least 30 words" in content:  # the long style: one per ask
+            k = next(long_asks)
+            if k == 0:
+                return f"Which industry is {name} in?"  # far too short for long
+            return f"Sure! Here it is:\n{LONG_LINE.format(name, SUFFIXES[k % 3])}"
         if first_ask:
-            return f"Which industry is {name} in?"  # far too short for long
-        return f"Sure! Here it is:\n{LONG_LINE.format(name, SUFFIXES[len(messages) // 2 % 3])}"
-    if first_ask:
-        return (
-            f"1. Industry of {name}\n2. Industry of Acme Corp\n"
-            f"3. Sector of '{name}'\n4. industry of {name.lower()}"
-        )
-    return f"- '{name}' industry\n- Line of business of {name}\n- Industry of {name}!"
+            return (
+                f"1. Industry of {name}\n2. Industry of Acme Corp\n"
+                f"3. Sector of '{name}'\n4. industry of {name.lower()}"
+            )
+        return f"- '{name}' industry\n- Line of business of {name}\n- Industry of {name}!"
+
+    return reply
 
 
 async def _reject_sector(template: SqlTemplate, _style: str, texts: list[str]) -> dict:
@@ -138,7 +153,7 @@ def test_rewordings_become_templates_and_every_rejection_is_told(
 ) -> None:
     from ragaudit.generate.llm_templates import StyleRequest
 
-    llm_server.responder = _text_responder
+    llm_server.responder = _text_responder()
     styles = {
         "short": StyleRequest("few words", f"Industry of '{NAME}'"),
         "long": StyleRequest("at least 30 words", f"What is the industry of '{NAME}'?"),
@@ -180,6 +195,42 @@ def test_rewordings_become_templates_and_every_rejection_is_told(
     assert all(NAME in text and "[Client.Name]" not in text for text in firsts)
 
 
+def test_each_long_wording_starts_afresh_from_another_sentence(
+    llm_server: ScriptedLLMServer,
+) -> None:
+    """Asked for "another version" of one sentence, a small model repeats itself; each long
+    wording is asked in a conversation of its own, from the next verbalizer sentence."""
+    from ragaudit.generate.llm_templates import StyleRequest
+
+    sources = [
+        "For the board I need the industry of the client '[Client.Name]'; which one is it, "
+        "as our records have it, please, for my overview of every market that we serve today?",
+        "A colleague asked me which industry the client '[Client.Name]' is in, and I could "
+        "not remember it, so please look it up in our records and tell me what it is.",
+    ]
+
+    def copies(body: dict[str, Any]) -> str:  # rewrites by copying the question it is given
+        return body["messages"][1]["content"].split("Question: ", 1)[1].split("\n")[0]
+
+    llm_server.responder = copies
+    with _llm(llm_server) as llm:
+        result = llm.run(
+            llm_text_templates(
+                llm,
+                TEMPLATE,
+                {"long": StyleRequest(STYLE_INSTRUCTIONS["long"], "(unused)", sources)},
+                2,
+                meaning="the industry of the client whose name is '[Client.Name]'",
+                bindings={"Client.Name": NAME},
+            )
+        )
+    assert result.texts["long"] == sources
+    assert result.calls == 2 and not result.fallbacks
+    # Two conversations of one ask each, the second from the second sentence.
+    assert [len(r["messages"]) for r in llm_server.requests] == [2, 2]
+    assert NAME in llm_server.requests[1]["messages"][1]["content"]
+
+
 def test_the_verbalizer_fills_in_what_the_model_cannot_word(llm_server: ScriptedLLMServer) -> None:
     from ragaudit.generate.llm_templates import StyleRequest
 
@@ -219,10 +270,12 @@ _CLIENTS = ("Quillfeather Rail", "Brackenwater Utilities", "Vantorre Housing Tru
 def test_cli_with_the_llm_generators_and_a_free_rerun(
     llm_server: ScriptedLLMServer, tmp_path: Path
 ) -> None:
+    words = _text_responder()
+
     def responder(body: dict[str, Any]) -> str:
         content = body["messages"][1]["content"]
-        if content.startswith("Question:"):
-            return _text_responder(body)
+        if content.startswith("Style:"):
+            return words(body)
         if "Write one SQL SELECT query" in content:
             return _reader(body)
         return _client_responder(body)

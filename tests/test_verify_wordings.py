@@ -204,6 +204,109 @@ def test_a_value_searched_with_like_counts_as_named() -> None:
     assert repaired.startswith("SELECT T1.Industry FROM Client AS T1")
 
 
+def test_a_join_nothing_uses_is_dropped_and_every_other_kept() -> None:
+    schema = introspect(Database("example"))
+
+    def drop(sql: str) -> str:
+        return checks.drop_unused_joins(sql, schema, "sqlite")
+
+    # Joined along the foreign key and used nowhere else: it only filters rows.
+    assert (
+        drop(
+            "SELECT T1.Industry FROM Client AS T1 JOIN Project AS T2 ON T1.ClientId = T2.ClientId "
+            "WHERE T1.Name = 'X'"
+        )
+        == "SELECT T1.Industry FROM Client AS T1 WHERE T1.Name = 'X'"
+    )
+    # The FROM table can be the unused one: the table joined to it takes its place.
+    assert (
+        drop(
+            "SELECT T2.Industry FROM Project AS T1 JOIN Client AS T2 ON T1.ClientId = T2.ClientId "
+            "WHERE T2.Name = 'X'"
+        )
+        == "SELECT T2.Industry FROM Client AS T2 WHERE T2.Name = 'X'"
+    )
+    # A chain of unused tables goes table by table.
+    assert (
+        drop(
+            "SELECT T1.Industry FROM Client AS T1 JOIN Project AS T2 ON T1.ClientId = T2.ClientId "
+            "JOIN Employee AS T3 ON T2.ManagerId = T3.EmployeeId WHERE T1.Name = 'X'"
+        )
+        == "SELECT T1.Industry FROM Client AS T1 WHERE T1.Name = 'X'"
+    )
+    kept = [
+        # the joined table is compared: the question is about a project
+        "SELECT T1.Industry FROM Client AS T1 JOIN Project AS T2 ON T1.ClientId = T2.ClientId "
+        "WHERE T2.Name = 'X'",
+        # the joined table is selected
+        "SELECT T2.City FROM Client AS T1 JOIN Project AS T2 ON T1.ClientId = T2.ClientId "
+        "WHERE T1.Name = 'X'",
+        # not the schema's link: names compared is an attempt at saying something
+        "SELECT T1.Industry FROM Client AS T1 JOIN Project AS T2 ON T1.Name = T2.Name "
+        "WHERE T1.Name = 'X'",
+        # a column no table has
+        "SELECT T1.Industry FROM Client AS T1 JOIN Project AS T2 ON T1.ClientId = T2.Nothing "
+        "WHERE T1.Name = 'X'",
+    ]
+    for sql in kept:
+        assert drop(sql) == sql
+
+
+def test_a_filter_copied_from_the_schemas_examples_is_dropped() -> None:
+    db = Database("example")
+    schema = introspect(db)
+    shown = checks.column_examples(db, [t for t in schema.tables if t.name == "Client"])
+    city = shown["Client.City"][0]
+    placeholders = tuple(INDUSTRY.placeholder_list)
+
+    def drop(sql: str, question: str) -> str:
+        values = [v for vs in shown.values() for v in vs]
+        return checks.drop_copied_examples(sql, question, values, placeholders, "sqlite")
+
+    copied = f"SELECT Industry FROM Client WHERE Name = 'X' AND City = '{city}'"
+    assert drop(copied, "Which industry is X in?") == (
+        "SELECT Industry FROM Client WHERE Name = 'X'"
+    )
+    # Asked for in the question, it is what the question says: kept.
+    assert drop(copied, f"Which industry is X, of {city}, in?") == copied
+    # A value the schema does not show is the model's own reading: kept.
+    other = "SELECT Industry FROM Client WHERE Name = 'X' AND City = 'Atlantis'"
+    assert drop(other, "Which industry is X in?") == other
+    # A value compared with the placeholder's column stands for the question's value
+    # (parametrize decides): kept here.
+    name = shown["Client.Name"][0]
+    stand_in = f"SELECT Industry FROM Client WHERE Name = '{name}' AND Industry <> ''"
+    assert drop(stand_in, "Which industry is X in?") == stand_in
+
+
+def test_the_models_slips_do_not_reject_a_faithful_wording(
+    llm_server: ScriptedLLMServer, verifier: Verifier
+) -> None:
+    """A reading that joins a table it never uses (which drops every employee who manages
+    no project) and filters on a value copied from the schema's comments still asks the
+    template's question."""
+    title = SqlTemplate(
+        id="title-by-employee-name",
+        sql="SELECT JobTitle FROM Employee WHERE Name = '[Employee.Name]'",
+    )
+    employee = [t for t in verifier.schema.tables if t.name == "Employee"]
+    department = checks.column_examples(verifier.db, employee)["Employee.Department"][0]
+    names = [r[0] for r in verifier.db.execute("SELECT Name FROM Employee").rows]
+
+    def sloppy(body: dict[str, Any]) -> str | Reply:
+        question = body["messages"][1]["content"].rsplit("Question: ", 1)[-1]
+        name = next(n for n in names if n in question)
+        return (
+            "SELECT T1.JobTitle FROM Employee AS T1 JOIN Project AS T2 ON T1.EmployeeId = "
+            f"T2.ManagerId WHERE T1.Name = '{name}' AND T1.Department = '{department}'"
+        )
+
+    llm_server.responder = sloppy
+    text = "Job title of '[Employee.Name]'"
+    verdict = verifier.run(verifier.averify(title, [text]))[text]
+    assert verdict.verified, verdict.reason
+
+
 # -- the files: verdicts next to the wordings, kept while they hold ---------------------
 
 

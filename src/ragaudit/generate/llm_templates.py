@@ -300,39 +300,47 @@ def rewrite_prompt(
 ) -> Messages:
     """Ask for ``n`` rewordings (one when ``n`` is 1) of a filled example question in one
     style. A small model rewrites a real sentence far more reliably than it writes around
-    placeholder tokens; the names are turned back into placeholders afterwards."""
+    placeholder tokens; the names are turned back into placeholders afterwards.
+
+    The style's fixed instructions come first and the example last, so that every template
+    asked in one style shares the prompt's prefix and a local model's prompt cache reads it
+    once (docs/benchmarks.md, issue 12)."""
     keep = " and ".join(repr(name) for name in names)
     if n == 1:
-        ask = (
-            f"Rewrite this question in this style. {instruction}\n"
-            f"It must still ask for {meaning}. Keep {keep} exactly as written.\n"
-            f"Question: {example}"
+        task = (
+            "Rewrite the question below in this style. It must still ask for exactly the same "
+            "thing, and keep every quoted name exactly as written. Reply with the rewritten "
+            "question only."
         )
+        again = ""
     else:
-        ask = (
-            f"Question: {example}\n"
-            f"It asks for {meaning}.\n\n"
-            f"Write {n} different questions that ask for exactly the same thing, each in this "
-            f"style: {instruction}\n"
-            f"Every question must contain {keep} exactly as written. Reply with one question "
-            "per line and nothing else."
+        task = (
+            f"Write {n} different questions in this style that ask for exactly the same thing "
+            "as the question below. Every question must keep the quoted names exactly as "
+            "written. Reply with one question per line and nothing else."
         )
+        again = f"\nWrite {n} questions, one per line."
     return [
         system("You reword questions. You keep every quoted name exactly as it is written."),
-        user(ask),
+        user(
+            f"Style: {instruction}\n{task}\n\n"
+            f"Question: {example}\nIt asks for {meaning}. Keep {keep} exactly as written."
+            f"{again}"
+        ),
     ]
 
 
 def context_prompt(question: str, words: int) -> Messages:
     """Ask for a sentence of context to put before a question that is too short for its
-    style: why the asker needs the information, without asking or answering anything."""
+    style: why the asker needs the information, without asking or answering anything. The
+    fixed instructions come first (a shared, cached prefix), the question last."""
     return [
         system("You write one sentence of context for a question."),
         user(
-            f"Question: {question}\nWrite one sentence of about {words} words, in the first "
-            "person, saying why you need this information (for a report, a meeting, a client "
-            "call...). Do not ask anything and do not answer the question. Reply with the "
-            "sentence only."
+            "Write one sentence, in the first person, saying why you need the information "
+            "the question below asks for (for a report, a meeting, a client call...). Do not "
+            "ask anything and do not answer the question. Reply with the sentence only.\n\n"
+            f"Question: {question}\nLength: about {words} words."
         ),
     ]
 
@@ -431,20 +439,29 @@ async def llm_text_templates(
             result.verdicts[(style, text)] = verdict
         return verdict
 
+    def fresh(style: str, request: StyleRequest, index: int) -> Messages:
+        """The first ask for a wording. A one-per-ask style rewords the ``index``-th of
+        the verbalizer's sentences, so that each wording starts from another sentence:
+        asked for "another version" of the same one, a small model repeated itself."""
+        if style not in ONE_PER_ASK:
+            return rewrite_prompt(request.example, filled_meaning, request.instruction, n, names)
+        example = request.example
+        if request.fallback:
+            example = fill(request.fallback[index % len(request.fallback)], bindings)
+        return rewrite_prompt(example, filled_meaning, request.instruction, 1, names)
+
     async def one(style: str, request: StyleRequest) -> None:
         single = style in ONE_PER_ASK
-        conversation = list(
-            rewrite_prompt(
-                request.example, filled_meaning, request.instruction, 1 if single else n, names
-            )
-        )
+        conversation = list(fresh(style, request, 0))
+        started = 1  # fresh conversations so far
+        sampled = False  # whether this ask continues a conversation (and samples)
         kept: list[str] = []
         seen: set[str] = set()
         asks = n + attempts - 1 if single else attempts
         for attempt in range(asks):
-            # Later asks sample: at temperature 0 a model tends to repeat itself.
+            # Asks again in a conversation sample: at temperature 0 a model repeats itself.
             params = None
-            if attempt:
+            if sampled:
                 base = llm.default_params
                 params = base.model_copy(
                     update={"temperature": 0.7, "seed": (base.seed or 0) + attempt}
@@ -489,11 +506,15 @@ async def llm_text_templates(
                     problems.append(f"{fill(text, bindings)!r}: {verdict.reason}")
             if len(kept) >= n:
                 break
+            if single and not problems:
+                # The next wording starts afresh from another sentence.
+                conversation, sampled = list(fresh(style, request, started)), False
+                started += 1
+                continue
             if single:
-                told = f"That one was not usable: {problems[0]}. " if problems else "Good. "
                 again = (
-                    f"{told}Write another version, different from the earlier ones. "
-                    f"{request.instruction}"
+                    f"That one was not usable: {problems[0]}. Write another version, different "
+                    f"from the earlier ones. {request.instruction}"
                 )
             else:
                 again = (
@@ -502,6 +523,7 @@ async def llm_text_templates(
                     "the usable ones, one per line."
                 )
             conversation += [assistant(reply), user(again)]
+            sampled = True
         if len(kept) < n and request.fallback:
             added = 0
             for text in request.fallback:

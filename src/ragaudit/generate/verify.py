@@ -343,6 +343,165 @@ def repair_aliases(sql: str, schema: SchemaInfo, dialect: str) -> str:
     return tree.sql(dialect=dialect) if changed else sql
 
 
+def _sources(select: exp.Select) -> list[exp.Table] | None:
+    """The tables a plain ``SELECT ... FROM a JOIN b ON ...`` reads, FROM first; None when
+    it reads anything else (a subquery, a table function)."""
+    source = select.args.get("from_") or select.args.get("from")
+    tables = [source.this if source else None] + [j.this for j in select.args.get("joins") or []]
+    return tables if all(isinstance(t, exp.Table) for t in tables) else None  # type: ignore[return-value]
+
+
+def _foreign_key_join(
+    on: exp.Expression, tables: list[exp.Table], infos: list[TableInfo | None]
+) -> bool:
+    """The condition equates a declared foreign key with the key it references (ANDed for
+    a composite key), every column qualified: a join that follows the schema's own link
+    between two tables and does nothing else. Any other condition (names compared, a
+    column no table has) is the model's attempt at saying something, not a habit."""
+    parts = list(on.flatten()) if isinstance(on, exp.And) else [on]
+    by_alias = {t.alias_or_name.lower(): info for t, info in zip(tables, infos, strict=True)}
+    pairs: set[tuple[str, str, str, str]] = set()
+    for part in parts:
+        if not isinstance(part, exp.EQ):
+            return False
+        sides = []
+        for side in (part.this, part.expression):
+            if not isinstance(side, exp.Column) or not side.table:
+                return False
+            info = by_alias.get(side.table.lower())
+            if info is None or info.column(side.name) is None:
+                return False
+            sides.append((info.name.lower(), side.name.lower()))
+        (t1, c1), (t2, c2) = sides
+        pairs |= {(t1, c1, t2, c2), (t2, c2, t1, c1)}
+    for info in infos:
+        for fk in info.foreign_keys if info else []:
+            wanted = {
+                (info.name.lower(), a.lower(), fk.ref_table.lower(), b.lower())
+                for a, b in zip(fk.columns, fk.ref_columns, strict=True)
+            }
+            if wanted and wanted <= pairs and len(wanted) * 2 == len(pairs):
+                return True
+    return False
+
+
+def _owners(column: exp.Column, aliases: list[str], infos: list[TableInfo | None]) -> set[int]:
+    """The sources (by position) a column of the query can belong to."""
+    if column.table:
+        return {i for i, a in enumerate(aliases) if a == column.table.lower()}
+    return {i for i, info in enumerate(infos) if info and info.column(column.name)}
+
+
+def drop_unused_joins(sql: str, schema: SchemaInfo, dialect: str) -> str:
+    """The SQL without the tables it joins and never uses: a table named only in the one
+    join condition that links it to another table, neither selected nor compared. Such a
+    join along a foreign key filters rows without asking anything (``... FROM employment
+    JOIN people ON <the key> WHERE people.Name = 'X'``); small text-to-SQL models add one
+    out of habit, and the reading would then miss every group that the extra table has no
+    row for. A join that anything else in the query uses, or whose condition is not a
+    declared foreign key, is kept; anything but a plain join of tables is left as it is."""
+    try:
+        tree = sqlglot.parse_one(sql, read=dialect)
+    except SqlglotError:
+        return sql
+    if not isinstance(tree, exp.Select) or not tree.args.get("joins"):
+        return sql
+    changed = False
+    while tree.args.get("joins"):
+        tables = _sources(tree)
+        if tables is None:
+            break
+        joins = list(tree.args["joins"])
+        aliases = [t.alias_or_name.lower() for t in tables]
+        infos = [schema.table(t.name) for t in tables]
+        if len(set(aliases)) != len(aliases) or any(i is None for i in infos):
+            break
+        ons = [j.args.get("on") for j in joins]
+        if any(on is None or j.args.get("using") for on, j in zip(ons, joins, strict=True)):
+            break
+
+        # Where each source is used: in which join conditions, and anywhere else.
+        in_on: dict[int, set[int]] = {i: set() for i in range(len(tables))}
+        elsewhere: set[int] = set()
+        on_nodes = {id(on) for on in ons}
+        for column in tree.find_all(exp.Column):
+            node, on_index = column.parent, None
+            while node is not None and node is not tree:
+                if id(node) in on_nodes:
+                    on_index = next(k for k, on in enumerate(ons) if on is node)
+                    break
+                node = node.parent
+            for i in _owners(column, aliases, infos):
+                if on_index is None:
+                    elsewhere.add(i)
+                else:
+                    in_on[i].add(on_index)
+        drop = None
+        for i in range(len(tables)):
+            if i in elsewhere or len(in_on[i]) != 1:
+                continue
+            k = next(iter(in_on[i]))
+            # The one condition is the join of this table (or, for the FROM table, of the
+            # table joined to it), and it links the two tables and nothing more.
+            linked = set().union(*(_owners(c, aliases, infos) for c in ons[k].find_all(exp.Column)))
+            own = linked == {0, k + 1} if i == 0 else (k == i - 1 and len(linked) == 2)
+            if own and i in linked and _foreign_key_join(ons[k], tables, infos):
+                drop = (i, k)
+                break
+        if drop is None:
+            break
+        i, k = drop
+        if i == 0:  # the FROM table: the table joined to it takes its place
+            source = tree.args.get("from_") or tree.args.get("from")
+            source.set("this", joins[k].this.copy())
+        joins[k].pop()
+        changed = True
+    return tree.sql(dialect=dialect) if changed else sql
+
+
+def drop_copied_examples(
+    sql: str,
+    question: str,
+    shown: Iterable[str],
+    placeholders: tuple[Placeholder, ...],
+    dialect: str,
+) -> str:
+    """The SQL without the conditions that compare a column with one of the schema's
+    example values (``shown``, the values the prompt's comments give) that the question
+    never mentions: ``... AND Nationality = 'United States'`` read into a question about
+    one person's employment year. Nothing in the question asks for such a filter; the
+    model copied it from the prompt, as it copies a comment's value for the question's
+    own (which :func:`parametrize` handles). Conditions on a placeholder's column, and any
+    value the question contains, are kept; so is everything that is not ``column =
+    'value'`` under AND."""
+    examples = {v.strip().casefold() for v in shown if v.strip()}
+    asked = question.casefold()
+    keyed = {p.column.casefold() for p in placeholders}
+    try:
+        tree = sqlglot.parse_one(sql, read=dialect)
+    except SqlglotError:
+        return sql
+    changed = False
+    for eq in list(tree.find_all(exp.EQ)):
+        column, literal = eq.this, eq.expression
+        if isinstance(column, exp.Literal):
+            column, literal = literal, column
+        if not (isinstance(column, exp.Column) and isinstance(literal, exp.Literal)):
+            continue
+        value = str(literal.this).strip().casefold()
+        if (
+            not literal.is_string
+            or value not in examples
+            or value in asked
+            or column.name.casefold() in keyed
+            or not isinstance(eq.parent, exp.And)
+        ):
+            continue
+        eq.parent.replace(eq.parent.expression if eq is eq.parent.this else eq.parent.this)
+        changed = True
+    return tree.sql(dialect=dialect) if changed else sql
+
+
 def parametrize(sql: str, group: Group, placeholders: tuple[Placeholder, ...], dialect: str) -> str:
     """The LLM's SQL with the example's values turned back into the template's
     placeholders, so it can be instantiated on every group. A value compared with

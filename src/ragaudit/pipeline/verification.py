@@ -127,6 +127,11 @@ class Verifier:
             self._ddl[names] = checks.ddl(tables, self._column_examples(tables))
         return self._ddl[names]
 
+    def _shown(self, sample: checks.TemplateSample) -> list[str]:
+        """The example values the back-mapping prompt's schema shows."""
+        tables = checks.schema_prompt_tables(self.schema, sample.shape.tables)
+        return [v for values in self._column_examples(tables).values() for v in values]
+
     async def backmap(
         self, template: SqlTemplate, text: str, examples: int | None = None
     ) -> str | None:
@@ -158,8 +163,15 @@ class Verifier:
             self.calls += 1
             sql = None
             try:
-                sql = checks.repair_aliases(
-                    checks.recover_reading(reply), self.schema, self.db.sqlglot_dialect
+                # The model's slips that change nothing the question asks are undone
+                # first: a column under the wrong alias, a join nothing uses, a filter
+                # copied from the schema's examples.
+                dialect = self.db.sqlglot_dialect
+                sql = checks.recover_reading(reply)
+                sql = checks.repair_aliases(sql, self.schema, dialect)
+                sql = checks.drop_unused_joins(sql, self.schema, dialect)
+                sql = checks.drop_copied_examples(
+                    sql, question, self._shown(sample), sample.shape.placeholders, dialect
                 )
                 restored = checks.parametrize(
                     sql, example, sample.shape.placeholders, self.db.sqlglot_dialect
