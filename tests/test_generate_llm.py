@@ -231,6 +231,44 @@ def test_each_long_wording_starts_afresh_from_another_sentence(
     assert NAME in llm_server.requests[1]["messages"][1]["content"]
 
 
+def test_a_long_wording_the_verifier_rejects_is_followed_by_another_sentence(
+    llm_server: ScriptedLLMServer,
+) -> None:
+    """Told why its copy was rejected, a small model copies it again; the next ask starts
+    from the next sentence instead."""
+    from ragaudit.generate.llm_templates import StyleRequest
+    from ragaudit.generate.text_templates import Verdict
+
+    sources = [
+        f"Number {i}: I am preparing a detailed overview of all of our clients and their "
+        "markets for the board, so please tell me which industry the client named "
+        "'[Client.Name]' works in, as our records have it."
+        for i in range(3)
+    ]
+
+    async def first_is_wrong(template: SqlTemplate, _style: str, texts: list[str]) -> dict:
+        return {t: Verdict(not t.startswith("Number 0"), "back-mapping: no") for t in texts}
+
+    llm_server.responder = lambda body: (
+        body["messages"][1]["content"].split("Question: ", 1)[1].split("\n")[0]
+    )
+    with _llm(llm_server) as llm:
+        result = llm.run(
+            llm_text_templates(
+                llm,
+                TEMPLATE,
+                {"long": StyleRequest(STYLE_INSTRUCTIONS["long"], "(unused)", sources)},
+                2,
+                meaning="the industry of the client whose name is '[Client.Name]'",
+                bindings={"Client.Name": NAME},
+                verify=first_is_wrong,
+            )
+        )
+    assert result.texts["long"] == sources[1:]
+    assert [len(r["messages"]) for r in llm_server.requests] == [2, 2, 2]
+    assert not result.verdicts[("long", sources[0])].verified
+
+
 def test_the_verbalizer_fills_in_what_the_model_cannot_word(llm_server: ScriptedLLMServer) -> None:
     from ragaudit.generate.llm_templates import StyleRequest
 

@@ -121,9 +121,13 @@ def test_the_cheap_checks_come_first_and_cost_no_call(
             [
                 "Is '[Client.Name]' in Transport?",  # an answer value: a yes/no question
                 "Industry of '[Client.City]'",  # another placeholder
+                # asks the reader for a reason: a reader still maps it to the industry
+                "I need the industry of '[Client.Name]' for my report. Why do you need it?",
             ],
         )
     )
+    why = verdicts["I need the industry of '[Client.Name]' for my report. Why do you need it?"]
+    assert why.reason == "asks why: a reason is not a value any SQL returns"
     leak = verdicts["Is '[Client.Name]' in Transport?"]
     assert leak.reason == (
         "answer in the wording: it names 'Transport', a value of the answer column"
@@ -202,6 +206,13 @@ def test_a_value_searched_with_like_counts_as_named() -> None:
         "sqlite",
     )
     assert repaired.startswith("SELECT T1.Industry FROM Client AS T1")
+
+
+def test_a_question_is_asking_why_only_when_its_question_does() -> None:
+    assert checks.asks_why("For a report. Why do you need the city of '[Client.Name]'?")
+    assert checks.asks_why("How come '[Client.Name]' is in that city")
+    assert not checks.asks_why("Which city is '[Client.Name]' in? I wonder why I forgot.")
+    assert not checks.asks_why("Please tell me why it matters and the city of '[Client.Name]'.")
 
 
 def test_a_join_nothing_uses_is_dropped_and_every_other_kept() -> None:

@@ -23,6 +23,7 @@ from ragaudit.generate.sql_templates import (
     normalize_sql,
 )
 from ragaudit.generate.text_templates import Verdict, fill, near_duplicate_key
+from ragaudit.generate.verify import asks_why
 from ragaudit.llm.client import LLMClient
 from ragaudit.llm.parsing import fenced_blocks, parse_lines
 from ragaudit.llm.types import Messages, assistant, system, user
@@ -265,8 +266,9 @@ async def llm_sql_templates(
 STYLE_INSTRUCTIONS = {
     "short": "Short, fragmentary queries of a few words, like search-box input: no articles, "
     "no conjunctions, no full sentences.",
-    "long": "A long request of about 50 words. Start with a sentence explaining why you need "
-    "the information (for a report, a meeting, a client call), then ask the question.",
+    "long": "A long request of about 50 words, in the first person. Start with a sentence "
+    "saying what you need the information for (a report, a meeting, a client call), then ask "
+    "for it.",
 }
 # Styles worded one question per ask: asked for several long questions at once, a small
 # model writes short ones (measured: 11 to 20 words where 30 were asked; one at a time, 17
@@ -468,7 +470,10 @@ async def llm_text_templates(
                 )
             reply = (await llm.acomplete(conversation, params)).text
             result.calls += 1
-            problems: list[str] = []
+            problems: list[tuple[str, str]] = []  # (line, what was wrong with it)
+            # A line the verifier rejected, or a repeat, is not mended by telling a small
+            # model why: it wrote the same line again (measured on Spider's employment join).
+            restart = False
             lines = _one_question(reply, names) if single else parse_lines(reply)
             for line in lines:
                 if len(kept) >= n:
@@ -477,7 +482,12 @@ async def llm_text_templates(
                     text = to_template(line, bindings)
                 except ValueError as exc:
                     result.rejected.append((style, line, str(exc)))
-                    problems.append(f"{line!r}: {exc}")
+                    problems.append((line, str(exc)))
+                    continue
+                if asks_why(text):  # before a sentence of context is paid for
+                    problem = "it asks why instead of asking for the information"
+                    result.rejected.append((style, text, problem))
+                    problems.append((line, problem))
                     continue
                 short_by = _too_short_by(style, text)
                 if single and 0 < short_by <= MAX_LENGTHENING:
@@ -491,11 +501,12 @@ async def llm_text_templates(
                 problem = style_problem(style, text)
                 if problem:
                     result.rejected.append((style, text, problem))
-                    problems.append(f"{line!r}: {_as_feedback(problem, style)}")
+                    problems.append((line, _as_feedback(problem, style)))
                     continue
                 if near_duplicate_key(text) in seen:
                     result.rejected.append((style, text, "near-duplicate"))
-                    problems.append(f"{line!r}: the same as an earlier one")
+                    problems.append((line, "the same as an earlier one"))
+                    restart = True
                     continue
                 seen.add(near_duplicate_key(text))
                 # One at a time: no call is spent on a candidate once enough are kept.
@@ -503,22 +514,24 @@ async def llm_text_templates(
                 if verdict is None or verdict.verified:
                     kept.append(text)
                 else:
-                    problems.append(f"{fill(text, bindings)!r}: {verdict.reason}")
+                    problems.append((fill(text, bindings), verdict.reason or "rejected"))
+                    restart = True
             if len(kept) >= n:
                 break
-            if single and not problems:
+            if single and (restart or not problems):
                 # The next wording starts afresh from another sentence.
                 conversation, sampled = list(fresh(style, request, started)), False
                 started += 1
                 continue
-            if single:
+            if single:  # the one line is the reply just above: only what was wrong
                 again = (
-                    f"That one was not usable: {problems[0]}. Write another version, different "
-                    f"from the earlier ones. {request.instruction}"
+                    f"That one was not usable: {problems[0][1]}. Write another version, "
+                    f"different from the earlier ones. {request.instruction}"
                 )
             else:
+                told = "; ".join(f"{line!r}: {why}" for line, why in problems[:3]) or "none"
                 again = (
-                    f"{len(kept)} usable so far. Rejected: {'; '.join(problems[:3]) or 'none'}. "
+                    f"{len(kept)} usable so far. Rejected: {told}. "
                     f"Write {n - len(kept)} more that ask for {filled_meaning}, different from "
                     "the usable ones, one per line."
                 )

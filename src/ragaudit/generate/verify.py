@@ -106,6 +106,19 @@ def answer_in_wording(
     return str(rows[0][0]) if rows else None
 
 
+_QUESTION = re.compile(r"[^.?!]*\?")
+
+
+def asks_why(text: str) -> bool:
+    """The wording's question asks why (``... Why do you need the sales of X?``): it asks
+    for a reason, which no column holds, whatever SQL a reader maps its nouns to. A small
+    model told to say why it needs the information writes such questions; back-mapping
+    reads them as the column they name."""
+    plain = TOKEN.sub("X", text)
+    asked = _QUESTION.findall(plain) or [re.split(r"(?<=[.!])\s+", plain.strip())[-1]]
+    return any(re.match(r"\s*(why|how come)\b", q, re.IGNORECASE) for q in asked)
+
+
 def conflicts(wordings: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
     """Wordings of different templates that read the same: ``{(template id, text): the
     other template's id}`` for every wording of such a pair (both are ambiguous)."""
@@ -316,9 +329,9 @@ def _literal_text(node: exp.Expression) -> str | None:
 
 def repair_aliases(sql: str, schema: SchemaInfo, dialect: str) -> str:
     """The SQL with each column qualified by the wrong table alias (``T2.Year_working``
-    where T2 has no such column) moved to the one table of the query that has it: a slip
-    of small text-to-SQL models that changes nothing of what the query means. Anything
-    else is left as it is."""
+    where T2 has no such column) moved to the one table of the query that has it, when
+    no other table of the schema has it: a slip of small text-to-SQL models that changes
+    nothing of what the query means. Anything else is left as it is."""
     try:
         tree = sqlglot.parse_one(sql, read=dialect)
     except SqlglotError:
@@ -337,7 +350,15 @@ def repair_aliases(sql: str, schema: SchemaInfo, dialect: str) -> str:
         if not qualifier or owner is None or owner.column(column.name) is not None:
             continue
         holders = {a for a, info in aliases.items() if info.column(column.name) is not None}
-        if len(holders) == 1:
+        # Only when no table outside the query has the column either: ``T1.Name`` for a
+        # person's name, with the person's table never joined, is not the other joined
+        # table's Name; left as it is, it is an unknown column, and the model is asked again.
+        queried = {info.name.lower() for info in aliases.values()}
+        elsewhere = any(
+            t.name.lower() not in queried and t.column(column.name) is not None
+            for t in schema.tables
+        )
+        if len(holders) == 1 and not elsewhere:
             column.set("table", exp.to_identifier(spelled[holders.pop()]))
             changed = True
     return tree.sql(dialect=dialect) if changed else sql

@@ -115,6 +115,8 @@ class Verifier:
         problem = placeholder_problem(text, template.placeholder_list)
         if problem:
             return f"placeholders: {problem}"
+        if checks.asks_why(text):
+            return "asks why: a reason is not a value any SQL returns"
         leaked = checks.answer_in_wording(self.db, self.sample(template).shape, text)
         if leaked is not None:
             return f"answer in the wording: it names {leaked!r}, a value of the answer column"
@@ -351,6 +353,7 @@ def reason_kind(reason: str) -> str:
         if head
         in {
             "placeholders",
+            "asks why",
             "answer in the wording",
             "conflict",
             "back-mapping",
