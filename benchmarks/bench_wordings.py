@@ -56,6 +56,34 @@ def _verified(run: Path) -> dict[str, dict[str, int]]:
     }
 
 
+def _from_the_verbalizer(run: Path) -> int:
+    """Verified wordings that are one of the verbalizer's own sentences: its fallbacks, and
+    the model's verbatim copies of the sentence it was asked to reword. Reported so that
+    the LLM path's figures cannot hide how much of it is the verbalizer's."""
+    from ragaudit.db import Database, introspect
+    from ragaudit.generate.sql_templates import load_templates
+    from ragaudit.generate.text_templates import near_duplicate_key
+    from ragaudit.generate.verbalize import verbalize
+
+    db = Database(f"sqlite:///{DATABASE}")
+    schema = introspect(db)
+    sql = {t.id: t for t in load_templates(run / "templates/sql.yaml").templates}
+    data = yaml.safe_load((run / "templates/text.yaml").read_text())["templates"]
+    found = 0
+    for tid, styles in data.items():
+        for style, items in styles.items():
+            bank = {near_duplicate_key(t) for t in verbalize(sql[tid], schema, style, 100)}
+            found += sum(
+                1
+                for i in items
+                if isinstance(i, dict)
+                and i.get("verified")
+                and near_duplicate_key(i["text"]) in bank
+            )
+    db.dispose()
+    return found
+
+
 def _calls(run: Path) -> int:
     usage = json.loads((run / "usage.json").read_text())["steps"]["templates"]
     return int(usage["calls"])
@@ -82,6 +110,7 @@ def run() -> dict[str, Any]:
             out[f"{generator}_seconds"] = round(seconds, 1)
             out[f"{generator}_templates"] = len(verified)
             out[f"{generator}_verified_wordings"] = total
+            out[f"{generator}_verified_verbalizer_sentences"] = _from_the_verbalizer(run_dir)
             out[f"{generator}_llm_calls_per_verified"] = round(_calls(run_dir) / max(total, 1), 2)
             out[f"{generator}_fewest_verified"] = min(
                 min(styles.get(s, 0) for s in ("short", "long")) for styles in verified.values()

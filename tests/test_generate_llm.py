@@ -269,6 +269,50 @@ def test_a_long_wording_the_verifier_rejects_is_followed_by_another_sentence(
     assert not result.verdicts[("long", sources[0])].verified
 
 
+def test_a_sentence_of_context_states_no_fact_and_asks_nothing() -> None:
+    from ragaudit.generate.llm_templates import context_problem
+
+    question = "What year did Brad Lohaus start working for Eastern Star Bank?"
+    assert context_problem("For my report to the board, I need this year.", question) is None
+    assert context_problem("We meet the client on Monday and need it.", question) is None
+    # A claim about the subject, which the question would carry, true or not.
+    assert "not about the asker" in (
+        context_problem("Brad Lohaus joined Eastern Star Bank long ago.", question) or ""
+    )
+    # A number the question does not have: the likeliest made-up answer.
+    assert "(2015)" in (context_problem("I heard he started in 2015.", question) or "")
+    assert context_problem("Why do I need it?", question) == "it asks something"
+
+
+def test_an_unfit_sentence_of_context_is_not_put_before_the_question(
+    llm_server: ScriptedLLMServer,
+) -> None:
+    from ragaudit.generate.llm_templates import StyleRequest
+
+    def model(body: dict[str, Any]) -> str:
+        if body["messages"][0]["content"].startswith("You write one sentence of context"):
+            return f"{NAME} works in the water industry, as everyone knows."  # a claim
+        return f"Could you tell me which industry the client '{NAME}' works in?"
+
+    llm_server.responder = model
+    with _llm(llm_server) as llm:
+        result = llm.run(
+            llm_text_templates(
+                llm,
+                TEMPLATE,
+                {"long": StyleRequest(STYLE_INSTRUCTIONS["long"], "(unused)")},
+                1,
+                meaning="the industry of the client whose name is '[Client.Name]'",
+                bindings={"Client.Name": NAME},
+                attempts=1,
+            )
+        )
+    assert result.texts["long"] == []
+    reasons = [why for style, _text, why in result.rejected]
+    assert "context: it is not about the asker (no I, my, we, our)" in reasons
+    assert any(why.endswith("the long style needs at least 30") for why in reasons)
+
+
 def test_the_verbalizer_fills_in_what_the_model_cannot_word(llm_server: ScriptedLLMServer) -> None:
     from ragaudit.generate.llm_templates import StyleRequest
 

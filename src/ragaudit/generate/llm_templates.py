@@ -347,6 +347,25 @@ def context_prompt(question: str, words: int) -> Messages:
     ]
 
 
+_FIRST_PERSON = re.compile(r"\b(I|[Mm]e|[Mm]y|[Ww]e|[Uu]s|[Oo]ur)\b")
+
+
+def context_problem(sentence: str, question: str) -> str | None:
+    """Why a sentence of context may not go before its question, or None. Asked why it
+    needs a simple fact, a small model sometimes states one instead ("X operates in the
+    automotive industry.", "Y worked there from 2005 to 2015."): a claim the question
+    would carry, true or not. So the sentence must speak of the asker (first person), ask
+    nothing, and bring no number the question does not have."""
+    if "?" in sentence:
+        return "it asks something"
+    if not _FIRST_PERSON.search(sentence):
+        return "it is not about the asker (no I, my, we, our)"
+    extra = sorted(set(re.findall(r"\d+", sentence)) - set(re.findall(r"\d+", question)))
+    if extra:
+        return f"it brings a number the question does not have ({extra[0]})"
+    return None
+
+
 def _too_short_by(style: str, text: str) -> int:
     """How many words ``text`` lacks for its style's minimum (0 when it has enough)."""
     low = STYLE_WORDS.get(style, (0, 0))[0]
@@ -496,8 +515,12 @@ async def llm_text_templates(
                     context = await llm.acomplete(context_prompt(line, short_by + 10))
                     result.calls += 1
                     sentence = " ".join(context.text.split()).strip('"')
-                    with contextlib.suppress(ValueError):
-                        text = to_template(f"{sentence} {line}", bindings)
+                    unfit = context_problem(sentence, line)
+                    if unfit:
+                        result.rejected.append((style, sentence, f"context: {unfit}"))
+                    else:
+                        with contextlib.suppress(ValueError):
+                            text = to_template(f"{sentence} {line}", bindings)
                 problem = style_problem(style, text)
                 if problem:
                     result.rejected.append((style, text, problem))
