@@ -195,12 +195,33 @@ def test_rewordings_become_templates_and_every_rejection_is_told(
     assert all(NAME in text and "[Client.Name]" not in text for text in firsts)
 
 
+def _word_long_by_copying(server: ScriptedLLMServer, sources: list[str], verify: Any = None) -> Any:
+    """Two long wordings of TEMPLATE from ``sources`` (the verbalizer's sentences), by a
+    model that rewrites by copying the question it is given."""
+    from ragaudit.generate.llm_templates import StyleRequest
+
+    server.responder = lambda body: (
+        body["messages"][1]["content"].split("Question: ", 1)[1].split("\n")[0]
+    )
+    with _llm(server) as llm:
+        return llm.run(
+            llm_text_templates(
+                llm,
+                TEMPLATE,
+                {"long": StyleRequest(STYLE_INSTRUCTIONS["long"], "(unused)", sources)},
+                2,
+                meaning="the industry of the client whose name is '[Client.Name]'",
+                bindings={"Client.Name": NAME},
+                verify=verify,
+            )
+        )
+
+
 def test_each_long_wording_starts_afresh_from_another_sentence(
     llm_server: ScriptedLLMServer,
 ) -> None:
     """Asked for "another version" of one sentence, a small model repeats itself; each long
     wording is asked in a conversation of its own, from the next verbalizer sentence."""
-    from ragaudit.generate.llm_templates import StyleRequest
 
     sources = [
         "For the board I need the industry of the client '[Client.Name]'; which one is it, "
@@ -209,21 +230,7 @@ def test_each_long_wording_starts_afresh_from_another_sentence(
         "not remember it, so please look it up in our records and tell me what it is.",
     ]
 
-    def copies(body: dict[str, Any]) -> str:  # rewrites by copying the question it is given
-        return body["messages"][1]["content"].split("Question: ", 1)[1].split("\n")[0]
-
-    llm_server.responder = copies
-    with _llm(llm_server) as llm:
-        result = llm.run(
-            llm_text_templates(
-                llm,
-                TEMPLATE,
-                {"long": StyleRequest(STYLE_INSTRUCTIONS["long"], "(unused)", sources)},
-                2,
-                meaning="the industry of the client whose name is '[Client.Name]'",
-                bindings={"Client.Name": NAME},
-            )
-        )
+    result = _word_long_by_copying(llm_server, sources)
     assert result.texts["long"] == sources
     assert result.calls == 2 and not result.fallbacks
     # Two conversations of one ask each, the second from the second sentence.
@@ -236,7 +243,6 @@ def test_a_long_wording_the_verifier_rejects_is_followed_by_another_sentence(
 ) -> None:
     """Told why its copy was rejected, a small model copies it again; the next ask starts
     from the next sentence instead."""
-    from ragaudit.generate.llm_templates import StyleRequest
     from ragaudit.generate.text_templates import Verdict
 
     sources = [
@@ -249,21 +255,7 @@ def test_a_long_wording_the_verifier_rejects_is_followed_by_another_sentence(
     async def first_is_wrong(template: SqlTemplate, _style: str, texts: list[str]) -> dict:
         return {t: Verdict(not t.startswith("Number 0"), "back-mapping: no") for t in texts}
 
-    llm_server.responder = lambda body: (
-        body["messages"][1]["content"].split("Question: ", 1)[1].split("\n")[0]
-    )
-    with _llm(llm_server) as llm:
-        result = llm.run(
-            llm_text_templates(
-                llm,
-                TEMPLATE,
-                {"long": StyleRequest(STYLE_INSTRUCTIONS["long"], "(unused)", sources)},
-                2,
-                meaning="the industry of the client whose name is '[Client.Name]'",
-                bindings={"Client.Name": NAME},
-                verify=first_is_wrong,
-            )
-        )
+    result = _word_long_by_copying(llm_server, sources, first_is_wrong)
     assert result.texts["long"] == sources[1:]
     assert [len(r["messages"]) for r in llm_server.requests] == [2, 2, 2]
     assert not result.verdicts[("long", sources[0])].verified

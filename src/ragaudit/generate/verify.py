@@ -368,8 +368,9 @@ def _sources(select: exp.Select) -> list[exp.Table] | None:
     """The tables a plain ``SELECT ... FROM a JOIN b ON ...`` reads, FROM first; None when
     it reads anything else (a subquery, a table function)."""
     source = select.args.get("from_") or select.args.get("from")
-    tables = [source.this if source else None] + [j.this for j in select.args.get("joins") or []]
-    return tables if all(isinstance(t, exp.Table) for t in tables) else None  # type: ignore[return-value]
+    nodes = [source.this if source else None] + [j.this for j in select.args.get("joins") or []]
+    tables = [t for t in nodes if isinstance(t, exp.Table)]
+    return tables if len(tables) == len(nodes) else None
 
 
 def _foreign_key_join(
