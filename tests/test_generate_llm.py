@@ -261,6 +261,33 @@ def test_a_long_wording_the_verifier_rejects_is_followed_by_another_sentence(
     assert not result.verdicts[("long", sources[0])].verified
 
 
+def test_once_every_sentence_was_asked_a_fresh_ask_samples(
+    llm_server: ScriptedLLMServer,
+) -> None:
+    """Without sentences of its own to start from, a second long wording asked afresh at
+    temperature 0 would be the first one again."""
+    from ragaudit.generate.llm_templates import StyleRequest
+
+    def model(body: dict[str, Any]) -> str:
+        mood = "sampled" if body.get("temperature", 0) > 0 else "greedy"
+        return LONG_LINE.format(NAME, f" ({mood})")
+
+    llm_server.responder = model
+    with _llm(llm_server) as llm:
+        result = llm.run(
+            llm_text_templates(
+                llm,
+                TEMPLATE,
+                {"long": StyleRequest(STYLE_INSTRUCTIONS["long"], f"Industry of '{NAME}'")},
+                2,
+                meaning="the industry of the client whose name is '[Client.Name]'",
+                bindings={"Client.Name": NAME},
+            )
+        )
+    assert [t.rsplit("(", 1)[1] for t in result.texts["long"]] == ["greedy)?", "sampled)?"]
+    assert result.calls == 2
+
+
 def test_a_sentence_of_context_states_no_fact_and_asks_nothing() -> None:
     from ragaudit.generate.llm_templates import context_problem
 

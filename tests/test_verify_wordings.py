@@ -208,11 +208,27 @@ def test_a_value_searched_with_like_counts_as_named() -> None:
     assert repaired.startswith("SELECT T1.Industry FROM Client AS T1")
 
 
+def test_a_verdict_of_older_checks_is_judged_again_and_one_by_hand_stays() -> None:
+    from ragaudit.generate.sql_templates import normalize_sql
+    from ragaudit.generate.text_templates import CHECKS_VERSION, Verdict, fingerprint
+    from ragaudit.records.models import stable_id
+
+    text = "Industry of '[Client.Name]'"
+    older = stable_id(normalize_sql(INDUSTRY.sql), text, str(CHECKS_VERSION - 1), length=10)
+    assert not Verdict(True, None, older).holds(INDUSTRY.sql, text)
+    assert Verdict(True, None, fingerprint(INDUSTRY.sql, text)).holds(INDUSTRY.sql, text)
+    assert Verdict(True).holds(INDUSTRY.sql, text)  # written by hand: the user's word
+
+
 def test_a_question_is_asking_why_only_when_its_question_does() -> None:
     assert checks.asks_why("For a report. Why do you need the city of '[Client.Name]'?")
     assert checks.asks_why("How come '[Client.Name]' is in that city")
+    assert checks.asks_why("For the report, why is '[Client.Name]' in that city?")
+    assert checks.asks_why("Could you tell me why '[Client.Name]' moved?")
+    assert checks.asks_why("Please tell me why it matters and the city of '[Client.Name]'.")
+    # A sentence that is not the question may say why.
     assert not checks.asks_why("Which city is '[Client.Name]' in? I wonder why I forgot.")
-    assert not checks.asks_why("Please tell me why it matters and the city of '[Client.Name]'.")
+    assert not checks.asks_why("I need it for a report on why we moved. Which city is X in?")
 
 
 def test_a_join_nothing_uses_is_dropped_and_every_other_kept() -> None:
@@ -258,6 +274,18 @@ def test_a_join_nothing_uses_is_dropped_and_every_other_kept() -> None:
         # a column no table has
         "SELECT T1.Industry FROM Client AS T1 JOIN Project AS T2 ON T1.ClientId = T2.Nothing "
         "WHERE T1.Name = 'X'",
+        # the answer counts rows: the join is what is counted
+        "SELECT COUNT(*) FROM Client AS T1 JOIN Project AS T2 ON T1.ClientId = T2.ClientId "
+        "WHERE T1.Name = 'X'",
+        "SELECT T1.Industry FROM Client AS T1 JOIN Project AS T2 ON T1.ClientId = T2.ClientId "
+        "WHERE T1.City = 'X' GROUP BY T1.Industry HAVING COUNT(*) > 1",
+        "SELECT T1.Industry FROM Client AS T1 JOIN Project AS T2 ON T1.ClientId = T2.ClientId "
+        "WHERE T1.Name = 'X' LIMIT 1",
+        # an outer join, and a table joined to itself
+        "SELECT T2.Industry FROM Project AS T1 LEFT JOIN Client AS T2 ON T1.ClientId = "
+        "T2.ClientId WHERE T2.Name = 'X'",
+        "SELECT T1.Name FROM Employee AS T1 JOIN Employee AS T2 ON T1.Supervisor = T2.Name "
+        "WHERE T1.Name = 'X'",
     ]
     for sql in kept:
         assert drop(sql) == sql
@@ -283,6 +311,18 @@ def test_a_filter_copied_from_the_schemas_examples_is_dropped() -> None:
     # A value the schema does not show is the model's own reading: kept.
     other = "SELECT Industry FROM Client WHERE Name = 'X' AND City = 'Atlantis'"
     assert drop(other, "Which industry is X in?") == other
+    # Several copied filters go together, whatever their order.
+    both = (
+        f"SELECT Industry FROM Client WHERE City = '{city}' AND Name = 'X' AND Industry = 'Water'"
+    )
+    assert drop(both, "Which industry is X in?") == "SELECT Industry FROM Client WHERE Name = 'X'"
+    # A word of the question that shares a stem with the value: it may be what it says.
+    water = "SELECT Industry FROM Client WHERE Name = 'X' AND Industry = 'Water'"
+    assert drop(water, "Which industry is X, our waterworks client, in?") == water
+    # Only the terms of an AND chain under WHERE: under OR or NOT, a filter is part of
+    # what the query asks.
+    either = f"SELECT Industry FROM Client WHERE Name = 'X' OR (City = '{city}' AND Name = 'Y')"
+    assert drop(either, "Which industry is X in?") == either
     # A value compared with the placeholder's column stands for the question's value
     # (parametrize decides): kept here.
     name = shown["Client.Name"][0]
@@ -316,6 +356,31 @@ def test_the_models_slips_do_not_reject_a_faithful_wording(
     text = "Job title of '[Employee.Name]'"
     verdict = verifier.run(verifier.averify(title, [text]))[text]
     assert verdict.verified, verdict.reason
+
+
+def test_a_join_that_changes_a_count_is_not_undone(
+    llm_server: ScriptedLLMServer, verifier: Verifier
+) -> None:
+    """Counting projects managed in a department is not counting its employees: the join
+    the reading makes is what it counts, so it stays and the wording is rejected."""
+    count = SqlTemplate(
+        id="count-by-department",
+        sql="SELECT COUNT(*) FROM Employee WHERE Department = '[Employee.Department]'",
+    )
+    departments = [r[0] for r in verifier.db.execute("SELECT Name FROM Department").rows]
+
+    def projects(body: dict[str, Any]) -> str | Reply:
+        question = body["messages"][-1]["content"].rsplit("Question: ", 1)[-1]
+        name = next(d for d in departments if d in question)
+        return (
+            "SELECT COUNT(*) FROM Employee AS e JOIN Project AS p ON p.ManagerId = "
+            f"e.EmployeeId WHERE e.Department = '{name}'"
+        )
+
+    llm_server.responder = projects
+    text = "How many projects are managed by people in '[Employee.Department]'?"
+    verdict = verifier.run(verifier.averify(count, [text]))[text]
+    assert not verdict.verified and "back-mapping" in (verdict.reason or "")
 
 
 # -- the files: verdicts next to the wordings, kept while they hold ---------------------

@@ -443,10 +443,13 @@ async def llm_text_templates(
     Each line must name the example's values (they become placeholders again) and fit the
     style's length; then ``verify`` judges it, one at a time until ``n`` are kept. While
     fewer are kept, the model is asked again, told what was wrong (too short by N words, a
-    name missing, what the verifier found), up to ``attempts`` asks per style; a long style
-    is asked one question per ask, ``n + attempts - 1`` asks at most, and a question that
-    is merely too short gets a sentence of context before it. What is still missing then
-    comes from ``StyleRequest.fallback`` (verified too), with a note.
+    name missing, what the verifier found), up to ``attempts`` asks per style. A long style
+    is asked one question per ask, ``n + attempts - 1`` asks at most, each wording from
+    the next of ``StyleRequest.fallback``'s sentences in a conversation of its own; after a
+    line the verifier rejected, or a repeat, the next ask starts afresh rather than being
+    told why, and a question that is merely too short gets a sentence of context before
+    it. What is still missing then comes from ``StyleRequest.fallback`` (verified too),
+    with a note.
     """
     result = LLMTextResult()
     names = [str(v) for v in bindings.values()]
@@ -542,8 +545,10 @@ async def llm_text_templates(
             if len(kept) >= n:
                 break
             if single and (restart or not problems):
-                # The next wording starts afresh from another sentence.
-                conversation, sampled = list(fresh(style, request, started)), False
+                # The next wording starts afresh from another sentence; once every sentence
+                # has been asked, a fresh ask samples, or it would be an earlier one again.
+                conversation = list(fresh(style, request, started))
+                sampled = started >= max(len(request.fallback), 1)
                 started += 1
                 continue
             if single:  # the one line is the reply just above: only what was wrong

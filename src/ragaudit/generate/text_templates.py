@@ -3,8 +3,9 @@ user-defined one), with the same placeholders, e.g. ``Get industry for '[Client.
 
 Stored in ``templates/text.yaml`` as ``templates: {sql template id: {style: [wording, ...]}}``
 where a wording is its text, or ``{text, verified: true | rejected: reason, checked}`` once
-``ragaudit templates verify`` has judged it (``checked`` fingerprints the SQL and the text
-the verdict was given for: edit either and the wording is verified again).
+``ragaudit templates verify`` has judged it (``checked`` fingerprints the SQL, the text
+and the version of the checks the verdict was given for: edit either, or upgrade to
+stricter checks, and the wording is verified again).
 """
 
 from __future__ import annotations
@@ -48,9 +49,16 @@ class Verdict:
         return self.checked is None or self.checked == fingerprint(sql, text)
 
 
+# The version of the verifier's checks: raised whenever a check changes what it decides,
+# so that a verdict the machine gave under older checks is judged again (a verdict written
+# by hand has no fingerprint and stays). 2: the reader's slips undone, questions asking why.
+CHECKS_VERSION = 2
+
+
 def fingerprint(sql: str, text: str) -> str:
-    """A short hash of a SQL template and one of its wordings."""
-    return stable_id(normalize_sql(sql), text, length=10)
+    """A short hash of a SQL template, one of its wordings and the version of the checks
+    that judged it."""
+    return stable_id(normalize_sql(sql), text, str(CHECKS_VERSION), length=10)
 
 
 def tokens_in(text: str) -> set[str]:

@@ -110,13 +110,15 @@ _QUESTION = re.compile(r"[^.?!]*\?")
 
 
 def asks_why(text: str) -> bool:
-    """The wording's question asks why (``... Why do you need the sales of X?``): it asks
+    """The wording's question asks why (``... Why do you need the sales of X?``, ``Could
+    you tell me why X moved?``), as its sentences that end with a question mark (else its
+    last sentence) say: it asks
     for a reason, which no column holds, whatever SQL a reader maps its nouns to. A small
     model told to say why it needs the information writes such questions; back-mapping
     reads them as the column they name."""
     plain = TOKEN.sub("X", text)
     asked = _QUESTION.findall(plain) or [re.split(r"(?<=[.!])\s+", plain.strip())[-1]]
-    return any(re.match(r"\s*(why|how come)\b", q, re.IGNORECASE) for q in asked)
+    return any(re.search(r"\b(why|how come)\b", q, re.IGNORECASE) for q in asked)
 
 
 def conflicts(wordings: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
@@ -414,19 +416,36 @@ def _owners(column: exp.Column, aliases: list[str], infos: list[TableInfo | None
     return {i for i, info in enumerate(infos) if info and info.column(column.name)}
 
 
+def _counts_rows(select: exp.Select) -> bool:
+    """The query's answer depends on how many rows there are, not only on which values:
+    an aggregate, a window, grouping, DISTINCT, ORDER BY or LIMIT."""
+    return (
+        select.find(exp.AggFunc) is not None
+        or select.find(exp.Window) is not None
+        or any(select.args.get(k) for k in ("group", "having", "distinct", "order", "limit"))
+    )
+
+
 def drop_unused_joins(sql: str, schema: SchemaInfo, dialect: str) -> str:
     """The SQL without the tables it joins and never uses: a table named only in the one
-    join condition that links it to another table, neither selected nor compared. Such a
-    join along a foreign key filters rows without asking anything (``... FROM employment
-    JOIN people ON <the key> WHERE people.Name = 'X'``); small text-to-SQL models add one
-    out of habit, and the reading would then miss every group that the extra table has no
-    row for. A join that anything else in the query uses, or whose condition is not a
-    declared foreign key, is kept; anything but a plain join of tables is left as it is."""
+    join condition that links it to another table, neither selected nor compared. In
+    ``SELECT people.Nationality FROM employment JOIN people ON <the key> WHERE people.Name
+    = 'X'``, employment is dropped: small text-to-SQL models add such a join out of habit,
+    and the reading would then miss every group that employment has no row for. Answers
+    are compared as sets of values, so the join only removed rows without a partner and
+    repeated others; that is why a query whose answer counts rows (an aggregate, grouping,
+    DISTINCT, ORDER BY, LIMIT) is left as it is, as is one with an outer or cross join, a
+    table joined to itself, or any join that anything else uses or whose condition is not
+    a declared foreign key."""
     try:
         tree = sqlglot.parse_one(sql, read=dialect)
     except SqlglotError:
         return sql
-    if not isinstance(tree, exp.Select) or not tree.args.get("joins"):
+    if not isinstance(tree, exp.Select) or not tree.args.get("joins") or _counts_rows(tree):
+        return sql
+    if any(
+        j.args.get("side") or j.args.get("kind") not in (None, "INNER") for j in tree.args["joins"]
+    ):
         return sql
     changed = False
     while tree.args.get("joins"):
@@ -436,8 +455,9 @@ def drop_unused_joins(sql: str, schema: SchemaInfo, dialect: str) -> str:
         joins = list(tree.args["joins"])
         aliases = [t.alias_or_name.lower() for t in tables]
         infos = [schema.table(t.name) for t in tables]
-        if len(set(aliases)) != len(aliases) or any(i is None for i in infos):
-            break
+        names = [t.name.lower() for t in tables]
+        if len(set(names)) != len(names) or any(i is None for i in infos):
+            break  # a table joined to itself, or one the schema does not have
         ons = [j.args.get("on") for j in joins]
         if any(on is None or j.args.get("using") for on, j in zip(ons, joins, strict=True)):
             break
@@ -481,6 +501,45 @@ def drop_unused_joins(sql: str, schema: SchemaInfo, dialect: str) -> str:
     return tree.sql(dialect=dialect) if changed else sql
 
 
+def _conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
+    """The terms of an AND chain (through parentheses)."""
+    if node is None:
+        return []
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.And):
+        return _conjuncts(node.this) + _conjuncts(node.expression)
+    return [node]
+
+
+def _filters(select: exp.Select) -> list[tuple[exp.Where, list[exp.Expression]]]:
+    """The WHERE clauses a filter can be dropped from, with their AND terms: the query's
+    own, and that of a subquery compared with a column in one of its terms (``...
+    AND T1.People_ID = (SELECT People_ID FROM people WHERE ...)``)."""
+    where = select.args.get("where")
+    if not isinstance(where, exp.Where):
+        return []
+    terms = _conjuncts(where.this)
+    out = [(where, terms)]
+    for term in terms:
+        if not isinstance(term, exp.EQ | exp.In):
+            continue
+        operands = [term.this, term.expression, term.args.get("query")]
+        for sub in operands:
+            if isinstance(sub, exp.Subquery) and isinstance(sub.this, exp.Select):
+                out += _filters(sub.this)
+    return out
+
+
+def _named(value: str, question: str) -> bool:
+    """The question names the value, or a word that shares a stem with one of its words
+    ('structural' for 'Structures'): then a filter on it may be what the question says."""
+    if value in question:
+        return True
+    asked = {w[:5] for w in re.findall(r"\w{5,}", question)}
+    return any(w[:5] in asked for w in re.findall(r"\w{5,}", value))
+
+
 def drop_copied_examples(
     sql: str,
     question: str,
@@ -488,14 +547,15 @@ def drop_copied_examples(
     placeholders: tuple[Placeholder, ...],
     dialect: str,
 ) -> str:
-    """The SQL without the conditions that compare a column with one of the schema's
-    example values (``shown``, the values the prompt's comments give) that the question
-    never mentions: ``... AND Nationality = 'United States'`` read into a question about
-    one person's employment year. Nothing in the question asks for such a filter; the
-    model copied it from the prompt, as it copies a comment's value for the question's
-    own (which :func:`parametrize` handles). Conditions on a placeholder's column, and any
-    value the question contains, are kept; so is everything that is not ``column =
-    'value'`` under AND."""
+    """The SQL without the filters that compare a column with one of the schema's example
+    values (``shown``, the values the prompt's comments give) that the question never
+    mentions: ``... AND Nationality = 'United States'`` read into a question about one
+    person's employment year. Nothing in the question asks for such a filter; the model
+    copied it from the prompt, as it copies a comment's value for the question's own
+    (which :func:`parametrize` handles). Only ``column = 'value'`` terms of a WHERE's AND
+    chain are dropped (the query's, or a subquery's compared under it); a term on a
+    placeholder's column, or on a value the question names or shares a word stem with,
+    is kept."""
     examples = {v.strip().casefold() for v in shown if v.strip()}
     asked = question.casefold()
     keyed = {p.column.casefold() for p in placeholders}
@@ -503,24 +563,29 @@ def drop_copied_examples(
         tree = sqlglot.parse_one(sql, read=dialect)
     except SqlglotError:
         return sql
+    if not isinstance(tree, exp.Select):
+        return sql
     changed = False
-    for eq in list(tree.find_all(exp.EQ)):
-        column, literal = eq.this, eq.expression
-        if isinstance(column, exp.Literal):
-            column, literal = literal, column
-        if not (isinstance(column, exp.Column) and isinstance(literal, exp.Literal)):
-            continue
-        value = str(literal.this).strip().casefold()
-        if (
-            not literal.is_string
-            or value not in examples
-            or value in asked
-            or column.name.casefold() in keyed
-            or not isinstance(eq.parent, exp.And)
-        ):
-            continue
-        eq.parent.replace(eq.parent.expression if eq is eq.parent.this else eq.parent.this)
-        changed = True
+    for where, terms in _filters(tree):
+        kept = []
+        for term in terms:
+            if isinstance(term, exp.EQ):
+                column, literal = term.this, term.expression
+                if isinstance(column, exp.Literal):
+                    column, literal = literal, column
+                if (
+                    isinstance(column, exp.Column)
+                    and isinstance(literal, exp.Literal)
+                    and literal.is_string
+                    and str(literal.this).strip().casefold() in examples
+                    and not _named(str(literal.this).strip().casefold(), asked)
+                    and column.name.casefold() not in keyed
+                ):
+                    continue
+            kept.append(term)
+        if kept and len(kept) < len(terms):
+            where.set("this", exp.and_(*(t.copy() for t in kept)))
+            changed = True
     return tree.sql(dialect=dialect) if changed else sql
 
 
