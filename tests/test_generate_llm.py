@@ -148,6 +148,16 @@ async def _reject_sector(template: SqlTemplate, _style: str, texts: list[str]) -
     }
 
 
+def _word(server: ScriptedLLMServer, styles: dict[str, Any], n: int, **options: Any) -> Any:
+    """``n`` wordings per style of TEMPLATE (the industry of a client) from the scripted
+    model behind ``server``; ``options`` go to llm_text_templates as they are."""
+    options.setdefault("meaning", "the industry of the client whose name is '[Client.Name]'")
+    with _llm(server) as llm:
+        return llm.run(
+            llm_text_templates(llm, TEMPLATE, styles, n, bindings={"Client.Name": NAME}, **options)
+        )
+
+
 def test_rewordings_become_templates_and_every_rejection_is_told(
     llm_server: ScriptedLLMServer,
 ) -> None:
@@ -158,18 +168,7 @@ def test_rewordings_become_templates_and_every_rejection_is_told(
         "short": StyleRequest("few words", f"Industry of '{NAME}'"),
         "long": StyleRequest("at least 30 words", f"What is the industry of '{NAME}'?"),
     }
-    with _llm(llm_server) as llm:
-        result = llm.run(
-            llm_text_templates(
-                llm,
-                TEMPLATE,
-                styles,
-                3,
-                meaning="the industry of the client whose name is '[Client.Name]'",
-                bindings={"Client.Name": NAME},
-                verify=_reject_sector,
-            )
-        )
+    result = _word(llm_server, styles, 3, verify=_reject_sector)
     assert result.texts["short"] == [
         "Industry of [Client.Name]",
         "'[Client.Name]' industry",
@@ -203,18 +202,12 @@ def _word_long_by_copying(server: ScriptedLLMServer, sources: list[str], verify:
     server.responder = lambda body: (
         body["messages"][1]["content"].split("Question: ", 1)[1].split("\n")[0]
     )
-    with _llm(server) as llm:
-        return llm.run(
-            llm_text_templates(
-                llm,
-                TEMPLATE,
-                {"long": StyleRequest(STYLE_INSTRUCTIONS["long"], "(unused)", sources)},
-                2,
-                meaning="the industry of the client whose name is '[Client.Name]'",
-                bindings={"Client.Name": NAME},
-                verify=verify,
-            )
-        )
+    return _word(
+        server,
+        {"long": StyleRequest(STYLE_INSTRUCTIONS["long"], "(unused)", sources)},
+        2,
+        verify=verify,
+    )
 
 
 def test_each_long_wording_starts_afresh_from_another_sentence(
@@ -273,17 +266,9 @@ def test_once_every_sentence_was_asked_a_fresh_ask_samples(
         return LONG_LINE.format(NAME, f" ({mood})")
 
     llm_server.responder = model
-    with _llm(llm_server) as llm:
-        result = llm.run(
-            llm_text_templates(
-                llm,
-                TEMPLATE,
-                {"long": StyleRequest(STYLE_INSTRUCTIONS["long"], f"Industry of '{NAME}'")},
-                2,
-                meaning="the industry of the client whose name is '[Client.Name]'",
-                bindings={"Client.Name": NAME},
-            )
-        )
+    result = _word(
+        llm_server, {"long": StyleRequest(STYLE_INSTRUCTIONS["long"], f"Industry of '{NAME}'")}, 2
+    )
     assert [t.rsplit("(", 1)[1] for t in result.texts["long"]] == ["greedy)?", "sampled)?"]
     assert result.calls == 2
 
@@ -314,18 +299,9 @@ def test_an_unfit_sentence_of_context_is_not_put_before_the_question(
         return f"Could you tell me which industry the client '{NAME}' works in?"
 
     llm_server.responder = model
-    with _llm(llm_server) as llm:
-        result = llm.run(
-            llm_text_templates(
-                llm,
-                TEMPLATE,
-                {"long": StyleRequest(STYLE_INSTRUCTIONS["long"], "(unused)")},
-                1,
-                meaning="the industry of the client whose name is '[Client.Name]'",
-                bindings={"Client.Name": NAME},
-                attempts=1,
-            )
-        )
+    result = _word(
+        llm_server, {"long": StyleRequest(STYLE_INSTRUCTIONS["long"], "(unused)")}, 1, attempts=1
+    )
     assert result.texts["long"] == []
     reasons = [why for style, _text, why in result.rejected]
     assert "context: it is not about the asker (no I, my, we, our)" in reasons
@@ -337,18 +313,13 @@ def test_the_verbalizer_fills_in_what_the_model_cannot_word(llm_server: Scripted
 
     llm_server.responder = lambda body: "Tell me something."  # never names the client
     fallback = ["Industry of client '[Client.Name]'", "Get industry of '[Client.Name]'"]
-    with _llm(llm_server) as llm:
-        result = llm.run(
-            llm_text_templates(
-                llm,
-                TEMPLATE,
-                {"short": StyleRequest("few words", f"Industry of '{NAME}'", fallback)},
-                2,
-                meaning="the industry of '[Client.Name]'",
-                bindings={"Client.Name": NAME},
-                attempts=2,
-            )
-        )
+    result = _word(
+        llm_server,
+        {"short": StyleRequest("few words", f"Industry of '{NAME}'", fallback)},
+        2,
+        meaning="the industry of '[Client.Name]'",
+        attempts=2,
+    )
     assert result.texts["short"] == fallback
     assert (
         result.fallbacks["short"]
