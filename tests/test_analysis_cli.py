@@ -32,6 +32,11 @@ def test_analyze_neutral_files(tmp_path: Path, grammar_reference: Path) -> None:
         low, high = cell["ci95"]
         assert low <= cell["value"] <= high and cell["n"] > 0
     assert round(short["robustness"]["value"], 2) == 0.95
+    # Gold ids of unknown meaning: the GRAMMAR convention blames each gap on the knowledge
+    # base, and says so.
+    assert short["blame"]["rule"] == "convention"
+    assert short["blame"]["counts"]["knowledge base"] == short["gap_fraction"]["k"]
+    assert system["knowledge_base_holes"] is None
     verdicts = [c["verdict"] for c in summary["comparisons"]]
     assert len(verdicts) == 4 and all("groups)" in v for v in verdicts)
     # The last two compare retrieval correctness, which needs no judge.
@@ -43,7 +48,8 @@ def test_analyze_neutral_files(tmp_path: Path, grammar_reference: Path) -> None:
     rows = [json.loads(line) for line in drill]
     assert len(rows) == 314 + 257
     assert {r["tag"] for r in rows} == {"gap", "robust", "non-robust"}
-    assert {"tag", "correct", "retrieval_correct", "group_id", "record"} <= set(rows[0])
+    assert {"tag", "correct", "retrieval_correct", "source", "group_id", "record"} <= set(rows[0])
+    assert all(r["source"] == "knowledge base" for r in rows if r["tag"] == "gap")
     assert {"query", "reference", "response", "retrieved_ids"} <= set(rows[0]["record"])
     assert all(r["record"]["query_id"] == r["query_id"] for r in rows)
     gaps = {r["group_id"] for r in rows if r["variant"] == "short" and r["tag"] == "gap"}
@@ -63,6 +69,13 @@ def test_malformed_neutral_line_names_file_and_line(tmp_path: Path) -> None:
     result = ragaudit("analyze", "--neutral", str(bad), cwd=tmp_path)
     assert result.returncode == 2
     assert f"{bad}:1: correct: expected true or false" in result.stderr
+    bad.write_text(
+        '{"query_id": "q", "group_id": "g", "variant": "short", "correct": true, '
+        '"gold_ids": [], "gold_kind": "stated"}\n'
+    )
+    result = ragaudit("analyze", "--neutral", str(bad), cwd=tmp_path)
+    assert result.returncode == 2
+    assert f"{bad}:1: gold_kind: expected states, entity or null" in result.stderr
 
 
 def _strict(name: str) -> None:

@@ -120,3 +120,65 @@ def test_retrieval_rules() -> None:
     assert retrieval_correct(got, None, "same_set") is None
     with pytest.raises(UserError, match="recall@K"):
         check_rule("recall@x")
+
+
+def _stated(
+    group: str, correct: bool, retrieved: tuple[str, ...], gold: tuple[str, ...], n: int = 0
+) -> Example:
+    return Example(
+        f"{group}-{n}",
+        group,
+        "short",
+        correct,
+        set(gold) <= set(retrieved) if gold else True,
+        "s",
+        retrieved,
+        gold,
+        gold_kind="states",
+    )
+
+
+def test_blame_by_evidence_when_gold_ids_say_which_documents_state_the_answer() -> None:
+    from ragaudit.analysis.metrics import blame
+
+    examples = [
+        # A hole: no document states it. Wrong or right, the knowledge base's; the right
+        # one was answered from elsewhere.
+        _stated("hole", False, ("d1",), ()),
+        _stated("hole", True, ("d1",), (), n=1),
+        # A gap group of a stated fact that no wording retrieved: the retriever's.
+        _stated("missed", False, ("d9",), ("d2",)),
+        _stated("missed", False, ("d8",), ("d2",), n=1),
+        # Retrieved, answered wrong: the language model's, even in a gap group.
+        _stated("misread", False, ("d3", "d9"), ("d3",)),
+        _stated("misread", False, ("d9",), ("d3",), n=1),  # this wording missed it
+        _stated("fine", True, ("d4",), ("d4",)),
+    ]
+    got = analyze(examples)["s"]
+    b = got.variants["short"].blame
+    assert b.counts == {"correct": 1, "knowledge base": 2, "retriever": 3, "language model": 1}
+    assert (b.rule, b.by_evidence, b.by_convention, b.holes_answered) == ("evidence", 7, 0, 1)
+    # The same groups under the convention: both gap groups would be the knowledge base's,
+    # and the hole, answered once, the language model's.
+    plain = [
+        Example(e.query_id, e.group_id, e.variant, e.correct, e.retrieval_correct) for e in examples
+    ]
+    tags = group_tags(plain)
+    convention = blame(plain, tags)
+    assert convention.rule == "convention" and convention.counts["knowledge base"] == 4
+    holes = got.knowledge_base_holes
+    assert holes is not None and (holes.k, holes.n) == (1, 4)
+
+
+def test_blame_of_a_failed_response_and_of_mixed_gold() -> None:
+    from ragaudit.analysis.metrics import source_of
+
+    down = Example("q", "g", "v", False, False, "s", (), ("d1",), errored=True, gold_kind="states")
+    assert source_of(down, "gap") == ("retriever", True)
+    entity = Example("q2", "g", "v", False, True, "s", ("d1",), ("d1",), gold_kind="entity")
+    assert source_of(entity, "gap") == ("knowledge base", False)
+    assert source_of(entity, "non-robust") == ("language model", False)
+    unknown = Example("q3", "g", "v", False, False, "s", ("d1",), None, gold_kind="states")
+    assert source_of(unknown, "non-robust") == ("retriever", False)
+    m = variant_metrics([down, entity])
+    assert m.blame.rule == "mixed" and (m.blame.by_evidence, m.blame.by_convention) == (1, 1)

@@ -3,6 +3,8 @@ Acc_retrieval_db = 45/157 for Aurp."""
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -73,3 +75,61 @@ def test_aurp_balanced_long_and_retrieval_database(grammar_reference: Path) -> N
     # The identity accuracy = R x (1 - lambda) holds in every variant.
     for m in unbalanced.variants.values():
         assert m.accuracy.value == pytest.approx(m.robustness.value * (1 - m.gap_fraction.value))
+
+
+def _aurp_stated(root: Path) -> dict[str, list[str]]:
+    """Group id -> the Aurp reports that state its answer, by the published row map: a
+    project's report states the columns found verbatim in it; nothing in the map says
+    that any report states a client's or an employee's columns."""
+    documents = json.loads((root / "aurp" / "document_row_map.json").read_text())["documents"]
+    stated: dict[str, list[str]] = {}
+    for variant in ("short", "long"):
+        for line in (root / f"aurp_{variant}_unbalanced.jsonl").read_text().splitlines():
+            row = json.loads(line)
+            match = re.fullmatch(r"SELECT (\w+) FROM (\w+) WHERE Name = '(.*)';", row["group_id"])
+            assert match, row["group_id"]
+            column, table, key = match.groups()
+            stated[row["group_id"]] = [
+                doc
+                for doc, entry in documents.items()
+                if entry["table"] == table
+                and entry["row_key"] == key
+                and entry["value_found_verbatim"].get(column) is not None
+            ]
+    return stated
+
+
+def test_aurp_blame_by_evidence_beside_the_convention(
+    grammar_reference: Path, tmp_path: Path
+) -> None:
+    """The paper's figures stay as they are; with gold ids that say which reports state
+    each answer, the knowledge base is blamed for exactly the questions no report answers,
+    and the stated facts that were missed are the retriever's or the language model's."""
+    stated = _aurp_stated(grammar_reference)
+    convention = _summary(grammar_reference, "aurp", "unbalanced")
+    examples = []
+    for variant in ("short", "long"):
+        path = tmp_path / f"{variant}.jsonl"
+        lines = []
+        for line in (
+            (grammar_reference / f"aurp_{variant}_unbalanced.jsonl").read_text().splitlines()
+        ):
+            row = json.loads(line)
+            row.update(gold_ids=stated[row["group_id"]], gold_kind="states")
+            lines.append(json.dumps(row))
+        path.write_text("\n".join(lines) + "\n")
+        examples += list(read_neutral(path, system="aurp", rule="any_hit"))
+    evidence = analyze(examples)["aurp"]
+    for variant in ("short", "long"):
+        by_convention = convention.variants[variant]
+        by_evidence = evidence.variants[variant]
+        assert by_evidence.accuracy == by_convention.accuracy  # the answers did not change
+        assert by_convention.blame.rule == "convention" and by_evidence.blame.rule == "evidence"
+        holes = sum(1 for ex in examples if ex.variant == variant and not ex.gold)
+        counts = by_evidence.blame.counts
+        assert counts["knowledge base"] == holes
+        assert sum(counts.values()) == by_evidence.n_queries
+        assert by_convention.blame.counts["knowledge base"] == by_convention.gap_fraction.k
+    holes = evidence.knowledge_base_holes
+    assert holes is not None and holes.n == 157
+    assert holes.k == sum(1 for docs in stated.values() if not docs)

@@ -3,10 +3,14 @@ awkward values: quotes, unicode, NULL, numbers stored as text, dates, composite 
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from ragaudit.config import GenerateOptions
 from ragaudit.db import Database, introspect
+from ragaudit.errors import ConfigError
 from ragaudit.generate import (
     DatasetStats,
     SqlTemplate,
@@ -169,3 +173,70 @@ def test_gold_ids_from_a_value_or_a_looked_up_column(people_db_url: str) -> None
     records, _ = _dataset(people_db_url, sql, gold_ids=rules)
     obrien = next(r for r in records if r.bindings["person.name"] == "O'Brien")
     assert obrien.gold_ids == ["doc-1", "O'Brien"]
+
+
+def test_gold_ids_from_facts_name_the_documents_that_state_the_answer(
+    people_db_url: str, tmp_path: Path
+) -> None:
+    """With the facts each document states, gold ids list the documents stating the
+    answer's own cell, [] when none does (a hole), and nothing when the answer is no
+    single cell; a question for a row's key through a foreign key asks for the foreign
+    key's cell."""
+    facts = tmp_path / "facts.jsonl"
+    facts.write_text(
+        json.dumps(
+            {"id": "d-people", "facts": [{"table": "person", "row_key": 1, "column": "role"}]}
+        )
+        + "\n"
+        + json.dumps(
+            {
+                "id": "d-badges",
+                "facts": [
+                    {"table": "badge", "row_key": "10", "column": "colour"},
+                    {"table": "badge", "row_key": "12", "column": "colour"},
+                    {"table": "badge", "row_key": "10", "column": "person_id"},
+                    {"table": "person", "row_key": "1", "column": "role"},
+                ],
+            }
+        )
+        + "\n"
+    )
+    sqls = {
+        "role": "SELECT role FROM person WHERE name = '[person.name]'",
+        "colours": "SELECT b.colour FROM badge AS b JOIN person AS p ON b.person_id = p.id "
+        "WHERE p.name = '[person.name]'",
+        "owner": "SELECT p.id FROM badge AS b JOIN person AS p ON b.person_id = p.id "
+        "WHERE b.colour = '[badge.colour]'",
+        "count": "SELECT COUNT(*) FROM badge AS b JOIN person AS p ON b.person_id = p.id "
+        "WHERE p.name = '[person.name]'",
+    }
+    records, stats = _dataset(people_db_url, sqls, gold_facts=facts, allow_multi=True)
+    gold = {
+        (r.template_id, *r.bindings.values()): (r.gold_ids, r.gold_kind)
+        for r in records
+        if r.variant == "short"
+    }
+    assert gold[("role", "O'Brien")] == (["d-people", "d-badges"], "states")
+    assert gold[("role", "Plain Name")] == ([], "states")  # no document states it
+    assert gold[("colours", "O'Brien")] == (["d-badges"], "states")
+    assert gold[("colours", 'Zoë "Z" Ng')] == (["d-badges"], "states")  # one of two stated
+    assert gold[("owner", "red")] == (["d-badges"], "states")  # badge 10's person_id
+    assert gold[("owner", "blue")] == ([], "states")
+    assert gold[("count", "O'Brien")] == (None, None)  # a count is no stated cell
+    counted = stats.table2()["gold_groups"]
+    assert counted == {"states": 4, "holes": 4, "unknown": 2}
+
+
+def test_a_fact_of_a_column_the_database_lacks_is_an_error(
+    people_db_url: str, tmp_path: Path
+) -> None:
+    facts = tmp_path / "facts.jsonl"
+    facts.write_text(
+        json.dumps({"id": "d", "facts": [{"table": "person", "row_key": 1, "column": "age"}]})
+        + "\n"
+    )
+    sql = {"role": "SELECT role FROM person WHERE name = '[person.name]'"}
+    with pytest.raises(ConfigError, match=r"facts.jsonl:1: the database has no column person.age"):
+        _dataset(people_db_url, sql, gold_facts=facts)
+    with pytest.raises(ConfigError, match="no such file"):
+        _dataset(people_db_url, sql, gold_facts=tmp_path / "none.jsonl")

@@ -163,5 +163,10 @@ def test_cli_world_then_generate_gives_gold_ids_of_real_documents(tmp_path: Path
     ]
     with_gold = [q for q in queries if q["gold_ids"]]
     assert with_gold and all(set(q["gold_ids"]) <= docs for q in with_gold)
+    # Gold ids are the reports that state each answer; a fact no report states is a hole.
+    assert {q["gold_kind"] for q in queries} == {"states"}
+    holes = [q for q in queries if q["gold_ids"] == []]
+    assert holes and {q["template_id"] for q in holes} >= {"location-by-client-name"}
+    assert "no document states the answer (holes)" in done.stdout
     again = ragaudit("world", "w", cwd=tmp_path)
     assert again.returncode == 2 and "not empty" in again.stderr

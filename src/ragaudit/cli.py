@@ -657,6 +657,14 @@ def generate_cmd(
         table.add_row(
             "groups dropped: a question reads as another's", str(stats.conflicting_groups)
         )
+    gold = table2["gold_groups"]
+    for part, label in (
+        ("states", "groups: gold ids = documents that state the answer"),
+        ("holes", "groups: no document states the answer (holes)"),
+        ("entity", "groups: gold ids = documents about the entity (a rule)"),
+    ):
+        if gold.get(part):
+            table.add_row(label, str(gold[part]))
     console.print(table)
     for tid, why in table2["skipped_templates"].items():
         err_console.print(f"skipped {tid}: {why}", markup=False)
@@ -998,7 +1006,14 @@ def analyze_cmd(
     """Groups, robustness, retrieval database and module metrics, and paired tests:
     summary.json, summary.md and drilldown.jsonl in the run directory."""
     from ragaudit.judge.retrieval import check_rule
-    from ragaudit.pipeline.analysis import METRIC_NAMES, default_neutral, run_analysis, show
+    from ragaudit.pipeline.analysis import (
+        BLAME_HEADERS,
+        METRIC_NAMES,
+        blame_rows,
+        default_neutral,
+        run_analysis,
+        show,
+    )
 
     check_rule(retrieval_rule)
     if outcome not in ("answer", "retrieval"):
@@ -1032,6 +1047,8 @@ def analyze_cmd(
     for system, summary in result.summaries.items():
         closed = summary.acc_retrieval_db_closed
         extra = f"; closed domain {closed}" if closed is not None else ""
+        if summary.knowledge_base_holes is not None:
+            extra += f"; groups no document answers {summary.knowledge_base_holes}"
         table = Table(
             title=f"{system}  (acc_retrieval_db {summary.acc_retrieval_db}{extra})",
             title_justify="left",
@@ -1042,6 +1059,12 @@ def analyze_cmd(
         for name in ("n_queries", "n_groups", "n_errors", *METRIC_NAMES):
             table.add_row(name, *(show(getattr(m, name)) for m in summary.variants.values()))
         console.print(table)
+    table = Table(title="Where the answers go wrong (shares of the queries)", title_justify="left")
+    for header in BLAME_HEADERS:
+        table.add_column(header, justify="left" if header in BLAME_HEADERS[:3] else "right")
+    for row in blame_rows(result.summaries):
+        table.add_row(*(escape(cell) for cell in row))
+    console.print(table)
     for system_name, n in sorted(result.undecided.items()):
         console.print(
             f"{system_name}: {n} answers left out, the LLM judge failed on them "

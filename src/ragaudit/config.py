@@ -147,6 +147,12 @@ class GenerateOptions(_Strict):
     seed: int = 0
     styles: list[str] | None = Field(None, description="Only these styles (default: all).")
     gold_ids: list[GoldRule] = Field(default_factory=list)
+    gold_facts: Path | None = Field(
+        None,
+        description="JSON Lines {id, facts: [{table, row_key, column}]}: which facts each "
+        "document states; gold ids then list the documents that state each answer ([] "
+        "when none does). Rows are named by their table's primary key.",
+    )
 
 
 class TemplatesConfig(_Strict):
@@ -425,6 +431,8 @@ generate:
   balanced: false              # same number of queries per group in every style
   unverified: false            # also ask wordings never verified (rejected ones never are)
   seed: 0
+  # gold_facts: facts.jsonl     # example: which facts each document states; gold ids are
+  #                             # then the documents that state each answer
   # gold_ids:                  # example: documents keyed by a placeholder's value
   #   - placeholder: Project.Name
   #   - placeholder: Client.Name

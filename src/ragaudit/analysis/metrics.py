@@ -45,6 +45,9 @@ class Example:
     gold: tuple[str, ...] | None = None
     label: str | None = None
     errored: bool = False  # the system failed (timeout, HTTP error): no answer to judge
+    # "states": gold lists the documents that state the answer ([]: none does), the
+    # evidence that blame uses; "entity" or None: the GRAMMAR convention decides.
+    gold_kind: str | None = None
 
 
 def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
@@ -98,6 +101,77 @@ def group_tags(examples: Iterable[Example]) -> dict[str, Tag]:
     }
 
 
+SOURCES = ("correct", "knowledge base", "retriever", "language model")
+
+
+def source_of(ex: Example, tag: Tag) -> tuple[str, bool]:
+    """Where one answer went wrong (or "correct"), and whether evidence decided it.
+
+    By evidence, when the gold ids list the documents that state the answer
+    (``gold_kind`` "states"): no such document is a hole of the knowledge base, whatever
+    the system answered; a wrong answer whose retrieval held none of them is the
+    retriever's; one whose retrieval held one is the language model's. Otherwise by the
+    GRAMMAR convention: a wrong answer in a gap group is the knowledge base's, one whose
+    retrieval was judged wrong the retriever's, any other the language model's."""
+    if ex.gold_kind == "states" and ex.gold is not None:
+        if not ex.gold:
+            return "knowledge base", True
+        if ex.correct:
+            return "correct", True
+        if ex.retrieved is not None:
+            found = not ex.errored and not set(ex.gold).isdisjoint(ex.retrieved)
+        else:
+            found = ex.retrieval_correct is not False
+        return ("language model" if found else "retriever"), True
+    if ex.correct:
+        return "correct", False
+    if tag == "gap":
+        return "knowledge base", False
+    if ex.retrieval_correct is False:
+        return "retriever", False
+    return "language model", False
+
+
+@dataclass
+class Blame:
+    """Queries of one system and variant by where they went wrong (:func:`source_of`)."""
+
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(SOURCES, 0))
+    by_evidence: int = 0  # queries decided by the documents that state the answer
+    by_convention: int = 0  # queries decided by the GRAMMAR convention
+    holes_answered: int = 0  # correct answers that no document states: from elsewhere
+
+    @property
+    def rule(self) -> str:
+        """Which rule decided the figures: evidence, convention, or both (mixed)."""
+        if self.by_evidence and self.by_convention:
+            return "mixed"
+        return "evidence" if self.by_evidence else "convention"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "counts": dict(self.counts),
+            "by_evidence": self.by_evidence,
+            "by_convention": self.by_convention,
+            "holes_answered": self.holes_answered,
+        }
+
+
+def blame(examples: Iterable[Example], tags: dict[str, Tag]) -> Blame:
+    """Where the answers of one system and variant went wrong, counted."""
+    out = Blame()
+    for ex in examples:
+        part, evidence = source_of(ex, tags[ex.group_id])
+        out.counts[part] += 1
+        if evidence:
+            out.by_evidence += 1
+            out.holes_answered += part == "knowledge base" and ex.correct
+        else:
+            out.by_convention += 1
+    return out
+
+
 @dataclass
 class VariantMetrics:
     """All figures of one system and one variant."""
@@ -113,6 +187,7 @@ class VariantMetrics:
     acc_retrieval_db: Proportion
     accuracy_balanced: float | None = None
     n_errors: int = 0  # queries the system failed on (counted as wrong answers)
+    blame: Blame = field(default_factory=Blame)
 
     def tag_counts(self) -> dict[str, int]:
         counts = {"gap": 0, "robust": 0, "non-robust": 0}
@@ -136,6 +211,7 @@ class VariantMetrics:
             "robustness_retrieval": opt(self.robustness_retrieval),
             "acc_retrieval_db": self.acc_retrieval_db.as_dict(),
             "accuracy_balanced": self.accuracy_balanced,
+            "blame": self.blame.as_dict(),
         }
 
 
@@ -179,6 +255,7 @@ def variant_metrics(examples: list[Example]) -> VariantMetrics:
         acc_retrieval_db=Proportion(len(tags) - gap_groups, len(tags)),
         accuracy_balanced=_balanced_accuracy(examples),
         n_errors=sum(ex.errored for ex in examples),
+        blame=blame(examples, tags),
     )
 
 
@@ -191,12 +268,17 @@ class SystemSummary:
     acc_retrieval_db: Proportion = field(default_factory=lambda: Proportion(0, 0))
     open_domain_groups: int | None = None
     acc_retrieval_db_closed: Proportion | None = None
+    # Groups whose answer no document states, among those whose gold ids say which
+    # documents state it: the holes of the knowledge base by evidence (None: no evidence).
+    knowledge_base_holes: Proportion | None = None
 
     def as_dict(self) -> dict[str, Any]:
         closed = self.acc_retrieval_db_closed
+        holes = self.knowledge_base_holes
         return {
             "system": self.system,
             "acc_retrieval_db": self.acc_retrieval_db.as_dict(),
+            "knowledge_base_holes": holes.as_dict() if holes else None,
             "open_domain_groups": self.open_domain_groups,
             "acc_retrieval_db_closed_domain": closed.as_dict() if closed else None,
             "variants": {v: m.as_dict() for v, m in self.variants.items()},
@@ -272,6 +354,7 @@ def analyze(
                 groups[gid].append(tag)
         always_gap = {g for g, tags in groups.items() if all(t == "gap" for t in tags)}
         summary.acc_retrieval_db = Proportion(len(groups) - len(always_gap), len(groups))
+        summary.knowledge_base_holes = _holes(ex for items in variants.values() for ex in items)
         if llm_only and system != llm_only:
             closed = [g for g in groups if g not in open_domain]
             summary.open_domain_groups = len(groups) - len(closed)
@@ -280,3 +363,14 @@ def analyze(
             )
         out[system] = summary
     return out
+
+
+def _holes(examples: Iterable[Example]) -> Proportion | None:
+    """Groups no document answers, among the groups whose gold ids say which do."""
+    hole: dict[str, bool] = {}
+    for ex in examples:
+        if ex.gold_kind == "states" and ex.gold is not None:
+            hole[ex.group_id] = hole.get(ex.group_id, False) or not ex.gold
+    if not hole:
+        return None
+    return Proportion(sum(hole.values()), len(hole))

@@ -8,11 +8,13 @@ at most ``max_groups_per_template`` groups per template).
 
 from __future__ import annotations
 
+import collections
 import itertools
 import random
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ragaudit.config import GenerateOptions, GoldRule
@@ -20,6 +22,7 @@ from ragaudit.db.engine import Database
 from ragaudit.db.schema import SchemaInfo
 from ragaudit.errors import ConfigError
 from ragaudit.generate.instantiate import (
+    AnswerFact,
     Group,
     Plan,
     count_combinations,
@@ -34,7 +37,8 @@ from ragaudit.generate.text_templates import (
     near_duplicate_key,
     placeholder_problem,
 )
-from ragaudit.records.models import QueryRecord, Reference, Scalar, stable_id
+from ragaudit.records.io import RecordFileError, iter_jsonl_dicts
+from ragaudit.records.models import GoldKind, QueryRecord, Reference, Scalar, stable_id
 
 
 @dataclass
@@ -51,6 +55,9 @@ class TemplateStats:
     queries: dict[str, int] = field(default_factory=dict)
     text_templates: dict[str, int] = field(default_factory=dict)
     skipped: str | None = None
+    # Kept groups by what their gold ids say: "states" (documents that state the answer),
+    # "holes" (no document states it: gold ids []), "entity" (a gold-id rule), "unknown".
+    gold: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -86,6 +93,9 @@ class DatasetStats:
             "text_queries": {s: sum(t.queries.get(s, 0) for t in used) for s in styles},
             "skipped_templates": {t.template_id: t.skipped for t in self.templates if t.skipped},
             "conflicting_groups": self.conflicting_groups,
+            "gold_groups": dict(
+                sum((collections.Counter(t.gold) for t in used), collections.Counter())
+            ),
             "wordings_dropped": self.wordings_dropped,
             "wordings": self.wordings,
         }
@@ -178,6 +188,52 @@ class GoldResolver:
         return ids
 
 
+class FactGold:
+    """Gold ids that mean "states the answer", from a file of the facts each document
+    states (``generate.gold_facts``): the documents stating the answer's fact (the answer
+    column of the answer's row, named by its primary key), [] when none does."""
+
+    def __init__(self, path: Path, schema: SchemaInfo) -> None:
+        self.path = path
+        self._docs: dict[tuple[str, str, str], list[str]] = {}
+        if not path.is_file():
+            raise ConfigError(f"generate.gold_facts: {path}: no such file")
+        for number, row in iter_jsonl_dicts(path):
+            doc = row.get("id")
+            facts = row.get("facts")
+            if not isinstance(doc, str) or not isinstance(facts, list):
+                raise RecordFileError(f"{path}:{number}: expected {{id, facts: [...]}}")
+            for fact in facts:
+                try:
+                    table, key, column = fact["table"], fact["row_key"], fact["column"]
+                except (KeyError, TypeError):
+                    raise RecordFileError(
+                        f"{path}:{number}: a fact needs table, row_key and column"
+                    ) from None
+                info = schema.table(str(table))
+                if info is None or info.column(str(column)) is None:
+                    raise ConfigError(
+                        f"generate.gold_facts: {path}:{number}: the database has no column "
+                        f"{table}.{column}"
+                    )
+                docs = self._docs.setdefault((info.name, str(key), str(column).lower()), [])
+                if doc not in docs:
+                    docs.append(doc)
+
+    def __call__(self, fact: AnswerFact | None, group: Group) -> list[str] | None:
+        """The documents stating ``group``'s answer; None when that is not known (the
+        answer is no single stored fact, or there is no value to state)."""
+        if fact is None or group.keys is None or not group.answers or group.answers == [None]:
+            return None
+        column = fact.column.lower()
+        out: list[str] = []
+        for key in group.keys:
+            for doc in self._docs.get((fact.table, str(key), column), ()):
+                if doc not in out:
+                    out.append(doc)
+        return out
+
+
 def _sample(groups: Iterator[Group], limit: int | None, rng: random.Random) -> Iterable[Group]:
     """All groups (streamed), or a seeded uniform sample of ``limit`` of them (reservoir,
     in their original order)."""
@@ -207,6 +263,7 @@ def generate(
     """Yield the dataset's QueryRecords, template by template; fill ``stats`` on the way."""
     stats = stats if stats is not None else DatasetStats()
     gold = GoldResolver(db, schema, options.gold_ids)
+    facts = FactGold(options.gold_facts, schema) if options.gold_facts else None
     dialect = {"postgresql": "postgres"}.get(db.dialect, db.dialect)
     for template in templates:
         tstats = TemplateStats(template_id=template.id)
@@ -258,7 +315,9 @@ def generate(
                 yield group
 
         kept: Iterable[Group] = _sample(
-            counted(iter_groups(db, plan_)), options.max_groups_per_template, rng
+            counted(iter_groups(db, plan_, keyed=facts is not None)),
+            options.max_groups_per_template,
+            rng,
         )
         if options.include_unanswerable:
 
@@ -286,7 +345,15 @@ def generate(
             tstats.kept_groups += 1
             gid = group_id(template, group.bindings)
             reference = Reference.from_values(group.answers)
-            gold_ids = gold(group.bindings)
+            gold_ids, gold_kind = _gold(group, plan_, facts, gold)
+            part = (
+                "unknown"
+                if gold_kind is None
+                else gold_kind
+                if gold_ids or gold_kind == "entity"
+                else "holes"
+            )
+            tstats.gold[part] = tstats.gold.get(part, 0) + 1
             for style, wordings in styles.items():
                 for wording in wordings:
                     text_id = text_ids[(style, wording)]
@@ -300,6 +367,7 @@ def generate(
                         reference=reference,
                         bindings=group.bindings,
                         gold_ids=gold_ids,
+                        gold_kind=gold_kind,
                         label=(
                             "unanswerable"
                             if not group.answers
@@ -312,3 +380,16 @@ def generate(
                     tstats.queries[style] += 1
         if on_template:
             on_template(template, tstats)
+
+
+def _gold(
+    group: Group, plan_: Plan, facts: FactGold | None, rules: GoldResolver
+) -> tuple[list[str] | None, GoldKind | None]:
+    """A group's gold ids and what they mean: the documents that state its answer where
+    the facts are known, else the documents the gold-id rules name for its entity."""
+    if facts is not None:
+        stated = facts(plan_.fact, group)
+        if stated is not None:
+            return stated, "states"
+    ids = rules(group.bindings)
+    return ids, ("entity" if ids is not None else None)

@@ -61,6 +61,16 @@ def _sort_key(value: Scalar) -> tuple[str, str]:
 
 
 @dataclass(frozen=True)
+class AnswerFact:
+    """Which stored fact a template's answer is: a column of one row, named by the row's
+    key. A question for a row's key through a foreign key (the client *of* a project) asks
+    for the referencing row's foreign-key column, which is what a document states."""
+
+    table: str
+    column: str
+
+
+@dataclass(frozen=True)
 class Plan:
     """How one template is instantiated: the set-based query and what its columns mean."""
 
@@ -68,6 +78,11 @@ class Plan:
     placeholders: tuple[Placeholder, ...]
     strategies: tuple[str, ...]  # per placeholder: "project" or "cross-join"
     count_sql: tuple[str, ...]  # per placeholder: COUNT(DISTINCT) of its column
+    # The answer as a stored fact, and ``sql`` with the key of the fact's row added after
+    # the answer; None for an answer that is no single cell (an aggregate, an expression,
+    # a table without a one-column primary key).
+    fact: AnswerFact | None = None
+    keyed_sql: str | None = None
 
 
 @dataclass(slots=True)
@@ -76,6 +91,7 @@ class Group:
 
     bindings: dict[str, Scalar]
     answers: list[Scalar]
+    keys: list[Scalar] | None = None  # the answer rows' keys (Plan.fact), when asked for
 
     @property
     def is_multi(self) -> bool:
@@ -111,6 +127,44 @@ def _in_top_and_chain(node: exp.Expression, where: exp.Expression | None) -> boo
     return current is where
 
 
+def _answer_fact(
+    tree: exp.Select, aliases: dict[str, str], schema: SchemaInfo
+) -> tuple[AnswerFact, exp.Column] | None:
+    """The answer's fact and the column that names its row (see :class:`AnswerFact`), from
+    the qualified template; None when the answer is not one cell of a keyed row."""
+    answer = tree.expressions[0].unalias()
+    if not isinstance(answer, exp.Column) or answer.find(exp.AggFunc) is not None:
+        return None
+
+    def keyed(alias: str, column: str) -> tuple[AnswerFact, exp.Column] | None:
+        table = schema.table(aliases.get(alias.lower(), ""))
+        if table is None or len(table.primary_key) != 1 or table.column(column) is None:
+            return None
+        fact = AnswerFact(table.name, table.column(column).name)  # type: ignore[union-attr]
+        return fact, exp.column(table.primary_key[0], table=alias, quoted=True)
+
+    found = keyed(answer.table, answer.name)
+    if found is None:
+        return None
+    if found[1].name.lower() != answer.name.lower():
+        return found
+    # The answer is its row's own key: the fact is the foreign key that led to the row.
+    for eq in tree.find_all(exp.EQ):
+        sides = [eq.left, eq.right]
+        if not all(isinstance(side, exp.Column) for side in sides):
+            continue
+        for mine, other in (sides, sides[::-1]):
+            if (
+                mine.table.lower() == answer.table.lower()
+                and mine.name.lower() == answer.name.lower()
+                and other.table.lower() != answer.table.lower()
+            ):
+                via = keyed(other.table, other.name)
+                if via is not None:
+                    return via
+    return found
+
+
 def plan(template_sql: str, schema: SchemaInfo, *, dialect: str) -> Plan:
     """Build the set-based query for one template (validated first)."""
     shape = check_template(template_sql, schema, dialect=dialect)
@@ -134,6 +188,7 @@ def plan(template_sql: str, schema: SchemaInfo, *, dialect: str) -> Plan:
     aliases = {t.alias_or_name.lower(): t.name.lower() for t in tree.find_all(exp.Table)}
     by_key = {ph.key.lower(): ph for ph in shape.placeholders}
     index = {ph: i for i, ph in enumerate(shape.placeholders)}
+    answer_fact = _answer_fact(tree, aliases, schema)
     projections: dict[int, exp.Expression] = {}
     strategies: dict[int, str] = {}
     for literal in list(tree.find_all(exp.Literal)):
@@ -204,6 +259,11 @@ def plan(template_sql: str, schema: SchemaInfo, *, dialect: str) -> Plan:
     else:
         tree.set("distinct", exp.Distinct())
     tree = tree.order_by(*[exp.Literal.number(i + 1) for i in range(k)], copy=False)
+    keyed_sql = None
+    if answer_fact is not None and not has_aggregate:
+        keyed = tree.copy()
+        keyed.set("expressions", [*keyed.expressions, exp.alias_(answer_fact[1], "__key")])
+        keyed_sql = keyed.sql(dialect=dialect)
     counts = []
     for ph in shape.placeholders:
         table, column = _actual(schema, ph)
@@ -215,6 +275,8 @@ def plan(template_sql: str, schema: SchemaInfo, *, dialect: str) -> Plan:
         placeholders=shape.placeholders,
         strategies=tuple(strategies[i] for i in range(k)),
         count_sql=tuple(counts),
+        fact=answer_fact[0] if keyed_sql else None,
+        keyed_sql=keyed_sql,
     )
 
 
@@ -234,7 +296,9 @@ def _scalar(value: Any) -> Scalar:
     return value if type(value) in _PLAIN else to_scalar(value)
 
 
-def _group(keys: list[str], combo: Any, answers: list[Any], single: bool) -> Group:
+def _group(
+    keys: list[str], combo: Any, answers: list[Any], single: bool, rows: list[Any] | None = None
+) -> Group:
     if single:
         bindings = {keys[0]: _scalar(combo)}
     else:
@@ -242,31 +306,41 @@ def _group(keys: list[str], combo: Any, answers: list[Any], single: bool) -> Gro
     values = [_scalar(a) for a in answers]
     if len(values) > 1:
         values = sorted(set(values), key=_sort_key)
-    return Group(bindings=bindings, answers=values)
+    named = None if rows is None else [_scalar(r) for r in rows]
+    return Group(bindings=bindings, answers=values, keys=named)
 
 
-def iter_groups(db: Database, plan_: Plan, *, batch_size: int = 10_000) -> Iterator[Group]:
-    """Every combination that has an answer, with its distinct answers (sorted), streamed.
+def iter_groups(
+    db: Database, plan_: Plan, *, batch_size: int = 10_000, keyed: bool = False
+) -> Iterator[Group]:
+    """Every combination that has an answer, with its distinct answers (sorted), streamed;
+    with ``keyed`` (and a plan whose answer is a fact), the answer rows' keys too.
 
     Rows arrive ordered by the placeholder columns, so a group ends where the key changes.
     """
     k = len(plan_.placeholders)
     keys = [ph.key for ph in plan_.placeholders]
     single = k == 1
+    with_key = keyed and plan_.keyed_sql is not None
     current: Any = None
     answers: list[Any] = []
-    for row in db.stream(plan_.sql, batch_size=batch_size):
+    rows: list[Any] | None = None
+    sql = plan_.keyed_sql if with_key and plan_.keyed_sql else plan_.sql
+    for row in db.stream(sql, batch_size=batch_size):
         combo = row[0] if single else row[:k]
         answer = row[k]
         if answers and combo == current:
             if answer not in answers:
                 answers.append(answer)
+            if rows is not None and row[k + 1] not in rows:
+                rows.append(row[k + 1])
             continue
         if answers:
-            yield _group(keys, current, answers, single)
+            yield _group(keys, current, answers, single, rows)
         current, answers = combo, [answer]
+        rows = [row[k + 1]] if with_key else None
     if answers:
-        yield _group(keys, current, answers, single)
+        yield _group(keys, current, answers, single, rows)
 
 
 def iter_unanswered(

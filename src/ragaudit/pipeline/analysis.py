@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ragaudit.analysis import Example, SystemSummary, analyze
+from ragaudit.analysis.metrics import SOURCES, Tag, source_of
 from ragaudit.analysis.retrieval_metrics import ranking_columns, ranking_summary
 from ragaudit.analysis.significance import Comparison, PairedCounts, compare_many, compare_sets
 from ragaudit.errors import UserError
@@ -223,10 +224,49 @@ def markdown_table(summaries: dict[str, SystemSummary]) -> str:
                 + " | ".join(cells)
                 + " |"
             )
+        holes = summary.knowledge_base_holes
         lines.append(
             f"| {system} | all variants | | | | acc_retrieval_db (gap in every variant): "
-            f"{summary.acc_retrieval_db} |" + " |" * (len(METRIC_NAMES) - 1)
+            f"{summary.acc_retrieval_db}"
+            + (f"; groups no document answers: {holes}" if holes else "")
+            + " |"
+            + " |" * (len(METRIC_NAMES) - 1)
         )
+    return "\n".join(lines) + "\n"
+
+
+BLAME_HEADERS = (
+    "system",
+    "variant",
+    "rule",
+    "correct",
+    "knowledge base",
+    "retriever",
+    "language model",
+    "holes answered",
+)
+
+
+def blame_rows(summaries: dict[str, SystemSummary]) -> list[list[str]]:
+    """Where the answers go wrong, per system and variant: the rule that decided (evidence:
+    gold ids that say which documents state the answer; convention: a gap group is the
+    knowledge base's), each source's share of the queries, and the correct answers to
+    questions no document answers (from the model's own knowledge, or a leak)."""
+    rows = []
+    for system, summary in summaries.items():
+        for variant, m in summary.variants.items():
+            b = m.blame
+            total = sum(b.counts.values())
+            shares = [f"{b.counts[part] / total:.2f}" if total else "n/a" for part in SOURCES]
+            holes = str(b.holes_answered) if b.by_evidence else "n/a"
+            rows.append([system, variant, b.rule, *shares, holes])
+    return rows
+
+
+def blame_table(summaries: dict[str, SystemSummary]) -> str:
+    """:func:`blame_rows` as a markdown table."""
+    lines = ["| " + " | ".join(BLAME_HEADERS) + " |", "|" + "---|" * len(BLAME_HEADERS)]
+    lines += ["| " + " | ".join(row) + " |" for row in blame_rows(summaries)]
     return "\n".join(lines) + "\n"
 
 
@@ -312,7 +352,7 @@ def show_mean(entry: dict[str, Any]) -> str:
 _LITERAL = {True: "true", False: "false", None: "null"}
 
 
-def _neutral_head(ex: Example, tag: str) -> str:
+def _neutral_head(ex: Example, tag: Tag) -> str:
     """A drill-down line's own fields, as the start of a JSON object (the same keys and
     order as the rows of a run): written by hand, since a million dicts encoded one by one
     cost seconds. Strings go through the JSON string encoder."""
@@ -321,7 +361,8 @@ def _neutral_head(ex: Example, tag: str) -> str:
         f'{{"system": {quote(ex.system)}, "variant": {quote(ex.variant)}, '
         f'"group_id": {quote(ex.group_id)}, "tag": "{tag}", "query_id": {quote(ex.query_id)}, '
         f'"correct": {_LITERAL[ex.correct]}, '
-        f'"retrieval_correct": {_LITERAL[ex.retrieval_correct]}'
+        f'"retrieval_correct": {_LITERAL[ex.retrieval_correct]}, '
+        f'"source": "{source_of(ex, tag)[0]}"'
     )
 
 
@@ -335,7 +376,7 @@ def _drilldown_rows(
     """One line per query with its group's tag. Texts are read again from the inputs as
     they stream out, so those of a million queries are never all in memory."""
 
-    def tag(ex: Example) -> str:
+    def tag(ex: Example) -> Tag:
         return summaries[ex.system].variants[ex.variant].tags[ex.group_id]
 
     def row(ex: Example, texts: dict[str, Any]) -> dict[str, Any]:
@@ -348,6 +389,7 @@ def _drilldown_rows(
             **texts,
             "correct": ex.correct,
             "retrieval_correct": ex.retrieval_correct,
+            "source": source_of(ex, tag(ex))[0],
         }
 
     if neutral:
@@ -420,6 +462,8 @@ def run_analysis(
         run.root / "summary.md",
         (f"Outcome analyzed: retrieval correctness ({rule})\n\n" if outcome == "retrieval" else "")
         + table
+        + "\nWhere the answers go wrong (shares of the queries)\n\n"
+        + blame_table(summaries)
         + _undecided_note(undecided)
         + ("\n" + verdicts if verdicts else "")
         + ("\nRetrieval ranking (mean [95% CI])\n\n" + ranked if ranked else ""),

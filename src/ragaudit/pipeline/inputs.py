@@ -29,6 +29,8 @@ def read_neutral(
             raise RecordFileError(f"{path}:{number}: missing {', '.join(missing)}")
         if not isinstance(row["correct"], bool):
             raise RecordFileError(f"{path}:{number}: correct: expected true or false")
+        if row.get("gold_kind") not in (None, "states", "entity"):
+            raise RecordFileError(f"{path}:{number}: gold_kind: expected states, entity or null")
         who = str(row.get("system") or name)
         query_id = str(row["query_id"])
         ids = seen.get(who)
@@ -51,6 +53,7 @@ def read_neutral(
             gold=tuple(gold) if gold is not None else None,
             label=row.get("label"),
             errored=failed,
+            gold_kind=row.get("gold_kind") if gold is not None else None,
         )
 
 
@@ -101,6 +104,7 @@ def from_records(
             gold=tuple(q.gold_ids) if q.gold_ids is not None else None,
             label=q.label,
             errored=errored,
+            gold_kind=q.gold_kind,
         )
 
 
@@ -133,4 +137,5 @@ def from_responses(
             gold=tuple(q.gold_ids or ()),
             label=q.label,
             errored=r.error is not None,
+            gold_kind=q.gold_kind,
         )

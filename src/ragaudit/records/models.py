@@ -96,6 +96,10 @@ class TokenUsage(BaseModel):
         return self.prompt_tokens + self.completion_tokens
 
 
+# What a query's gold ids mean (QueryRecord.gold_kind).
+GoldKind = Literal["states", "entity"]
+
+
 class QueryRecord(_Record):
     """One text query: a wording (``variant``) of one semantic group (``group_id``)."""
 
@@ -108,6 +112,12 @@ class QueryRecord(_Record):
     reference: Reference
     bindings: dict[str, Scalar] = Field(default_factory=dict)
     gold_ids: list[str] | None = None
+    gold_kind: GoldKind | None = Field(
+        None,
+        description="what gold_ids mean: 'states' (the documents that state the answer; [] "
+        "when none does) or 'entity' (the documents about the entity the question names, "
+        "which may not state the answer); null when there are no gold ids",
+    )
     label: str | None = None
     source: Literal["sql", "document"] = "sql"
 

@@ -52,6 +52,7 @@ class ReportData:
     usage: list[dict[str, Any]]
     drilldown: list[dict[str, Any]]
     world: dict[str, Any] | None = None
+    blame: list[dict[str, Any]] | None = None
 
 
 def _interval(entry: Any) -> str:
@@ -106,6 +107,9 @@ def _tables(summary: dict[str, Any]) -> list[dict[str, Any]]:
             {
                 "system": name,
                 "acc_retrieval_db": _interval(system.get("acc_retrieval_db")),
+                "holes": _interval(system["knowledge_base_holes"])
+                if system.get("knowledge_base_holes")
+                else None,
                 "headers": [label for _, label in TABLE_METRICS],
                 "rows": rows,
             }
@@ -145,28 +149,15 @@ def _clip(text: Any) -> str | None:
     return text if len(text) <= TEXT_CHARS else text[:TEXT_CHARS] + "…"
 
 
-def _scan_drilldown(
-    run: RunDir,
-) -> tuple[dict[tuple[str, str], dict[str, int]], list[dict[str, Any]]]:
-    """Error sources per (system, variant), and the rows of the first gap and non-robust
-    groups of each, streamed from drilldown.jsonl."""
-    sources: dict[tuple[str, str], dict[str, int]] = defaultdict(
-        lambda: {"correct": 0, "knowledge base": 0, "retriever": 0, "language model": 0}
-    )
+def _scan_drilldown(run: RunDir) -> list[dict[str, Any]]:
+    """The rows of the first gap and non-robust groups of each system and variant,
+    streamed from drilldown.jsonl."""
     chosen: dict[tuple[str, str, str], list[str]] = defaultdict(list)
     groups: dict[tuple[str, str, str, str], list[dict[str, Any]]] = defaultdict(list)
     if not run.drilldown.exists():
-        return sources, []
+        return []
     for _, row in iter_jsonl_dicts(run.drilldown):
         key = (str(row["system"]), str(row["variant"]))
-        if row["correct"]:
-            sources[key]["correct"] += 1
-        elif row["tag"] == "gap":
-            sources[key]["knowledge base"] += 1
-        elif row.get("retrieval_correct") is False:
-            sources[key]["retriever"] += 1
-        else:
-            sources[key]["language model"] += 1
         if row["tag"] not in ("gap", "non-robust"):
             continue
         slot = (*key, str(row["tag"]))
@@ -198,6 +189,7 @@ def _scan_drilldown(
                         "error": _clip(answer.get("error")),
                         "correct": r["correct"],
                         "retrieval_correct": r.get("retrieval_correct"),
+                        "source": r.get("source"),
                         "retrieved": [
                             {"id": _clip(item.get("id")), "text": _clip(item.get("text"))}
                             for item in retrieved[:3]
@@ -210,12 +202,58 @@ def _scan_drilldown(
                 )
             entries.append({"group": _clip(group), "queries": queries})
         sections.append({"system": system, "variant": variant, "tag": tag, "groups": entries})
-    return sources, sections
+    return sections
 
 
-def _charts(
-    summary: dict[str, Any], sources: dict[tuple[str, str], dict[str, int]]
-) -> list[dict[str, str]]:
+SOURCES = ("correct", "knowledge base", "retriever", "language model")
+RULES = {
+    "evidence": "by evidence: the gold ids list the documents that state each answer, so a "
+    "question no document answers is a hole of the knowledge base, a wrong answer whose "
+    "retrieval missed every such document is the retriever's, and one whose retrieval held "
+    "one is the language model's",
+    "convention": "by the GRAMMAR convention (nothing says which documents state the "
+    "answers): a wrong answer in a gap group (every wording wrong) is the knowledge base's, "
+    "one whose retrieval was judged wrong the retriever's, any other the language model's",
+}
+
+
+def _blame(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """Where the answers go wrong, per system and variant, as analyze counted it."""
+    rows = []
+    for name, system in summary["systems"].items():
+        for variant, m in system["variants"].items():
+            b = m.get("blame")
+            if not b:
+                continue
+            rows.append(
+                {
+                    "label": f"{name} / {variant}",
+                    "rule": b["rule"],
+                    "counts": [b["counts"].get(part, 0) for part in SOURCES],
+                    "holes_answered": b["holes_answered"] if b["by_evidence"] else None,
+                    "by_evidence": b["by_evidence"],
+                    "by_convention": b["by_convention"],
+                }
+            )
+    return rows
+
+
+def _blame_note(blame: list[dict[str, Any]]) -> str:
+    """Which rule decided the chart, in words."""
+    rules = {row["rule"] for row in blame}
+    if rules == {"evidence"}:
+        return "Decided " + RULES["evidence"] + "."
+    if rules == {"convention"}:
+        return "Decided " + RULES["convention"] + "."
+    evidence = sum(row["by_evidence"] for row in blame)
+    convention = sum(row["by_convention"] for row in blame)
+    return (
+        f"Mixed: {evidence} answers decided {RULES['evidence']}; {convention} answers "
+        f"(whose gold ids name only the entity, or none) {RULES['convention']}."
+    )
+
+
+def _charts(summary: dict[str, Any], blame: list[dict[str, Any]]) -> list[dict[str, str]]:
     labels, tags, acc, rob = [], defaultdict(list), [], []
     for name, system in summary["systems"].items():
         for variant, m in system["variants"].items():
@@ -237,21 +275,19 @@ def _charts(
             "svg": charts.interval_dots(labels, {"accuracy": acc, "R": rob}),
         },
     ]
-    if sources:
-        keys = list(sources)
+    if blame:
         parts = {
-            part: [sources[k][part] / max(1, sum(sources[k].values())) for k in keys]
-            for part in ("correct", "knowledge base", "retriever", "language model")
+            part: [row["counts"][i] / max(1, sum(row["counts"])) for row in blame]
+            for i, part in enumerate(SOURCES)
         }
         out.append(
             {
                 "id": "chart-sources",
                 "title": "Where the answers go wrong: knowledge base, retriever, language model",
                 "svg": charts.stacked_bars(
-                    [f"{s} / {v}" for s, v in keys],
-                    parts,
-                    "share of queries",
+                    [row["label"] for row in blame], parts, "share of queries"
                 ),
+                "note": _blame_note(blame),
             }
         )
     return out
@@ -309,7 +345,8 @@ def collect(run: RunDir) -> ReportData:
     except json.JSONDecodeError as exc:
         raise UserError(f"{run.summary}:{exc.lineno}: not valid JSON: {exc.msg}") from None
     headlines, rest = _headlines(summary)
-    sources, drill = _scan_drilldown(run)
+    drill = _scan_drilldown(run)
+    blame = _blame(summary)
     dataset = None
     if run.dataset_stats.exists():
         dataset = json.loads(run.dataset_stats.read_text(encoding="utf-8")).get("table2")
@@ -319,7 +356,8 @@ def collect(run: RunDir) -> ReportData:
         headlines=headlines,
         other_verdicts=rest,
         tables=_tables(summary),
-        charts=_charts(summary, dict(sources)),
+        charts=_charts(summary, blame),
+        blame=blame,
         ranking=_ranking(summary),
         dataset=dataset,
         usage=_usage(run),

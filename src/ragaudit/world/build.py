@@ -5,7 +5,7 @@ document states, and a ragaudit.yaml that points at them.
     <out>/documents.jsonl                   {"id", "text"}: one project report each
     <out>/document_facts.jsonl              {"id", "facts": [{table, row_key, column, stated}]}
     <out>/world.json                        profile, row counts, facts never stated
-    <out>/ragaudit.yaml                     database, corpus, gold-id rule, two systems
+    <out>/ragaudit.yaml                     database, corpus, gold facts and rule, two systems
 
 Everything is written into a temporary folder beside ``out`` and renamed into place, so
 a killed build never leaves a half world that looks complete.
@@ -94,7 +94,9 @@ corpus:
   path: {documents}
 generate:
   balanced: true
-  gold_ids:                    # a question about a project is answered by its report
+  # Gold ids: the reports that state the answer (the facts each report states).
+  gold_facts: {documents.parent / "document_facts.jsonl"}
+  gold_ids:                    # where no single fact is asked (a count): the project's report
     - placeholder: Project.Name
 systems:
   - name: keyword-top1
