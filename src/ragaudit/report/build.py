@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from ragaudit.analysis.metrics import SOURCES
 from ragaudit.errors import UserError
 from ragaudit.records.io import atomic_write_text, iter_jsonl_dicts
 from ragaudit.report import charts
@@ -205,7 +206,6 @@ def _scan_drilldown(run: RunDir) -> list[dict[str, Any]]:
     return sections
 
 
-SOURCES = ("correct", "knowledge base", "retriever", "language model")
 RULES = {
     "evidence": "by evidence: the gold ids list the documents that state each answer, so a "
     "question no document answers is a hole of the knowledge base, a wrong answer whose "
