@@ -212,3 +212,55 @@ def test_a_neutral_file_with_a_query_twice_is_refused(tmp_path: Path) -> None:
     result = ragaudit("analyze", "--neutral", str(path), cwd=tmp_path)
     assert result.returncode == 2
     assert f"{path}:2: two rows of query q1 by external" in result.stderr
+
+
+def _neutral_row(
+    qid: str, group: str, variant: str, gold: list[str] | None, **extra: object
+) -> str:
+    row = {
+        "query_id": qid, "group_id": group, "template_id": "t", "variant": variant,
+        "query": qid, "reference": "x", "response": "x", "retrieved_ids": ["d1", "d2"],
+        "gold_ids": gold, "correct": True, **extra,
+    }  # fmt: skip
+    return json.dumps(row) + "\n"
+
+
+def test_retrieval_outcome_leaves_out_queries_without_gold_documents_and_says_so(
+    tmp_path: Path,
+) -> None:
+    """Neutral rows whose gold ids are unknown or [] are left out of the retrieval outcome
+    and counted; the drill-down keeps each remaining line next to its own verdict; a
+    variant with nothing left is a warning, not a silent absence."""
+    lines = [
+        _neutral_row("s1", "a", "short", ["d1"]),
+        _neutral_row("s2", "b", "short", []),  # no document holds the answer
+        _neutral_row("s3", "c", "short", None),  # not known
+        _neutral_row("s4", "d", "short", ["d9"]),
+        _neutral_row("s5", "e", "short", ["d2", "d3"]),  # one of two: not all_gold
+        _neutral_row("l1", "a", "long", None),
+        _neutral_row("l2", "b", "long", []),
+    ]
+    (tmp_path / "n.jsonl").write_text("".join(lines))
+    result = ragaudit(
+        "analyze", "--neutral", "n.jsonl", "--outcome", "retrieval", "--system", "ext",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    summary = json.loads((tmp_path / "runs/default/summary.json").read_text())
+    short = summary["systems"]["ext"]["variants"]["short"]
+    assert (short["accuracy"]["k"], short["accuracy"]["n"]) == (1, 3)
+    assert short["retrieval_left_out"] == {"no document": 1, "unknown": 1}
+    assert "long" not in summary["systems"]["ext"]["variants"]
+    warning = (
+        "ext / long: no query has gold ids that name a document, so it has no retrieval "
+        "figures (left out: 1 no document, 1 unknown)"
+    )
+    assert warning in summary["warnings"] and f"warning: {warning}" in result.stderr
+    drill = [json.loads(line) for line in (tmp_path / "runs/default/drilldown.jsonl").open()]
+    assert [r["query_id"] for r in drill] == ["s1", "s4", "s5"]
+    assert all(r["record"]["query_id"] == r["query_id"] for r in drill)
+    assert [r["correct"] for r in drill] == [True, False, False]
+    assert (
+        "3; left out: 1 no document, 1 gold ids unknown"
+        in (tmp_path / "runs/default/summary.md").read_text()
+    )

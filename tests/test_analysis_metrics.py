@@ -120,6 +120,62 @@ def test_retrieval_rules() -> None:
     assert retrieval_correct(got, None, "same_set") is None
     with pytest.raises(UserError, match="recall@K"):
         check_rule("recall@x")
+    # No document holds the answer: nothing to retrieve, under every rule, even when the
+    # system failed (it used to be a hit for all_gold and a miss for any_hit).
+    for rule in ("same_set", "any_hit", "all_gold", "recall@3"):
+        for retrieved in ([], got):
+            assert retrieval_correct(retrieved, [], rule) is None
+            assert retrieval_correct(retrieved, [], rule, failed=True) is None
+
+
+def test_rules_that_cannot_fit_a_retrieval_are_warned() -> None:
+    from ragaudit.judge.retrieval import RuleFit, unreachable
+
+    top5 = ["d1", "d2", "d2", "d3", "d4"]  # chunks of one document count once
+    assert unreachable("same_set", top5, ["d1"]) is not None
+    assert unreachable("same_set", ["d1"], ["d1"]) is None
+    assert unreachable("all_gold", ["d1"], ["d1", "d2"]) is not None
+    assert unreachable("recall@1", top5, ["d1", "d2"]) is not None
+    assert unreachable("recall@2", top5, ["d1", "d2"]) is None
+    assert unreachable("any_hit", ["d1"], ["d1", "d2"]) is None
+    fit = RuleFit("same_set")
+    for gold in (["d1"], ["d1"], ["d1", "d2", "d3", "d4"], [], None):
+        fit.add("top5", top5, gold)
+    assert fit.warnings() == [
+        "retrieval rule same_set: top5: in 2 of 3 queries more documents retrieved than the "
+        "gold ids name, so retrieval could never be correct; use all_gold (every gold "
+        "document retrieved) or recall@K"
+    ]
+    assert RuleFit("all_gold").warnings() == []
+
+
+def test_retrieval_figures_count_the_queries_whose_gold_ids_name_a_document() -> None:
+    """Unknown gold ids (None) and holes ([]) are left out of accuracy_retrieval, the
+    ranking metrics and the context comparison alike, and counted by why."""
+    from ragaudit.analysis.retrieval_metrics import ranking_summary
+    from ragaudit.judge.retrieval import retrieval_correct
+
+    def ex(qid: str, group: str, correct: bool, gold: list[str] | None) -> Example:
+        retrieved = ("d1", "d2")
+        return Example(
+            qid, group, "short", correct, retrieval_correct(retrieved, gold), "rag",
+            retrieved=retrieved, gold=tuple(gold) if gold is not None else None,
+        )  # fmt: skip
+
+    examples = [
+        ex("q1", "a", True, ["d1"]),
+        ex("q2", "a", False, ["d9"]),
+        ex("q3", "b", True, []),  # a hole answered anyway
+        ex("q4", "c", False, None),  # unknown: no context-comparison verdict either
+        ex("q5", "c", True, None),
+    ]
+    m = analyze(examples)["rag"].variants["short"]
+    assert (m.accuracy.k, m.accuracy.n) == (3, 5)  # the answers count them all
+    assert (m.accuracy_retrieval.k, m.accuracy_retrieval.n) == (1, 2)
+    assert m.retrieval_left_out == {"no document": 1, "unknown": 2}
+    recall = ranking_summary(examples)["rag"]["variants"]["short"]["recall@1"]
+    assert recall["n"] == m.accuracy_retrieval.n and recall["value"] == 0.5
+    assert m.as_dict()["retrieval_left_out"] == {"no document": 1, "unknown": 2}
 
 
 def _stated(

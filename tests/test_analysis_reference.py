@@ -41,7 +41,9 @@ def _summary(root: Path, dataset: str, split: str):  # type: ignore[no-untyped-d
     examples = [
         ex
         for variant in ("short", "long")
-        for ex in read_neutral(root / f"{dataset}_{variant}_{split}.jsonl", system=dataset)
+        for ex in read_neutral(
+            root / f"{dataset}_{variant}_{split}.jsonl", system=dataset, rule="same_set"
+        )
     ]
     return analyze(examples)[dataset]
 

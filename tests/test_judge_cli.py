@@ -258,19 +258,25 @@ def _no_constant(name: str) -> Any:
 
 
 def test_an_errored_response_is_never_retrieval_correct() -> None:
-    """With empty gold ids (the knowledge base holds no document for the answer), an empty
-    retrieval is correct, unless the system failed and retrieved nothing because of it."""
+    """A system that failed retrieved nothing because of it: never retrieval-correct. With
+    empty gold ids (no document holds the answer) there is nothing to retrieve, so there
+    is no retrieval verdict at all, whatever the system did."""
     from ragaudit import aio
     from ragaudit.judge.cascade import judge_one
 
     query = QueryRecord(
         query_id="q", group_id="g", variant="short", query="q?",
-        reference=Reference.from_values(["x"]), gold_ids=[],
+        reference=Reference.from_values(["x"]), gold_ids=["d1"],
     )  # fmt: skip
-    answered = ResponseRecord(query_id="q", system="s", response="no idea")
+    found = ResponseRecord(
+        query_id="q", system="s", response="no idea", retrieved=[RetrievedItem(id="d1")]
+    )
     down = ResponseRecord(query_id="q", system="s", response=None, error="HTTP 503")
-    assert aio.run(judge_one(query, answered, None)).retrieval_correct is True
+    assert aio.run(judge_one(query, found, None)).retrieval_correct is True
     assert aio.run(judge_one(query, down, None)).retrieval_correct is False
+    hole = query.model_copy(update={"gold_ids": []})
+    for response in (found, down, ResponseRecord(query_id="q", system="s", response="x")):
+        assert aio.run(judge_one(hole, response, None)).retrieval_correct is None
 
 
 def test_a_run_directory_in_use_is_refused_and_duplicates_are_never_counted(
@@ -325,3 +331,46 @@ def test_a_failure_answered_by_a_retry_is_judged_again(tmp_path: Path) -> None:
     got = _judgements(root)
     assert len(got) == 6 and (got["q6"].correct, got["q6"].method) == (True, "match:number")
     assert got["q6"].retrieval_correct is True
+
+
+def test_the_judges_rule_and_its_warnings_reach_the_analysis_and_closed_domain_holes(
+    tmp_path: Path,
+) -> None:
+    """The judgements hold retrieval verdicts by the judge's rule: analyze reports that
+    rule and repeats its warnings (a top-2 retrieval under same_set can never be right).
+    Under --closed-domain, a correct answer to a question no document holds is not
+    credited: it came from elsewhere."""
+    root = _run_dir(tmp_path)
+    responses = list(read_jsonl(root / "responses" / "rag.jsonl", ResponseRecord))
+    widened = [
+        r.model_copy(update={"retrieved": [*r.retrieved, RetrievedItem(id="d7")]})
+        if r.retrieved
+        else r
+        for r in responses
+    ]
+    write_jsonl_atomic(root / "responses" / "rag.jsonl", widened)
+    judged = ragaudit("judge", "--no-llm", "--retrieval-rule", "same_set", cwd=tmp_path)
+    assert judged.returncode == 0, judged.stderr
+    expected = (
+        "retrieval rule same_set: rag: in 5 of 5 queries more documents retrieved than the "
+        "gold ids name, so retrieval could never be correct"
+    )
+    assert f"warning: {expected}" in judged.stderr
+    analyzed = ragaudit("analyze", cwd=tmp_path)  # analyze's own default is all_gold
+    assert analyzed.returncode == 0, analyzed.stderr
+    summary = json.loads((root / "summary.json").read_text())
+    assert summary["retrieval_rule"] == "same_set"
+    assert any(w.startswith(expected) for w in summary["warnings"])
+    assert expected in analyzed.stderr
+
+    dataset = list(read_jsonl(root / "dataset.jsonl", QueryRecord))
+    holes = [q.model_copy(update={"gold_ids": []}) if q.query_id == "q1" else q for q in dataset]
+    write_jsonl_atomic(root / "dataset.jsonl", holes)
+    (root / "judgements" / "rag.jsonl").unlink()
+    closed = ragaudit("judge", "--no-llm", "--closed-domain", cwd=tmp_path)
+    assert closed.returncode == 0, closed.stderr
+    verdicts = _judgements(root)
+    assert verdicts["q1"].correct is False and verdicts["q1"].method.endswith("+closed-domain")
+    assert verdicts["q1"].retrieval_correct is None
+    # An answer its retrieved document states keeps its credit (d1 under the widened top-2).
+    assert verdicts["q5"].correct is True and verdicts["q5"].method.startswith("match:")

@@ -126,7 +126,11 @@ def test_sync_callables_run_in_threads_up_to_the_concurrency(tmp_path: Path) -> 
     system = CallableSystem("fn", rag, threads=6)
     aio.run(
         run_system(
-            system, queries([f"q {i}" for i in range(30)]), tmp_path / "r.jsonl", concurrency=6
+            system,
+            queries([f"q {i}" for i in range(30)]),
+            tmp_path / "r.jsonl",
+            concurrency=6,
+            store_texts=True,
         )
     )
     aio.run(system.aclose())

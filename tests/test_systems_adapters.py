@@ -40,6 +40,7 @@ def _http(server: RAGServer, **overrides: object) -> HTTPSystem:
 
 def _run(system, texts: list[str], tmp_path: Path, **kw) -> dict[str, ResponseRecord]:  # type: ignore[no-untyped-def]
     out = tmp_path / "r.jsonl"
+    kw.setdefault("store_texts", True)  # these tests read what the adapters extract
 
     async def go():  # type: ignore[no-untyped-def]
         try:
@@ -53,11 +54,15 @@ def _run(system, texts: list[str], tmp_path: Path, **kw) -> dict[str, ResponseRe
 
 def test_http_endpoint_answers_and_retrieved_ids_come_from_json_paths(tmp_path: Path) -> None:
     with RAGServer() as server:
-        records = _run(_http(server), ["Who runs Aurp?"], tmp_path)
+        records = _run(_http(server), ["Who runs Aurp?"], tmp_path, store_texts=False)
     r = records["q0000"]
     assert r.response == "answer to Who runs Aurp?" and r.error is None
-    assert r.retrieved_ids == ["doc-1", "doc-2"] and r.retrieved[0].text == "first passage"
+    # Passage texts are kept only on request (harness.store_texts): ids always.
+    assert r.retrieved_ids == ["doc-1", "doc-2"] and r.retrieved[0].text is None
     assert server.bodies[0] == {"question": "Who runs Aurp?", "meta": {"id": "q0000"}}
+    with RAGServer() as server:
+        kept = _run(_http(server), ["Who runs Aurp?"], tmp_path / "texts", store_texts=True)
+    assert kept["q0000"].retrieved[0].text == "first passage"
 
 
 def test_http_500s_are_retried_then_recorded_and_a_hang_times_out(tmp_path: Path) -> None:
@@ -240,3 +245,63 @@ def test_a_system_echoing_its_header_secret_does_not_put_it_in_the_records(
         records = _run(system, ["say tok-ECHOED-456 back"], tmp_path)
     assert records["q0000"].response == "answer to say *** back"
     assert "tok-ECHOED-456" not in (tmp_path / "r.jsonl").read_text()
+
+
+def test_k_reaches_every_adapter_that_can_take_it_and_is_refused_otherwise(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 14: `k` on an adapter is passed to the system, or a one-line error before
+    anything is asked; never silently ignored. Left out, the system keeps its own depth."""
+    request = {"question": "{query}", "top_k": "{k}", "note": "depth {k}"}
+    with RAGServer() as server:
+        _run(_http(server, request=request, k=4), ["q"], tmp_path)
+    assert server.bodies[0] == {"question": "q", "top_k": 4, "note": "depth 4"}
+    with RAGServer() as server:
+        with pytest.raises(ConfigError, match=r"k is set, but the request template has no \{k\}"):
+            _http(server, k=4)
+        with pytest.raises(ConfigError, match=r"has a \{k\} field: set k"):
+            _http(server, request=request)
+
+    (tmp_path / "depth_mod.py").write_text(
+        "def deep(query, k=2):\n    return {'answer': str(k)}\ndef flat(query):\n    return 'x'\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    for k, expected in ((7, "7"), (None, "2")):
+        settings = {"name": "f", "kind": "callable", "target": "depth_mod:deep"}
+        system = build_system(SystemConfig.model_validate({**settings, "k": k} if k else settings))
+        out = tmp_path / f"callable-{k}"
+        out.mkdir()
+        assert _run(system, ["q"], out)["q0000"].response == expected
+    with pytest.raises(ConfigError, match="k is set, but the function takes no parameter k"):
+        build_system(SystemConfig(name="g", kind="callable", target="depth_mod:flat", k=3))
+
+    from langchain_core.documents import Document
+    from langchain_core.retrievers import BaseRetriever
+    from langchain_core.runnables import RunnableLambda
+
+    class Top(BaseRetriever):
+        k: int = 2
+
+        def _get_relevant_documents(self, query: str, *, run_manager):  # type: ignore[no-untyped-def]
+            return [Document(page_content="t", id=f"d{i}") for i in range(self.k)]
+
+    out = tmp_path / "lc"
+    out.mkdir()
+    assert len(_run(LangChainSystem("lc", Top(), k=5), ["q"], out)["q0000"].retrieved) == 5
+    with pytest.raises(ConfigError, match="k is set, but the target is a chain"):
+        LangChainSystem("chain", RunnableLambda(lambda q: q), k=5)
+
+    from llama_index.core.llms import MockLLM
+    from llama_index.core.query_engine import RetrieverQueryEngine
+    from llama_index.core.schema import TextNode
+    from llama_index.retrievers.bm25 import BM25Retriever
+
+    texts = [f"report {i} about owls and bats number {i}" for i in range(6)]
+    nodes = [TextNode(text=t, metadata={"id": f"r{i}"}) for i, t in enumerate(texts)]
+    engine = RetrieverQueryEngine.from_args(
+        BM25Retriever.from_defaults(nodes=nodes, similarity_top_k=1), llm=MockLLM()
+    )
+    out = tmp_path / "engine"
+    out.mkdir()
+    records = _run(LlamaIndexSystem("eng", engine, k=3), ["owls"], out)
+    assert len(records["q0000"].retrieved) == 3 and records["q0000"].error is None

@@ -24,6 +24,7 @@ from ragaudit import __version__
 from ragaudit.config import DEFAULT_CONFIG_NAME, EXAMPLE_CONFIG, Config, load_config
 from ragaudit.console import console, err_console, usage_table
 from ragaudit.errors import ConfigError, UserError
+from ragaudit.judge.retrieval import DEFAULT_RULE, RULE_HELP
 from ragaudit.llm.client import LLMClient
 from ragaudit.rundir import RunDir, release_locks
 from ragaudit.secrets import redact
@@ -662,15 +663,24 @@ def generate_cmd(
         ("states", "groups: gold ids = documents that state the answer"),
         ("holes", "groups: no document states the answer (holes)"),
         ("entity", "groups: gold ids = documents about the entity (a rule)"),
+        ("unknown", "groups: gold ids unknown (no rule or fact applies)"),
     ):
         if gold.get(part):
             table.add_row(label, str(gold[part]))
+    if stats.gold_rows is not None:
+        g = stats.gold_rows
+        table.add_row(
+            f"gold_rows: cells stated in their document (of {g['cells_checked']} checked)",
+            str(g["cells_stated"]),
+        )
     console.print(table)
     for tid, why in table2["skipped_templates"].items():
         err_console.print(f"skipped {tid}: {why}", markup=False)
     for style, reasons in stats.wordings_dropped.items():
         listed = ", ".join(f"{n} {why}" for why, n in reasons.items())
         err_console.print(f"wordings left out ({style}): {listed}", markup=False)
+    for warning in stats.warnings:
+        err_console.print(f"warning: {warning}", markup=False, style="yellow")
 
 
 @app.command("run")
@@ -764,6 +774,8 @@ def run_cmd(
     for name, s in results.items():
         for example in s.error_examples[:3]:
             err_console.print(f"{name}: {example}", markup=False)
+        for warning in s.warnings:
+            err_console.print(f"warning: {warning}", markup=False, style="yellow")
 
 
 @app.command("world")
@@ -880,11 +892,15 @@ def judge_cmd(
         int, typer.Option("--audit", min=0, help="Re-judge N deterministic decisions with the LLM.")
     ] = 0,
     closed_domain: Annotated[
-        bool, typer.Option("--closed-domain", help="A retrieval miss makes the answer incorrect.")
+        bool,
+        typer.Option(
+            "--closed-domain",
+            help="A retrieval miss, or a question no document holds, makes the answer incorrect.",
+        ),
     ] = False,
     retrieval_rule: Annotated[
-        str, typer.Option("--retrieval-rule", help="same_set, any_hit, all_gold or recall@K.")
-    ] = "same_set",
+        str, typer.Option("--retrieval-rule", help=f"{RULE_HELP}.")
+    ] = DEFAULT_RULE,
     no_llm: Annotated[
         bool, typer.Option("--no-llm", help="Matchers only; undecided answers count incorrect.")
     ] = False,
@@ -921,6 +937,8 @@ def judge_cmd(
             closed_domain=closed_domain,
             rule=retrieval_rule,  # type: ignore[arg-type]
         )
+    for warning in report.warnings:
+        err_console.print(f"warning: {warning}", markup=False, style="yellow")
     for name, entry in report.systems.items():
         methods = ", ".join(f"{m} {n}" for m, n in sorted(entry["methods"].items()))
         console.print(
@@ -980,8 +998,8 @@ def analyze_cmd(
         ),
     ] = None,
     retrieval_rule: Annotated[
-        str, typer.Option("--retrieval-rule", help="same_set, any_hit, all_gold or recall@K.")
-    ] = "same_set",
+        str, typer.Option("--retrieval-rule", help=f"{RULE_HELP}.")
+    ] = DEFAULT_RULE,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap and permutation seed.")] = 0,
     system: Annotated[
         str, typer.Option("--system", help="Name of the system in --neutral files.")
@@ -1011,6 +1029,7 @@ def analyze_cmd(
         METRIC_NAMES,
         blame_rows,
         default_neutral,
+        retrieval_queries,
         run_analysis,
         show,
     )
@@ -1044,6 +1063,8 @@ def analyze_cmd(
     )
     if outcome == "retrieval":
         console.print(f"outcome: retrieval correctness ({retrieval_rule})", markup=False)
+    for warning in result.warnings:
+        err_console.print(f"warning: {warning}", markup=False, style="yellow")
     for system, summary in result.summaries.items():
         closed = summary.acc_retrieval_db_closed
         extra = f"; closed domain {closed}" if closed is not None else ""
@@ -1058,6 +1079,10 @@ def analyze_cmd(
             table.add_column(escape(variant), justify="right")
         for name in ("n_queries", "n_groups", "n_errors", *METRIC_NAMES):
             table.add_row(name, *(show(getattr(m, name)) for m in summary.variants.values()))
+        table.add_row(
+            "retrieval queries",
+            *(escape(retrieval_queries(m)) for m in summary.variants.values()),
+        )
         console.print(table)
     table = Table(title="Where the answers go wrong (shares of the queries)", title_justify="left")
     for header in BLAME_HEADERS:

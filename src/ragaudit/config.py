@@ -153,6 +153,19 @@ class GenerateOptions(_Strict):
         "document states; gold ids then list the documents that state each answer ([] "
         "when none does). Rows are named by their table's primary key.",
     )
+    gold_rows: Path | None = Field(
+        None,
+        description="Row-to-document map, JSON Lines {id, table, row_key} (or JSON "
+        "{id: {table, row_key}}): which row each document of corpus.path is about. Each "
+        "document's facts are the cells of its rows whose value it states (checked in its "
+        "text), written to <run>/gold_facts.jsonl and used as gold_facts.",
+    )
+
+    @model_validator(mode="after")
+    def _one_source_of_facts(self) -> GenerateOptions:
+        if self.gold_facts is not None and self.gold_rows is not None:
+            raise ValueError("set gold_facts or gold_rows, not both")
+        return self
 
 
 class TemplatesConfig(_Strict):
@@ -216,7 +229,14 @@ class SystemConfig(_Strict):
     kind: Literal["builtin", "http", "callable", "langchain", "llamaindex"] = "builtin"
     # built-in pipelines
     retriever: Literal["keyword", "bm25", "dense", "hybrid", "none"] = "bm25"
-    k: int = Field(3, ge=1, le=1000, description="Documents given to the generator.")
+    k: int | None = Field(
+        None,
+        ge=1,
+        le=1000,
+        description="Documents retrieved (built-in: given to the generator; default 3). An "
+        "adapter is given k only when it is set (else the system keeps its own depth), and "
+        "one that cannot take it is an error.",
+    )
     text_weight: float = Field(0.5, ge=0, le=1, description="Hybrid: weight of BM25 vs dense.")
     rerank_candidates: int | None = Field(
         None, ge=1, le=100, description="LLM re-ranker: judge this many candidates (off: null)."
@@ -231,7 +251,7 @@ class SystemConfig(_Strict):
     )
     request: Any = Field(
         default_factory=lambda: {"query": "{query}"},
-        description="JSON body; {query}, {query_id} and {variant} are filled in.",
+        description="JSON body; {query}, {query_id}, {variant} and {k} are filled in.",
     )
     answer_path: str | None = Field("answer", description="JSON path of the answer.")
     ids_path: str | None = Field(None, description="JSON path of the retrieved document ids.")
@@ -269,7 +289,18 @@ class SystemConfig(_Strict):
 class HarnessConfig(_Strict):
     """How ``ragaudit run`` asks the systems (the ``harness`` section)."""
 
-    concurrency: int = Field(8, ge=1, le=1024, description="Queries in flight per system.")
+    concurrency: int = Field(
+        8,
+        ge=1,
+        le=1024,
+        description="Queries in flight per system (an adapter's sync function runs in this "
+        "many threads).",
+    )
+    store_texts: bool = Field(
+        False,
+        description="Keep the retrieved passages' texts in responses/*.jsonl (ids and "
+        "scores are always kept); the report then shows them.",
+    )
     timeout_s: float = Field(120.0, gt=0, description="Per-query timeout of a system.")
     index_dir: Path | None = Field(
         None, description="Where retrieval indexes persist (default: <run>/cache/index)."
@@ -433,6 +464,8 @@ generate:
   seed: 0
   # gold_facts: facts.jsonl     # example: which facts each document states; gold ids are
   #                             # then the documents that state each answer
+  # gold_rows: rows.jsonl       # or: which row each document is about; the facts are the
+  #                             # cells whose value the document's text states
   # gold_ids:                  # example: documents keyed by a placeholder's value
   #   - placeholder: Project.Name
   #   - placeholder: Client.Name
@@ -471,5 +504,6 @@ systems:                       # the systems `ragaudit run` asks (example)
 harness:
   concurrency: 8               # queries in flight per system
   timeout_s: 120               # a query that takes longer is recorded as an error
+  store_texts: false           # keep the retrieved passages' texts in the responses
   # index_dir: .ragaudit-index # example: where indexes persist (default <run>/cache/index)
 """

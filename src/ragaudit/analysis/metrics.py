@@ -8,10 +8,11 @@ Definitions (grammar-v2 section 4.3), all computed within one system and one var
 * **accuracy** = correct / total;
 * **robustness** R = correct / (total - examples in gap groups);
 * **gap fraction** lambda = examples in gap groups / total, so accuracy = R x (1 - lambda);
-* **accuracy_retrieval** = examples whose retrieval was correct / total (the retrieval
-  module alone: the language model's errors removed);
-* **robustness_retrieval** = retrieval-correct examples among those outside gap groups /
-  (total - examples in gap groups);
+* **accuracy_retrieval** = examples whose retrieval was correct / examples with a
+  retrieval verdict (the retrieval module alone: the language model's errors removed);
+  queries without a gold document (gold ids unknown, or ``[]``: no document holds the
+  answer) have none, are left out of every retrieval figure, and are counted;
+* **robustness_retrieval** = the same among the examples outside gap groups;
 * **acc_retrieval_db** = 1 - gap groups / groups; across variants, a group counts as a gap
   of the retrieval database only if it is a gap in every variant;
 * **accuracy_balanced** = the mean of per-group accuracies: every group weighs the same,
@@ -48,6 +49,26 @@ class Example:
     # "states": gold lists the documents that state the answer ([]: none does), the
     # evidence that blame uses; "entity" or None: the GRAMMAR convention decides.
     gold_kind: str | None = None
+
+
+def gold_state(gold: Iterable[str] | None) -> str:
+    """Why a query has no retrieval verdict: its gold ids are "unknown" (None), or "no
+    document" holds its answer ([]); "judged" otherwise."""
+    if gold is None:
+        return "unknown"
+    return "judged" if gold else "no document"
+
+
+def retrieval_count(n: int, left_out: dict[str, int]) -> str:
+    """The queries a retrieval figure counts, and those left out and why, for a table:
+    "150; left out: 318 gold ids unknown"."""
+    if not left_out:
+        return str(n)
+    why = ", ".join(
+        f"{count} {'gold ids ' + reason if reason == 'unknown' else reason}"
+        for reason, count in sorted(left_out.items())
+    )
+    return f"{n}; left out: {why}"
 
 
 def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
@@ -188,6 +209,9 @@ class VariantMetrics:
     accuracy_balanced: float | None = None
     n_errors: int = 0  # queries the system failed on (counted as wrong answers)
     blame: Blame = field(default_factory=Blame)
+    # Queries without a retrieval verdict, by why (gold_state): left out of the retrieval
+    # figures, which are over the queries whose gold ids name a document.
+    retrieval_left_out: dict[str, int] = field(default_factory=dict)
 
     def tag_counts(self) -> dict[str, int]:
         counts = {"gap": 0, "robust": 0, "non-robust": 0}
@@ -208,6 +232,7 @@ class VariantMetrics:
             "robustness": self.robustness.as_dict(),
             "gap_fraction": self.gap_fraction.as_dict(),
             "accuracy_retrieval": opt(self.accuracy_retrieval),
+            "retrieval_left_out": dict(self.retrieval_left_out),
             "robustness_retrieval": opt(self.robustness_retrieval),
             "acc_retrieval_db": self.acc_retrieval_db.as_dict(),
             "accuracy_balanced": self.accuracy_balanced,
@@ -235,7 +260,16 @@ def variant_metrics(examples: list[Example]) -> VariantMetrics:
     outside = [ex for ex in examples if tags[ex.group_id] != "gap"]
     in_gap = n - len(outside)
     judged = [ex for ex in examples if ex.retrieval_correct is not None]
-    has_retrieval = len(judged) == n and n > 0
+    judged_outside = [ex for ex in judged if tags[ex.group_id] != "gap"]
+    left_out: dict[str, int] = defaultdict(int)
+    unknown_retrieved = False
+    for ex in examples:
+        if ex.retrieval_correct is None:
+            state = gold_state(ex.gold)
+            left_out["no retrieved ids" if state == "judged" else state] += 1
+            unknown_retrieved = unknown_retrieved or (
+                state == "unknown" and ex.retrieved is not None
+            )
     gap_groups = sum(1 for t in tags.values() if t == "gap")
     return VariantMetrics(
         n_queries=n,
@@ -244,18 +278,22 @@ def variant_metrics(examples: list[Example]) -> VariantMetrics:
         accuracy=Proportion(correct, n),
         robustness=Proportion(correct, n - in_gap),
         gap_fraction=Proportion(in_gap, n),
-        accuracy_retrieval=Proportion(sum(bool(ex.retrieval_correct) for ex in examples), n)
-        if has_retrieval
+        accuracy_retrieval=Proportion(sum(bool(ex.retrieval_correct) for ex in judged), len(judged))
+        if judged
         else None,
         robustness_retrieval=Proportion(
-            sum(bool(ex.retrieval_correct) for ex in outside), len(outside)
+            sum(bool(ex.retrieval_correct) for ex in judged_outside), len(judged_outside)
         )
-        if has_retrieval
+        if judged
         else None,
         acc_retrieval_db=Proportion(len(tags) - gap_groups, len(tags)),
         accuracy_balanced=_balanced_accuracy(examples),
         n_errors=sum(ex.errored for ex in examples),
-        blame=blame(examples, tags),
+        # Blame by the GRAMMAR convention needs a retrieval verdict: queries whose gold ids
+        # are unknown get the context comparison's, for blame only (the retrieval figures
+        # count the queries whose gold ids name a document).
+        blame=blame(context_comparison(examples) if unknown_retrieved else examples, tags),
+        retrieval_left_out=dict(left_out),
     )
 
 
@@ -292,7 +330,8 @@ def context_comparison(examples: list[Example]) -> list[Example]:
     whose retrieved ids equal those of a correct answer in the same group had that same
     adequate context: the language model is at fault, not the retriever. Any other
     incorrect answer is the retriever's fault. Examples that already have a retrieval
-    verdict, or no retrieved ids, are left as they are.
+    verdict, no retrieved ids, or gold ids that say what holds the answer (``[]``: no
+    document does, so there is nothing to retrieve) are left as they are.
     """
     tags = group_tags(examples)
     good: dict[str, set[tuple[str, ...]]] = defaultdict(set)
@@ -301,7 +340,7 @@ def context_comparison(examples: list[Example]) -> list[Example]:
             good[ex.group_id].add(tuple(sorted(ex.retrieved)))
     out = []
     for ex in examples:
-        if ex.retrieval_correct is not None or ex.retrieved is None:
+        if ex.retrieval_correct is not None or ex.retrieved is None or ex.gold is not None:
             out.append(ex)
             continue
         if ex.correct:
@@ -340,7 +379,11 @@ def analyze(
         by_system[ex.system][ex.variant].append(ex)
     for variants in by_system.values():
         for variant, items in variants.items():
-            if any(ex.retrieval_correct is None and ex.retrieved is not None for ex in items):
+            # Only where no query has gold ids: mixed with verdicts from gold ids, context
+            # verdicts would make the retrieval figures count other queries than Recall@k.
+            if all(ex.gold is None for ex in items) and any(
+                ex.retrieval_correct is None and ex.retrieved is not None for ex in items
+            ):
                 variants[variant] = context_comparison(items)
     open_domain = open_domain_groups(examples, llm_only) if llm_only else set()
     out: dict[str, SystemSummary] = {}

@@ -71,6 +71,11 @@ class DatasetStats:
     wordings_dropped: dict[str, dict[str, int]] = field(default_factory=dict)
     # per style: proposed, verified, rejected, unchecked, rate, reasons, examples
     wordings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # generate.gold_rows: documents, rows, cells checked, stated and not found in their text
+    gold_rows: dict[str, int] | None = None
+    # What the user should know about the gold ids (a rule that applies to no template,
+    # gold ids naming no document of the corpus), one line each.
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def queries(self) -> int:
@@ -98,6 +103,8 @@ class DatasetStats:
             ),
             "wordings_dropped": self.wordings_dropped,
             "wordings": self.wordings,
+            "gold_rows": self.gold_rows,
+            "warnings": self.warnings,
         }
 
 
@@ -145,24 +152,33 @@ def group_id(template: SqlTemplate, bindings: dict[str, Scalar]) -> str:
 
 
 class GoldResolver:
-    """Applies the gold-id rules, with one query per rule that needs a lookup column."""
+    """Applies the gold-id rules, with one query per rule that needs a lookup column.
+
+    A rule naming a column the database lacks is an error, not a rule that never applies
+    (which would give every query ``[]``, "no document holds the answer"). A template
+    none of whose placeholders a rule names gets no gold ids (None: unknown)."""
 
     def __init__(self, db: Database, schema: SchemaInfo, rules: list[GoldRule]) -> None:
         self.rules = rules
         self._maps: dict[int, dict[Scalar, list[Scalar]]] = {}
         for i, rule in enumerate(rules):
-            if rule.id_column is None:
-                continue
+            where = f"generate.gold_ids[{i}]"
             table_name, _, column_name = rule.placeholder.partition(".")
             table = schema.table(table_name)
-            if (
-                table is None
-                or table.column(column_name) is None
-                or table.column(rule.id_column) is None
-            ):
+            if table is None:
+                known = ", ".join(t.name for t in schema.tables)
                 raise ConfigError(
-                    f"generate.gold_ids: {rule.placeholder} / {rule.id_column}: unknown column"
+                    f"{where}: placeholder {rule.placeholder}: the database has no table "
+                    f"{table_name} (tables: {known})"
                 )
+            for name in (column_name, rule.id_column):
+                if name is not None and table.column(name) is None:
+                    known = ", ".join(c.name for c in table.columns)
+                    raise ConfigError(
+                        f"{where}: {table.name} has no column {name} (columns: {known})"
+                    )
+            if rule.id_column is None:
+                continue
             q = db.engine.dialect.identifier_preparer.quote
             key = q(table.column(column_name).name)  # type: ignore[union-attr]
             ident = q(table.column(rule.id_column).name)  # type: ignore[union-attr]
@@ -172,13 +188,14 @@ class GoldResolver:
             self._maps[i] = mapping
 
     def __call__(self, bindings: dict[str, Scalar]) -> list[str] | None:
-        if not self.rules:
-            return None
+        """The documents the rules name for these placeholder values; None when no rule
+        names one of the placeholders."""
         lowered = {k.lower(): v for k, v in bindings.items()}
-        ids: list[str] = []
+        ids: list[str] | None = None
         for i, rule in enumerate(self.rules):
             if rule.placeholder.lower() not in lowered:
                 continue
+            ids = ids if ids is not None else []
             value = lowered[rule.placeholder.lower()]
             values = self._maps[i].get(value, []) if i in self._maps else [value]
             for v in values:
@@ -191,11 +208,16 @@ class GoldResolver:
 class FactGold:
     """Gold ids that mean "states the answer", from a file of the facts each document
     states (``generate.gold_facts``): the documents stating the answer's fact (the answer
-    column of the answer's row, named by its primary key), [] when none does."""
+    column of the answer's row, named by its primary key), [] when none does.
+
+    A record may also list the ``rows`` its document is about (``generate.gold_rows``
+    writes them): then only those rows were checked, and a question about another row
+    has unknown gold ids (None), not []."""
 
     def __init__(self, path: Path, schema: SchemaInfo) -> None:
         self.path = path
         self._docs: dict[tuple[str, str, str], list[str]] = {}
+        self._covered: set[tuple[str, str]] | None = None
         if not path.is_file():
             raise ConfigError(f"generate.gold_facts: {path}: no such file")
         for number, row in iter_jsonl_dicts(path):
@@ -203,6 +225,8 @@ class FactGold:
             facts = row.get("facts")
             if not isinstance(doc, str) or not isinstance(facts, list):
                 raise RecordFileError(f"{path}:{number}: expected {{id, facts: [...]}}")
+            if "rows" in row:
+                self._cover(path, number, row["rows"], schema)
             for fact in facts:
                 try:
                     table, key, column = fact["table"], fact["row_key"], fact["column"]
@@ -220,10 +244,32 @@ class FactGold:
                 if doc not in docs:
                     docs.append(doc)
 
+    def _cover(self, path: Path, number: int, rows: Any, schema: SchemaInfo) -> None:
+        """Note the rows a document is about (the only rows whose facts were checked)."""
+        if not isinstance(rows, list):
+            raise RecordFileError(f"{path}:{number}: rows: expected a list of {{table, row_key}}")
+        covered = self._covered if self._covered is not None else set()
+        for entry in rows:
+            if not isinstance(entry, dict) or "table" not in entry or "row_key" not in entry:
+                raise RecordFileError(f"{path}:{number}: a row needs table and row_key")
+            info = schema.table(str(entry["table"]))
+            if info is None:
+                raise ConfigError(
+                    f"generate.gold_facts: {path}:{number}: the database has no table "
+                    f"{entry['table']}"
+                )
+            covered.add((info.name, str(entry["row_key"])))
+        self._covered = covered
+
     def __call__(self, fact: AnswerFact | None, group: Group) -> list[str] | None:
         """The documents stating ``group``'s answer; None when that is not known (the
-        answer is no single stored fact, or there is no value to state)."""
+        answer is no single stored fact, there is no value to state, or no document is
+        about its row when the file says which rows were checked)."""
         if fact is None or group.keys is None or not group.answers or group.answers == [None]:
+            return None
+        if self._covered is not None and not any(
+            (fact.table, str(key)) in self._covered for key in group.keys
+        ):
             return None
         column = fact.column.lower()
         out: list[str] = []
@@ -265,7 +311,9 @@ def generate(
     gold = GoldResolver(db, schema, options.gold_ids)
     facts = FactGold(options.gold_facts, schema) if options.gold_facts else None
     dialect = {"postgresql": "postgres"}.get(db.dialect, db.dialect)
+    used: set[str] = set()
     for template in templates:
+        used.update(p.key.lower() for p in template.placeholder_list)
         tstats = TemplateStats(template_id=template.id)
         stats.templates.append(tstats)
         styles = texts.get(template.id, {})
@@ -380,6 +428,12 @@ def generate(
                     tstats.queries[style] += 1
         if on_template:
             on_template(template, tstats)
+    for i, rule in enumerate(options.gold_ids):
+        if rule.placeholder.lower() not in used:
+            stats.warnings.append(
+                f"generate.gold_ids[{i}]: no template of this dataset has the placeholder "
+                f"{rule.placeholder}, so the rule gave no gold ids"
+            )
 
 
 def _gold(

@@ -11,7 +11,7 @@ from ragaudit.aio import gather_all
 from ragaudit.errors import FATAL_LLM_ERRORS, LLMError
 from ragaudit.judge.llm_judge import llm_judge
 from ragaudit.judge.matchers import match
-from ragaudit.judge.retrieval import RetrievalRule, retrieval_correct
+from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, retrieval_correct
 from ragaudit.llm.client import LLMClient
 from ragaudit.records.models import JUDGE_FAILED, Judgement, QueryRecord, ResponseRecord
 
@@ -41,7 +41,7 @@ async def judge_one(
     *,
     samples: int = 1,
     closed_domain: bool = False,
-    rule: RetrievalRule = "same_set",
+    rule: RetrievalRule = DEFAULT_RULE,
     stats: JudgeStats | None = None,
     reasons: bool = True,
 ) -> Judgement:
@@ -84,8 +84,9 @@ async def judge_one(
                     rationale = f"{verdict.agreement:.0%} of {samples} samples: {verdict.reason}"
         else:
             correct, method = False, "unmatched"
-    if closed_domain and retrieval is False and correct:
-        # Closed domain: an answer the documents could not have given is not credited.
+    if closed_domain and correct and (retrieval is False or query.gold_ids == []):
+        # Closed domain: an answer the documents could not have given is not credited,
+        # nor one that no document holds (a hole answered from elsewhere).
         correct, method = False, f"{method}+closed-domain"
     stats.methods[method] += 1
     return Judgement(
@@ -104,7 +105,7 @@ async def judge_many(
     *,
     samples: int = 1,
     closed_domain: bool = False,
-    rule: RetrievalRule = "same_set",
+    rule: RetrievalRule = DEFAULT_RULE,
     stats: JudgeStats | None = None,
     reasons: bool = True,
     on_judged: Callable[[int], None] | None = None,

@@ -4,6 +4,7 @@ drill-down, with paired comparisons between variants and between systems."""
 from __future__ import annotations
 
 import itertools
+import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -12,11 +13,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ragaudit.analysis import Example, SystemSummary, analyze
-from ragaudit.analysis.metrics import SOURCES, Tag, source_of
+from ragaudit.analysis.metrics import (
+    SOURCES,
+    Tag,
+    VariantMetrics,
+    gold_state,
+    retrieval_count,
+    source_of,
+)
 from ragaudit.analysis.retrieval_metrics import ranking_columns, ranking_summary
 from ragaudit.analysis.significance import Comparison, PairedCounts, compare_many, compare_sets
 from ragaudit.errors import UserError
-from ragaudit.judge.retrieval import RetrievalRule
+from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, RuleFit
 from ragaudit.pipeline.inputs import from_records, from_responses, read_neutral
 from ragaudit.records.io import (
     atomic_write_json,
@@ -59,6 +67,7 @@ class AnalysisResult:
     markdown: str
     ranking: dict[str, dict[str, Any]] = field(default_factory=dict)
     undecided: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
 
 def _group_counts(
@@ -212,21 +221,30 @@ def _errors_note(
     return f" ({counted})"
 
 
+def retrieval_queries(m: VariantMetrics) -> str:
+    """How many queries the retrieval figures count, and those left out and why."""
+    n = m.accuracy_retrieval.n if m.accuracy_retrieval is not None else 0
+    return retrieval_count(n, m.retrieval_left_out)
+
+
 def markdown_table(summaries: dict[str, SystemSummary]) -> str:
     """One row per system and variant, every metric with its 95% interval."""
-    head = "| system | variant | queries | groups | errors | " + " | ".join(METRIC_NAMES) + " |"
-    lines = [head, "|" + "---|" * (5 + len(METRIC_NAMES))]
+    head = (
+        "| system | variant | queries | groups | errors | retrieval queries | "
+        + " | ".join(METRIC_NAMES)
+        + " |"
+    )
+    lines = [head, "|" + "---|" * (6 + len(METRIC_NAMES))]
     for system, summary in summaries.items():
         for variant, m in summary.variants.items():
             cells = [show(getattr(m, name)) for name in METRIC_NAMES]
             lines.append(
                 f"| {system} | {variant} | {m.n_queries} | {m.n_groups} | {m.n_errors} | "
-                + " | ".join(cells)
-                + " |"
+                f"{retrieval_queries(m)} | " + " | ".join(cells) + " |"
             )
         holes = summary.knowledge_base_holes
         lines.append(
-            f"| {system} | all variants | | | | acc_retrieval_db (gap in every variant): "
+            f"| {system} | all variants | | | | | acc_retrieval_db (gap in every variant): "
             f"{summary.acc_retrieval_db}"
             + (f"; groups no document answers: {holes}" if holes else "")
             + " |"
@@ -297,26 +315,39 @@ def load_examples(
     system: str | None = None,
     outcome: Outcome = "answer",
     undecided: Counter[str] | None = None,
+    left_out: dict[tuple[str, str], Counter[str]] | None = None,
+    dropped: set[int] | None = None,
 ) -> list[Example]:
     """Examples from neutral files, or from the run's dataset and its judgements (outcome
     ``answer``) or responses (outcome ``retrieval``: retrieval correctness is analyzed as
     if it were the answer's). Judgements the judge failed to give are counted per system
-    in ``undecided`` and left out."""
+    in ``undecided`` and left out; with outcome ``retrieval``, the queries without a
+    retrieval verdict are counted per system and variant in ``left_out``, by why, and
+    their positions among the neutral lines added to ``dropped``."""
+    left_out = left_out if left_out is not None else {}
+    dropped = dropped if dropped is not None else set()
     if neutral:
         examples = [ex for path in neutral for ex in read_neutral(path, system=system, rule=rule)]
         if outcome == "retrieval":
-            examples = [
-                replace(ex, correct=ex.retrieval_correct)
-                for ex in examples
-                if ex.retrieval_correct is not None
-            ]
+            kept = []
+            for position, ex in enumerate(examples):
+                if ex.retrieval_correct is None:
+                    dropped.add(position)
+                    state = gold_state(ex.gold)
+                    why = "no retrieved ids" if state == "judged" else state
+                    left_out.setdefault((ex.system, ex.variant), Counter())[why] += 1
+                else:
+                    kept.append(replace(ex, correct=ex.retrieval_correct))
+            examples = kept
         return examples
     files = _record_files(run, "judgements" if outcome == "answer" else "responses")
     queries = list(read_jsonl(run.dataset, QueryRecord))
     examples: list[Example] = []
     for path in files:
         if outcome == "retrieval":
-            examples.extend(from_responses(iter(queries), read_jsonl(path, ResponseRecord), rule))
+            examples.extend(
+                from_responses(iter(queries), read_jsonl(path, ResponseRecord), rule, left_out)
+            )
             continue
         judgements = list(read_jsonl(path, Judgement))
         retrieved = _retrieved_ids(run, judgements[0].system) if judgements else None
@@ -372,6 +403,7 @@ def _drilldown_rows(
     examples: list[Example],
     summaries: dict[str, SystemSummary],
     system: str | None,
+    dropped: set[int] | None = None,
 ) -> Iterator[dict[str, Any] | str]:
     """One line per query with its group's tag. Texts are read again from the inputs as
     they stream out, so those of a million queries are never all in memory."""
@@ -395,11 +427,16 @@ def _drilldown_rows(
     if neutral:
         # The examples were read from these files in this order, one per non-blank line:
         # each line is embedded as it is, next to its verdicts, without parsing it again.
+        # Lines left out of the analysis (``dropped``, by position) have no line here.
         position = iter(examples)
+        number = -1
         for path in neutral:
             with path.open(encoding="utf-8") as handle:
                 for line in handle:
                     if not line.strip():
+                        continue
+                    number += 1
+                    if dropped and number in dropped:
                         continue
                     ex = next(position, None)
                     if ex is None:
@@ -418,7 +455,7 @@ def run_analysis(
     run: RunDir,
     *,
     neutral: list[Path] | None = None,
-    rule: RetrievalRule = "same_set",
+    rule: RetrievalRule = DEFAULT_RULE,
     seed: int = 0,
     system: str | None = None,
     llm_only: str | None = None,
@@ -428,14 +465,43 @@ def run_analysis(
     ``system`` names the system of neutral files."""
     neutral = neutral or []
     undecided: Counter[str] = Counter()
-    examples = load_examples(run, neutral, rule, system, outcome, undecided)
+    left_out: dict[tuple[str, str], Counter[str]] = {}
+    dropped: set[int] = set()
+    examples = load_examples(run, neutral, rule, system, outcome, undecided, left_out, dropped)
     if not examples:
-        what = "judged answers" if outcome == "answer" else "responses to queries with gold ids"
+        what = (
+            "judged answers"
+            if outcome == "answer"
+            else "responses to queries whose gold ids name a document"
+        )
         failed = f" ({sum(undecided.values())} judgements failed: rerun ragaudit judge)"
+        why = sum((c for c in left_out.values()), Counter())
+        listed = ", ".join(f"{n} {k}" for k, n in sorted(why.items()))
+        skipped = f" (left out, by what their gold ids say: {listed})"
         raise UserError(
-            f"nothing to analyze: the inputs hold no {what}" + (failed if undecided else "")
+            f"nothing to analyze: the inputs hold no {what}"
+            + (failed if undecided else "")
+            + (skipped if why else "")
         )
     summaries = analyze(examples, llm_only=llm_only)
+    warnings: list[str] = []
+    for (name, variant), counts in sorted(left_out.items()):
+        metrics = summaries.get(name, None)
+        if metrics is not None and variant in metrics.variants:
+            merged = Counter(metrics.variants[variant].retrieval_left_out) + counts
+            metrics.variants[variant].retrieval_left_out = dict(sorted(merged.items()))
+        else:
+            listed = ", ".join(f"{n} {why}" for why, n in sorted(counts.items()))
+            warnings.append(
+                f"{name} / {variant}: no query has gold ids that name a document, so it has "
+                f"no retrieval figures (left out: {listed})"
+            )
+    if neutral or outcome == "retrieval":
+        warnings += rule_warnings(examples, rule)
+    else:
+        # The judgements hold the verdicts: their rule, and its warnings, are the judge's.
+        rule, judged_warnings = _judge_rule(run, rule)
+        warnings += judged_warnings
     # Whether the retriever found the gold documents needs no judge: the same comparisons
     # on retrieval correctness say which half of the system breaks.
     both: tuple[Outcome, ...] = ("answer", "retrieval")
@@ -450,6 +516,7 @@ def run_analysis(
         {
             "outcome": outcome,
             "retrieval_rule": rule,
+            "warnings": warnings,
             "systems": {name: s.as_dict() for name, s in summaries.items()},
             "judge_failed": dict(undecided),
             "comparisons": compared,
@@ -461,6 +528,7 @@ def run_analysis(
     atomic_write_text(
         run.root / "summary.md",
         (f"Outcome analyzed: retrieval correctness ({rule})\n\n" if outcome == "retrieval" else "")
+        + "".join(f"Warning: {w}\n\n" for w in warnings)
         + table
         + "\nWhere the answers go wrong (shares of the queries)\n\n"
         + blame_table(summaries)
@@ -468,8 +536,35 @@ def run_analysis(
         + ("\n" + verdicts if verdicts else "")
         + ("\nRetrieval ranking (mean [95% CI])\n\n" + ranked if ranked else ""),
     )
-    write_jsonl_atomic(run.drilldown, _drilldown_rows(run, neutral, examples, summaries, system))
-    return AnalysisResult(summaries, compared, table, ranking, dict(undecided))
+    write_jsonl_atomic(
+        run.drilldown, _drilldown_rows(run, neutral, examples, summaries, system, dropped)
+    )
+    return AnalysisResult(summaries, compared, table, ranking, dict(undecided), warnings)
+
+
+def rule_warnings(examples: Iterable[Example], rule: RetrievalRule) -> list[str]:
+    """Where ``rule`` does not fit the retrievals it judged (a top-5 system under
+    ``same_set``): one warning per system and reason, with counts."""
+    fit = RuleFit(rule)
+    for ex in examples:
+        if ex.retrieved is not None and not ex.errored:
+            fit.add(ex.system, ex.retrieved, ex.gold)
+    return fit.warnings()
+
+
+def _judge_rule(run: RunDir, rule: RetrievalRule) -> tuple[str, list[str]]:
+    """The retrieval rule the judge decided the run's verdicts by, and its warnings, from
+    judge.stats.json (``rule`` where the judge did not record one)."""
+    path = run.root / "judge.stats.json"
+    if not path.exists():
+        return rule, []
+    try:
+        stats = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+    rules = sorted({e["retrieval_rule"] for e in stats.values() if e.get("retrieval_rule")})
+    warnings = [w for e in stats.values() for w in e.get("rule_warnings") or []]
+    return (" and ".join(rules) if rules else rule), warnings
 
 
 def _undecided_note(undecided: Counter[str]) -> str:

@@ -75,6 +75,7 @@ def demo_config(world: Path, out: Path, *, groups: int, use_llm: bool, llm: str)
     ]
     config.harness.concurrency = 1  # one llama.cpp slot: in order, so its prompt cache works
     config.harness.timeout_s = 600
+    config.harness.store_texts = True  # the report shows the passages each answer was given
     return config
 
 

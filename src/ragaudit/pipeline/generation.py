@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ragaudit.config import Config, GenerateOptions
 from ragaudit.db import Database, SchemaInfo, introspect
 from ragaudit.errors import FATAL_LLM_ERRORS, ConfigError, LLMError, UserError
 from ragaudit.generate.dataset import DatasetStats, TemplateStats, TextConflicts, generate
 from ragaudit.generate.enumerate import enumerate_templates
+from ragaudit.generate.facts import derive_facts, read_row_map
 from ragaudit.generate.instantiate import Group, count_combinations, iter_groups, plan
 from ragaudit.generate.llm_templates import (
     STYLE_INSTRUCTIONS,
@@ -53,7 +56,9 @@ from ragaudit.pipeline.verification import (
     wording_counts,
 )
 from ragaudit.records.io import atomic_write_json, iter_jsonl_dicts, write_jsonl_atomic
+from ragaudit.records.models import QueryRecord
 from ragaudit.rundir import RunDir
+from ragaudit.systems.corpus import load_corpus
 
 
 def open_database(config: Config) -> tuple[Database, SchemaInfo]:
@@ -547,6 +552,107 @@ def _no_queries(stats: DatasetStats) -> str:
     return "no query generated: " + ("; ".join(parts) or "nothing to ask") + hint
 
 
+def facts_from_rows(
+    config: Config, path: Path, db: Database, schema: SchemaInfo, run: RunDir
+) -> tuple[Path, dict[str, int], list[str]]:
+    """The facts file ``generate.gold_rows`` implies: each mapped document's facts are the
+    cells of its rows whose value its text states (:mod:`ragaudit.generate.facts`),
+    written to ``<run>/gold_facts.jsonl``; with the counts, and warnings for map entries
+    the corpus or the database does not hold."""
+    where = "generate.gold_rows"
+    if config.corpus.path is None:
+        raise ConfigError(f"{where}: needs corpus.path (the documents' texts are checked)")
+    if not path.is_file():
+        raise ConfigError(f"{where}: {path}: no such file")
+    rows = read_row_map(path)
+    texts = {d.id: d.text for d in load_corpus(config.corpus.path)}
+    wanted: dict[str, set[str]] = {}
+    for _, table, key in rows:
+        wanted.setdefault(table, set()).add(key)
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    q = db.engine.dialect.identifier_preparer.quote
+    for table_name, keys in wanted.items():
+        table = schema.table(table_name)
+        if table is None:
+            raise ConfigError(f"{where}: {path}: the database has no table {table_name}")
+        if len(table.primary_key) != 1:
+            raise ConfigError(
+                f"{where}: {path}: table {table.name} has no one-column primary key to "
+                "name its rows by"
+            )
+        names = [c.name for c in table.columns]
+        at = names.index(table.primary_key[0])
+        select = ", ".join(q(n) for n in names)
+        # One pass over each mapped table; keys compare as text, as the facts file has them.
+        for values in db.stream(f"SELECT {select} FROM {q(table.name)}"):
+            if str(values[at]) in keys:
+                found[(table_name, str(values[at]))] = dict(zip(names, values, strict=True))
+    records, counted = derive_facts(rows, texts, lambda t, k: found.get((t, k)))
+    # Every mapped document with the rows it is about: a question about a row no document
+    # is about was never checked, so its gold ids stay unknown rather than [] (a hole).
+    stated = {r["id"]: r["facts"] for r in records}
+    about: dict[str, list[dict[str, str]]] = {}
+    for doc, table_name, key in rows:
+        if doc in texts and (table_name, key) in found:
+            about.setdefault(doc, []).append({"table": table_name, "row_key": key})
+    out = run.root / "gold_facts.jsonl"
+    write_jsonl_atomic(
+        out,
+        (
+            {"id": doc, "rows": entries, "facts": stated.get(doc, [])}
+            for doc, entries in about.items()
+        ),
+    )
+    notes = []
+    if counted.cells_checked and not counted.cells_stated:
+        notes.append(
+            f"{where}: no document states any of the {counted.cells_checked} values of its "
+            "rows: check row_key against the primary keys, and the map's ids against the "
+            "corpus"
+        )
+    if counted.missing_documents:
+        notes.append(
+            f"{where}: {len(counted.missing_documents)} documents of the map are not in the "
+            f"corpus (e.g. {counted.missing_documents[0]!r}): they state nothing"
+        )
+    if counted.missing_rows:
+        doc, table_name, key = counted.missing_rows[0]
+        notes.append(
+            f"{where}: {len(counted.missing_rows)} rows of the map are not in the database "
+            f"(e.g. {table_name} {key!r} for {doc!r})"
+        )
+    figures = {
+        "documents": counted.documents,
+        "rows": counted.rows,
+        "cells_checked": counted.cells_checked,
+        "cells_stated": counted.cells_stated,
+        "cells_not_found": counted.cells_not_found,
+    }
+    return out, figures, notes
+
+
+def _count_gold(records: Iterable[QueryRecord], named: Counter[str]) -> Iterator[QueryRecord]:
+    """Pass the records through, counting the queries that name each gold id."""
+    for record in records:
+        if record.gold_ids:
+            named.update(set(record.gold_ids))
+        yield record
+
+
+def gold_outside_corpus(named: Counter[str], corpus_ids: set[str]) -> str | None:
+    """A warning when gold ids (``named``: gold id -> queries naming it) name documents the
+    corpus does not hold: those queries' retrieval can never be correct."""
+    missing = sorted(doc for doc in named if doc not in corpus_ids)
+    if not missing:
+        return None
+    return (
+        f"{len(missing)} of {len(named)} distinct gold ids name no document of the corpus "
+        f"(e.g. {missing[0]!r}), in {sum(named[d] for d in missing)} query-gold pairs: no "
+        "retriever can find them; check generate.gold_ids (format, id_column) against the "
+        "corpus ids"
+    )
+
+
 def generate_dataset(
     config: Config,
     run: RunDir,
@@ -573,11 +679,22 @@ def generate_dataset(
     stats = DatasetStats(
         wordings_dropped=dropped, wordings={s: c.as_dict() for s, c in counts.items()}
     )
+    if options.gold_rows is not None:
+        try:
+            facts_file, stats.gold_rows, notes = facts_from_rows(
+                config, options.gold_rows, db, schema, run
+            )
+        except BaseException:
+            db.dispose()
+            raise
+        stats.warnings.extend(notes)
+        options = options.model_copy(update={"gold_facts": facts_file, "gold_rows": None})
     records = generate(db, schema, templates, texts, options, stats=stats, on_template=on_template)
     conflicts = TextConflicts()
+    named: Counter[str] = Counter()
     partial = run.dataset.with_name(run.dataset.name + ".partial")
     try:
-        write_jsonl_atomic(partial, conflicts.watch(records))
+        write_jsonl_atomic(partial, conflicts.watch(_count_gold(records, named)))
         bad = conflicts.conflicting_groups()
         if bad:  # rare: read the file while its filtered copy replaces it
             write_jsonl_atomic(partial, _drop_groups(partial, bad, stats))
@@ -587,6 +704,10 @@ def generate_dataset(
     finally:
         partial.unlink(missing_ok=True)
         db.dispose()
+    if config.corpus.path is not None and named:
+        warning = gold_outside_corpus(named, {d.id for d in load_corpus(config.corpus.path)})
+        if warning:
+            stats.warnings.append(warning)
     atomic_write_json(
         run.dataset_stats,
         {

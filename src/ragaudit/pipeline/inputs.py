@@ -7,8 +7,8 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
-from ragaudit.analysis.metrics import Example
-from ragaudit.judge.retrieval import RetrievalRule, retrieval_correct
+from ragaudit.analysis.metrics import Example, gold_state
+from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, retrieval_correct
 from ragaudit.records.io import RecordFileError, iter_jsonl_dicts
 from ragaudit.records.models import Judgement, QueryRecord, ResponseRecord
 
@@ -16,7 +16,7 @@ NEUTRAL_FIELDS = ("query_id", "group_id", "variant", "correct")
 
 
 def read_neutral(
-    path: Path, *, system: str | None = None, rule: RetrievalRule = "same_set"
+    path: Path, *, system: str | None = None, rule: RetrievalRule = DEFAULT_RULE
 ) -> Iterator[Example]:
     """Examples from a neutral JSONL file (query_id, group_id, template_id, variant, query,
     reference, response, retrieved_ids, gold_ids, correct); a row's own ``system`` field
@@ -47,9 +47,13 @@ def read_neutral(
             group_id=str(row["group_id"]),
             variant=str(row["variant"]),
             correct=row["correct"],
-            retrieval_correct=retrieval_correct(list(retrieved or []), gold, rule, failed=failed),
+            # Without the retrieved ids, whether retrieval was right is not known.
+            retrieval_correct=None
+            if retrieved is None and not failed
+            else retrieval_correct(list(retrieved or []), gold, rule, failed=failed),
             system=who,
-            retrieved=tuple(retrieved) if retrieved is not None else None,
+            # A failed row retrieved nothing: counted as such by every retrieval figure.
+            retrieved=tuple(retrieved) if retrieved is not None else (() if failed else None),
             gold=tuple(gold) if gold is not None else None,
             label=row.get("label"),
             errored=failed,
@@ -96,9 +100,7 @@ def from_records(
             q.group_id,
             q.variant,
             j.correct,
-            # A failed response retrieved nothing because it did not run, whatever an older
-            # ragaudit stored for it.
-            False if errored and j.retrieval_correct is not None else j.retrieval_correct,
+            _retrieval_verdict(j.retrieval_correct, q.gold_ids, errored),
             j.system,
             retrieved=retrieved.get(j.query_id) if retrieved is not None else None,
             gold=tuple(q.gold_ids) if q.gold_ids is not None else None,
@@ -108,12 +110,26 @@ def from_records(
         )
 
 
+def _retrieval_verdict(stored: bool | None, gold: list[str] | None, errored: bool) -> bool | None:
+    """A judgement's retrieval verdict as this version reads it, whatever an older ragaudit
+    stored: none where no gold document is known (unknown, or a hole of the knowledge
+    base), and a failed response retrieved nothing because it did not run."""
+    if not gold:
+        return None
+    return False if errored else stored
+
+
 def from_responses(
-    queries: Iterator[QueryRecord], responses: Iterator[ResponseRecord], rule: RetrievalRule
+    queries: Iterator[QueryRecord],
+    responses: Iterator[ResponseRecord],
+    rule: RetrievalRule,
+    left_out: dict[tuple[str, str], Counter[str]] | None = None,
 ) -> Iterator[Example]:
     """Retrieval as the outcome: each response is "correct" when its retrieval is (by
-    ``rule`` against the query's gold ids). Queries without gold ids are left out; a
-    response that failed (``error``) retrieved nothing."""
+    ``rule`` against the query's gold ids). Queries without a gold document (gold ids
+    unknown, or ``[]``: no document holds the answer) are left out and counted in
+    ``left_out`` per system and variant ("unknown", "no document"); a response that failed
+    (``error``) retrieved nothing."""
     index = {q.query_id: q for q in queries}
     seen: set[str] = set()
     for r in responses:
@@ -125,6 +141,8 @@ def from_responses(
         seen.add(r.query_id)
         ok = retrieval_correct(r.retrieved_ids, q.gold_ids, rule, failed=r.error is not None)
         if ok is None:
+            if left_out is not None:
+                left_out.setdefault((r.system, q.variant), Counter())[gold_state(q.gold_ids)] += 1
             continue
         yield Example(
             r.query_id,

@@ -16,7 +16,7 @@ from ragaudit.aio import gather_all
 from ragaudit.errors import FATAL_LLM_ERRORS, LLMError, UserError
 from ragaudit.judge.cascade import JudgeStats, judge_many
 from ragaudit.judge.llm_judge import llm_judge
-from ragaudit.judge.retrieval import RetrievalRule
+from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, RuleFit
 from ragaudit.llm.client import LLMClient
 from ragaudit.pipeline.inputs import duplicate_message
 from ragaudit.records.io import JsonlAppender, atomic_write_json, read_jsonl, write_jsonl_atomic
@@ -31,9 +31,11 @@ BATCH = 200
 
 @dataclass
 class JudgeReport:
-    """Per system: how answers were decided, and what the audit found."""
+    """Per system: how answers were decided, and what the audit found; and where the
+    retrieval rule does not fit the systems' retrievals (:class:`RuleFit`)."""
 
     systems: dict[str, dict[str, Any]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
 
 def judge_run(
@@ -44,7 +46,7 @@ def judge_run(
     samples: int = 1,
     audit: int = 0,
     closed_domain: bool = False,
-    rule: RetrievalRule = "same_set",
+    rule: RetrievalRule = DEFAULT_RULE,
     seed: int = 0,
     reasons: bool = True,
     progress: ProgressFactory | None = None,
@@ -64,6 +66,10 @@ def judge_run(
         if not responses:
             continue
         name = responses[0].system
+        fit = RuleFit(rule)
+        for r in responses:
+            if r.error is None and r.query_id in queries:
+                fit.add(name, r.retrieved_ids, queries[r.query_id].gold_ids)
         ids = [r.query_id for r in responses]
         if len(set(ids)) < len(ids):
             twice = next(q for q, n in Counter(ids).items() if n > 1)
@@ -97,7 +103,11 @@ def judge_run(
             "judged_now": len(todo),
             "already_judged": len(done),
             **stats.as_dict(),
+            # What the stored retrieval verdicts mean, for the analysis to say so.
+            "retrieval_rule": rule,
+            "rule_warnings": fit.warnings(),
         }
+        report.warnings.extend(entry["rule_warnings"])
         if audit and llm is not None:
             entry["audit"] = _audit(run, name, queries, responses, llm, audit, seed)
         report.systems[name] = entry

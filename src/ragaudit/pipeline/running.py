@@ -4,12 +4,13 @@ responses/<system>.jsonl (resumable, see :mod:`ragaudit.run.harness`)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from ragaudit.config import Config, SystemConfig
 from ragaudit.errors import ConfigError, UserError
 from ragaudit.llm.client import LLMClient
-from ragaudit.records.io import atomic_write_json, read_jsonl
+from ragaudit.records.io import atomic_write_json, iter_jsonl_dicts, read_jsonl
 from ragaudit.records.models import QueryRecord
 from ragaudit.run.harness import SystemRunStats, run_system
 from ragaudit.rundir import RunDir
@@ -76,6 +77,7 @@ async def run_systems(
     index_dir = config.harness.index_dir or run.root / "cache" / "index"
     shared: dict[tuple[str, float], Retriever] = {}
     results: dict[str, SystemRunStats] = {}
+    known: tuple[set[str], str] | None = None
     for sc in systems:
         system = build_system(
             sc,
@@ -94,13 +96,83 @@ async def run_systems(
                 concurrency=config.harness.concurrency,
                 timeout_s=sc.timeout_s or config.harness.timeout_s,
                 retry_errors=retry_errors,
+                store_texts=config.harness.store_texts,
                 on_start=hooks[0],
                 advance=hooks[1],
             )
         finally:
             await system.aclose()
+        # Checked over the whole file, so that a resumed run says the same.
+        retrieved, depth = retrieved_ids(run.responses(sc.name))
+        if retrieved:
+            known = known if known is not None else _known_ids(config, queries)
+            results[sc.name].warnings = retrieval_warnings(sc, retrieved, depth, *known)
     atomic_write_json(run.root / "run.stats.json", _stats_dict(results))
     return results
+
+
+def _known_ids(config: Config, queries: list[QueryRecord]) -> tuple[set[str], str]:
+    """The ids a retrieved document should have, and what they are: the corpus's
+    documents where ragaudit knows the corpus, else every query's gold ids."""
+    if config.corpus.path is not None:
+        return {d.id for d in load_corpus(config.corpus.path)}, "corpus"
+    return {doc for q in queries for doc in q.gold_ids or ()}, "gold"
+
+
+def retrieved_ids(path: Path) -> tuple[dict[str, int], int]:
+    """Every id a system's responses retrieved, with how often, and the longest list."""
+    counts: dict[str, int] = {}
+    depth = 0
+    if not path.exists():
+        return counts, depth
+    for _, row in iter_jsonl_dicts(path):
+        items = row.get("retrieved") or []
+        depth = max(depth, len(items))
+        for item in items:
+            doc = str(item["id"])
+            counts[doc] = counts.get(doc, 0) + 1
+    return counts, depth
+
+
+def retrieval_warnings(
+    sc: SystemConfig, retrieved: dict[str, int], depth: int, known: set[str], kind: str
+) -> list[str]:
+    """What the ids a system retrieved (with how often, and the longest list) say is
+    wrong, with counts: ids that match no document of the corpus (a LlamaIndex node
+    without ``metadata["id"]`` is named by a random UUID), none matching any gold id, or
+    more documents than ``k``."""
+    out = []
+    total = sum(retrieved.values())
+    if kind == "corpus":
+        stray = {doc: n for doc, n in retrieved.items() if doc not in known}
+        if stray:
+            example = next(iter(stray))
+            out.append(
+                f"{sc.name}: {sum(stray.values())} of {total} retrieved ids "
+                f"({len(stray)} distinct, e.g. {example!r}) match no document id of the "
+                f"corpus, so they never count as the gold documents; {_id_hint(sc)}"
+            )
+    elif known and not any(doc in known for doc in retrieved):
+        example = next(iter(retrieved))
+        out.append(
+            f"{sc.name}: none of the {len(retrieved)} distinct retrieved ids (e.g. "
+            f"{example!r}) is the gold id of any query; {_id_hint(sc)}"
+        )
+    if sc.kind != "builtin" and sc.k is not None and depth > sc.k:
+        out.append(f"{sc.name}: k is {sc.k} but the system returned up to {depth} documents")
+    return out
+
+
+def _id_hint(sc: SystemConfig) -> str:
+    """How to make a system's retrieved ids name documents."""
+    if sc.kind in ("langchain", "llamaindex"):
+        return (
+            f"give each document its id in metadata[{sc.id_field!r}] (systems.{sc.name}."
+            "id_field names another key)"
+        )
+    if sc.kind == "http":
+        return f"check systems.{sc.name}.ids_path"
+    return "return the ids the corpus gives its documents"
 
 
 def _stats_dict(results: dict[str, SystemRunStats]) -> dict[str, Any]:
@@ -114,6 +186,7 @@ def _stats_dict(results: dict[str, SystemRunStats]) -> dict[str, Any]:
             "queries_per_s": round(s.rate, 2),
             "prompt_tokens": s.prompt_tokens,
             "completion_tokens": s.completion_tokens,
+            "warnings": s.warnings,
         }
         for name, s in results.items()
     }

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from ragaudit.analysis.metrics import SOURCES
+from ragaudit.analysis.metrics import SOURCES, retrieval_count
 from ragaudit.errors import UserError
 from ragaudit.records.io import atomic_write_text, iter_jsonl_dicts
 from ragaudit.report import charts
@@ -54,6 +54,7 @@ class ReportData:
     drilldown: list[dict[str, Any]]
     world: dict[str, Any] | None = None
     blame: list[dict[str, Any]] | None = None
+    warnings: list[str] = field(default_factory=list)  # where the retrieval rule misfits
 
 
 def _interval(entry: Any) -> str:
@@ -101,6 +102,10 @@ def _tables(summary: dict[str, Any]) -> list[dict[str, Any]]:
                     "queries": m["n_queries"],
                     "groups": m["n_groups"],
                     "errors": m.get("n_errors", 0),
+                    "retrieval_queries": retrieval_count(
+                        (m.get("accuracy_retrieval") or {}).get("n", 0),
+                        m.get("retrieval_left_out") or {},
+                    ),
                     "cells": [_interval(m.get(key)) for key, _ in TABLE_METRICS],
                 }
             )
@@ -355,6 +360,7 @@ def collect(run: RunDir) -> ReportData:
         outcome=summary.get("outcome", "answer"),
         headlines=headlines,
         other_verdicts=rest,
+        warnings=list(summary.get("warnings") or []),
         tables=_tables(summary),
         charts=_charts(summary, blame),
         blame=blame,

@@ -40,6 +40,7 @@ class SystemRunStats:
     seconds: float = 0.0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    warnings: list[str] = field(default_factory=list)  # what its retrieved ids say is wrong
 
     @property
     def rate(self) -> float:
@@ -71,7 +72,9 @@ def _one_line(exc: BaseException) -> str:
     return redact(" ".join(text.split()))[:500]
 
 
-async def _ask(system: System, query: QueryRecord, timeout_s: float) -> ResponseRecord:
+async def _ask(
+    system: System, query: QueryRecord, timeout_s: float, store_texts: bool = False
+) -> ResponseRecord:
     start = time.perf_counter()
     try:
         answer = await asyncio.wait_for(system.answer(query), timeout_s)
@@ -84,8 +87,11 @@ async def _ask(system: System, query: QueryRecord, timeout_s: float) -> Response
     else:
         # A system that echoes a secret it was sent (a header token) must not put it
         # into responses/*.jsonl.
+        # Passage texts only on request: they are the corpus again, once per query.
         retrieved = [
-            item.model_copy(update={"text": redact_known(item.text)}) if item.text else item
+            item.model_copy(update={"text": redact_known(item.text) if store_texts else None})
+            if item.text
+            else item
             for item in answer.retrieved
         ]
         return ResponseRecord(
@@ -121,10 +127,12 @@ async def run_system(
     concurrency: int = 8,
     timeout_s: float = 120.0,
     retry_errors: bool = False,
+    store_texts: bool = False,
     on_start: Callable[[int, int], None] | None = None,
     advance: Callable[[int], None] | None = None,
 ) -> SystemRunStats:
-    """Ask ``system`` every query not yet answered in ``out``, appending one record each.
+    """Ask ``system`` every query not yet answered in ``out``, appending one record each
+    (with the retrieved passages' texts only if ``store_texts``).
     ``on_start(total, done)`` and ``advance(n)`` drive a progress display."""
     done = answered_ids(out, retry_errors=retry_errors)
     todo = list(pending(queries, done))
@@ -155,7 +163,7 @@ async def run_system(
 
         async def worker() -> None:
             for query in source:  # shared iterator: each query goes to exactly one worker
-                record = await _ask(system, query, timeout_s)
+                record = await _ask(system, query, timeout_s, store_texts)
                 stats.asked += 1
                 stats.prompt_tokens += record.usage.prompt_tokens
                 stats.completion_tokens += record.usage.completion_tokens

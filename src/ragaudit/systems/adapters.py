@@ -47,21 +47,49 @@ def expand_env(value: str, where: str) -> str:
     return _ENV.sub(sub, value)
 
 
-_FIELD = re.compile(r"\{(query|query_id|variant)\}")
+_FIELD = re.compile(r"\{(query|query_id|variant|k)\}")
 
 
-def fill_template(template: Any, query: QueryRecord) -> Any:
-    """The request body: ``{query}``, ``{query_id}`` and ``{variant}`` filled into every
-    string of the JSON template (values are inserted as text, never parsed). One pass: a
-    query that itself contains ``{variant}`` reaches the system as written."""
+def fill_template(template: Any, query: QueryRecord, k: int | None = None) -> Any:
+    """The request body: ``{query}``, ``{query_id}``, ``{variant}`` and ``{k}`` filled into
+    every string of the JSON template (values are inserted as text, never parsed; a string
+    that is exactly ``{k}`` becomes the number). One pass: a query that itself contains
+    ``{variant}`` reaches the system as written."""
     if isinstance(template, str):
-        values = {"query": query.query, "query_id": query.query_id, "variant": query.variant}
+        if template == "{k}" and k is not None:
+            return k
+        values = {
+            "query": query.query,
+            "query_id": query.query_id,
+            "variant": query.variant,
+            "k": "" if k is None else str(k),
+        }
         return _FIELD.sub(lambda m: values[m.group(1)], template)
     if isinstance(template, dict):
-        return {k: fill_template(v, query) for k, v in template.items()}
+        return {key: fill_template(v, query, k) for key, v in template.items()}
     if isinstance(template, list):
-        return [fill_template(v, query) for v in template]
+        return [fill_template(v, query, k) for v in template]
     return template
+
+
+def _mentions_k(template: Any) -> bool:
+    """Whether a request template has a ``{k}`` field anywhere."""
+    if isinstance(template, str):
+        return "{k}" in template
+    if isinstance(template, dict):
+        return any(_mentions_k(v) for v in template.values())
+    if isinstance(template, list):
+        return any(_mentions_k(v) for v in template)
+    return False
+
+
+def _no_k(name: str, what: str) -> ConfigError:
+    """The error for a ``k`` a system cannot be given: ignoring it would report a depth
+    the system never used."""
+    return ConfigError(
+        f"system {name}: k is set, but {what}; remove k and set the depth in the system "
+        "itself, or make it accept one"
+    )
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -146,21 +174,28 @@ def load_target(target: str, where: str) -> Any:
 class CallableSystem:
     """A Python function as a system: ``fn(query)`` or ``fn(query, record=QueryRecord)``."""
 
-    def __init__(self, name: str, fn: Any, *, threads: int = 8) -> None:
+    def __init__(self, name: str, fn: Any, *, threads: int = 8, k: int | None = None) -> None:
         if not callable(fn):
             raise ConfigError(f"system {name}: target is not callable")
         self.name = name
         self.fn = fn
         self._async = inspect.iscoroutinefunction(fn)
         try:
-            self._takes_record = "record" in inspect.signature(fn).parameters
+            params = inspect.signature(fn).parameters
         except (TypeError, ValueError):
-            self._takes_record = False
+            params = {}  # type: ignore[assignment]
+        self._takes_record = "record" in params
+        takes_k = "k" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+        if k is not None and not takes_k:
+            raise _no_k(name, "the function takes no parameter k")
+        self.k = k
         self._pool = None if self._async else ThreadPoolExecutor(max_workers=threads)
 
     async def answer(self, query: QueryRecord) -> SystemAnswer:
         """Call the function with the query text (and the record, if it asks for one)."""
-        kwargs = {"record": query} if self._takes_record else {}
+        kwargs: dict[str, Any] = {"record": query} if self._takes_record else {}
+        if self.k is not None:
+            kwargs["k"] = self.k
         if self._async:
             value = await self.fn(query.query, **kwargs)
         else:
@@ -190,6 +225,7 @@ class HTTPSystem:
         contexts_path: str | None = None,
         retries: int = 2,
         connections: int = 8,
+        k: int | None = None,
     ) -> None:
         where = f"system {name}"
         for path in (answer_path, ids_path, contexts_path):
@@ -205,6 +241,11 @@ class HTTPSystem:
             k: expand_env(v, f"{where}: headers.{k}") for k, v in (headers or {}).items()
         }
         self.request = {"query": "{query}"} if request is None else request
+        if k is not None and not _mentions_k(self.request):
+            raise _no_k(name, "the request template has no {k} field to send it in")
+        if k is None and _mentions_k(self.request):
+            raise ConfigError(f"{where}: the request template has a {{k}} field: set k")
+        self.k = k
         self.answer_path = answer_path
         self.ids_path = ids_path
         self.contexts_path = contexts_path
@@ -257,7 +298,7 @@ class HTTPSystem:
 
     async def answer(self, query: QueryRecord) -> SystemAnswer:
         """Send the request, read the answer and the retrieved documents by their paths."""
-        data = await self._send(fill_template(self.request, query))
+        data = await self._send(fill_template(self.request, query, self.k))
         try:
             answer = extract(data, self.answer_path) if self.answer_path else None
             ids = extract(data, self.ids_path) if self.ids_path else None
@@ -299,7 +340,7 @@ class LangChainSystem:
     """A LangChain ``BaseRetriever`` (retrieval only) or any runnable chain (its output: a
     string, a message, or a dict with ``answer`` and ``context`` documents)."""
 
-    def __init__(self, name: str, obj: Any, *, id_field: str = "id") -> None:
+    def __init__(self, name: str, obj: Any, *, id_field: str = "id", k: int | None = None) -> None:
         try:
             from langchain_core.retrievers import BaseRetriever
             from langchain_core.runnables import Runnable
@@ -314,6 +355,16 @@ class LangChainSystem:
         self.obj = obj
         self.is_retriever = isinstance(obj, BaseRetriever)
         self.id_field = id_field
+        if k is not None:
+            if not self.is_retriever:
+                raise _no_k(name, "the target is a chain, not a retriever")
+            search_kwargs = getattr(obj, "search_kwargs", None)
+            if isinstance(search_kwargs, dict):
+                search_kwargs["k"] = k  # vector store retrievers
+            elif hasattr(obj, "k"):
+                obj.k = k  # BM25Retriever, TFIDFRetriever and the like
+            else:
+                raise _no_k(name, f"{type(obj).__name__} has neither k nor search_kwargs")
 
     def _documents(self, docs: Any) -> list[RetrievedItem]:
         out = []
@@ -345,7 +396,7 @@ class LlamaIndexSystem:
     """A LlamaIndex retriever (``aretrieve``: retrieval only) or query engine (``aquery``:
     the answer and its source nodes)."""
 
-    def __init__(self, name: str, obj: Any, *, id_field: str = "id") -> None:
+    def __init__(self, name: str, obj: Any, *, id_field: str = "id", k: int | None = None) -> None:
         obj = _built(obj)
         if not (hasattr(obj, "aretrieve") or hasattr(obj, "aquery")):
             raise ConfigError(
@@ -354,6 +405,12 @@ class LlamaIndexSystem:
         self.name = name
         self.obj = obj
         self.id_field = id_field
+        if k is not None:
+            # A query engine retrieves through its retriever.
+            retriever = getattr(obj, "retriever", None) if hasattr(obj, "aquery") else obj
+            if retriever is None or not hasattr(retriever, "similarity_top_k"):
+                raise _no_k(name, f"{type(obj).__name__} has no similarity_top_k to set")
+            retriever.similarity_top_k = k
 
     def _nodes(self, nodes: Any) -> list[RetrievedItem]:
         out = []

@@ -19,6 +19,8 @@ from ragaudit.systems.builtin import RAGSystem
 from ragaudit.systems.corpus import Chunk
 from ragaudit.systems.retrievers import Retriever, make_retriever
 
+BUILTIN_K = 3  # documents a built-in system retrieves when its k is not set
+
 
 def needs_llm(sc: SystemConfig) -> bool:
     """Whether the system calls ragaudit's LLM (to answer or to re-rank)."""
@@ -42,6 +44,8 @@ def build_system(
     """The system ``sc`` declares. ``retrievers`` shares indexes between systems that use
     the same retriever (e.g. top-1 and top-3 keyword)."""
     where = f"systems.{sc.name}"
+    # An adapter is given k only when the user set it: its own depth otherwise.
+    k = sc.k
     if sc.kind == "http":
         assert sc.url is not None
         return HTTPSystem(
@@ -55,15 +59,16 @@ def build_system(
             contexts_path=sc.contexts_path,
             retries=sc.retries,
             connections=concurrency,
+            k=k,
         )
     if sc.kind in ("callable", "langchain", "llamaindex"):
         assert sc.target is not None
         obj = load_target(sc.target, where)
         if sc.kind == "callable":
-            return CallableSystem(sc.name, obj, threads=concurrency)
+            return CallableSystem(sc.name, obj, threads=concurrency, k=k)
         if sc.kind == "langchain":
-            return LangChainSystem(sc.name, obj, id_field=sc.id_field)
-        return LlamaIndexSystem(sc.name, obj, id_field=sc.id_field)
+            return LangChainSystem(sc.name, obj, id_field=sc.id_field, k=k)
+        return LlamaIndexSystem(sc.name, obj, id_field=sc.id_field, k=k)
     retriever: Retriever | None = None
     if sc.retriever != "none":
         if not chunks:
@@ -80,7 +85,7 @@ def build_system(
     return RAGSystem(
         sc.name,
         retriever=retriever,
-        k=sc.k,
+        k=sc.k if sc.k is not None else BUILTIN_K,
         generator=sc.generator,
         llm=llm if needs_llm(sc) else None,
         rerank_candidates=sc.rerank_candidates,

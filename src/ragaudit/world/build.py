@@ -106,6 +106,8 @@ systems:
     retriever: hybrid          # needs pip install 'ragaudit[dense]'
     text_weight: 0.5
     k: 3
+harness:
+  store_texts: true            # keep the retrieved passages: the report shows them
 """
 
 

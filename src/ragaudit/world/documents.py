@@ -17,6 +17,7 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from ragaudit.dates import MONTHS, ordinal
 from ragaudit.world.company import Company
 
 NEVER_STATED = {
@@ -25,36 +26,16 @@ NEVER_STATED = {
     "Department": ("Head",),
 }
 
-_MONTHS = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-]
-
-
-def _ordinal(day: int) -> str:
-    suffix = "th" if 11 <= day % 100 <= 13 else {1: "st", 2: "nd", 3: "rd"}.get(day % 10, "th")
-    return f"{day}{suffix}"
-
 
 def format_date(iso: str, style: int) -> str:
     """One of four ways to write a date (the matchers and the judge must cope with all)."""
     d = dt.date.fromisoformat(iso)
-    month = _MONTHS[d.month - 1]
+    month = MONTHS[d.month - 1]
     return (
         f"{month} {d.day}, {d.year}",
         f"{d.day} {month} {d.year}",
         iso,
-        f"the {_ordinal(d.day)} of {month}, {d.year}",
+        f"the {ordinal(d.day)} of {month}, {d.year}",
     )[style % 4]
 
 
