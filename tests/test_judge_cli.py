@@ -362,6 +362,10 @@ def test_the_judges_rule_and_its_warnings_reach_the_analysis_and_closed_domain_h
     assert summary["retrieval_rule"] == "same_set"
     assert any(w.startswith(expected) for w in summary["warnings"])
     assert expected in analyzed.stderr
+    (root / "judge.stats.json").unlink()  # judgements of a judge that recorded no rule
+    assert ragaudit("analyze", cwd=tmp_path).returncode == 0
+    unrecorded = json.loads((root / "summary.json").read_text())["retrieval_rule"]
+    assert unrecorded.startswith("not recorded")  # not analyze's own default
 
     dataset = list(read_jsonl(root / "dataset.jsonl", QueryRecord))
     holes = [q.model_copy(update={"gold_ids": []}) if q.query_id == "q1" else q for q in dataset]

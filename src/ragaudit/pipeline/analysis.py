@@ -500,7 +500,7 @@ def run_analysis(
         warnings += rule_warnings(examples, rule)
     else:
         # The judgements hold the verdicts: their rule, and its warnings, are the judge's.
-        rule, judged_warnings = _judge_rule(run, rule)
+        rule, judged_warnings = _judge_rule(run)
         warnings += judged_warnings
     # Whether the retriever found the gold documents needs no judge: the same comparisons
     # on retrieval correctness say which half of the system breaks.
@@ -552,19 +552,23 @@ def rule_warnings(examples: Iterable[Example], rule: RetrievalRule) -> list[str]
     return fit.warnings()
 
 
-def _judge_rule(run: RunDir, rule: RetrievalRule) -> tuple[str, list[str]]:
+UNRECORDED_RULE = "not recorded (judged before ragaudit judge recorded its rule)"
+
+
+def _judge_rule(run: RunDir) -> tuple[str, list[str]]:
     """The retrieval rule the judge decided the run's verdicts by, and its warnings, from
-    judge.stats.json (``rule`` where the judge did not record one)."""
+    judge.stats.json; :data:`UNRECORDED_RULE` where an older judge did not record it
+    (never analyze's own rule, which did not decide them)."""
     path = run.root / "judge.stats.json"
     if not path.exists():
-        return rule, []
+        return UNRECORDED_RULE, []
     try:
         stats = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise UserError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
     rules = sorted({e["retrieval_rule"] for e in stats.values() if e.get("retrieval_rule")})
     warnings = [w for e in stats.values() for w in e.get("rule_warnings") or []]
-    return (" and ".join(rules) if rules else rule), warnings
+    return (" and ".join(rules) if rules else UNRECORDED_RULE), warnings
 
 
 def _undecided_note(undecided: Counter[str]) -> str:
