@@ -29,7 +29,7 @@ ANALYZE = """
 import json, sys, time, resource
 from pathlib import Path
 sys.path.insert(0, {repo!r})
-from ragaudit.pipeline.analysis import run_analysis
+from ragaudit.steps.analyze import run_analysis
 from ragaudit.rundir import RunDir
 start = time.perf_counter()
 result = run_analysis(RunDir(Path({out!r})), neutral=[Path({data!r})], system="bench")

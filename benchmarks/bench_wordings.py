@@ -61,9 +61,9 @@ def _from_the_verbalizer(run: Path) -> int:
     the model's verbatim copies of the sentence it was asked to reword. Reported so that
     the LLM path's figures cannot hide how much of it is the verbalizer's."""
     from ragaudit.db import Database, introspect
-    from ragaudit.generate.sql_templates import load_templates
-    from ragaudit.generate.text_templates import near_duplicate_key
-    from ragaudit.generate.verbalize import verbalize
+    from ragaudit.generate.sql.templates import load_templates
+    from ragaudit.generate.text.templates import near_duplicate_key
+    from ragaudit.generate.text.verbalize import verbalize
 
     db = Database(f"sqlite:///{DATABASE}")
     schema = introspect(db)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ragaudit.analysis import analyze
-from ragaudit.pipeline.inputs import read_neutral
+from ragaudit.steps.inputs import read_neutral
 
 # The paper's Table 3 as printed in ../shared/reference/grammar/README.md:
 # (short, long) per row; rows: accuracy, accuracy with ContextComp, R (gap groups removed),

@@ -5,14 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from ragaudit.config import Config
-from ragaudit.pipeline.generation import (
-    check,
-    generate_dataset,
-    make_sql_templates,
-    make_text_templates,
-)
 from ragaudit.records import QueryRecord, read_jsonl
 from ragaudit.rundir import RunDir
+from ragaudit.steps.generate import generate_dataset
+from ragaudit.steps.templates import check, make_sql_templates, make_text_templates
 
 
 def test_the_pipeline_from_python(tmp_path: Path) -> None:
@@ -36,5 +32,5 @@ def test_the_pipeline_from_python(tmp_path: Path) -> None:
     options = config.generate.model_copy(update={"balanced": True, "unverified": True})
     stats = generate_dataset(config, run, options)
     records = list(read_jsonl(run.dataset, QueryRecord))
-    assert len(records) == sum(stats.table2()["text_queries"].values())
+    assert len(records) == sum(stats.overview().text_queries.values())
     assert {r.variant for r in records} == {"short", "long"}

@@ -19,7 +19,7 @@ from ragaudit.generate import (
     iter_groups,
     plan,
 )
-from ragaudit.generate.enumerate import enumerate_templates
+from ragaudit.generate.sql.enumeration import enumerate_templates
 
 
 def _groups(url: str, sql: str) -> dict[tuple, list]:
@@ -57,7 +57,7 @@ def test_null_answers_are_explicit(people_db_url: str) -> None:
     sql = {"name-by-code": "SELECT name FROM person WHERE code = '[person.code]'"}
     records, stats = _dataset(people_db_url, sql)
     assert not [r for r in records if r.bindings == {"person.code": "13"}]  # dropped
-    assert stats.table2()["null_answer_groups"] == 1  # and counted
+    assert stats.overview().null_answer_groups == 1  # and counted
     records, _ = _dataset(people_db_url, sql, include_null=True)
     nameless = [r for r in records if r.bindings == {"person.code": "13"}]
     assert nameless and all(r.reference.is_null and r.label == "null" for r in nameless)
@@ -223,7 +223,7 @@ def test_gold_ids_from_facts_name_the_documents_that_state_the_answer(
     assert gold[("owner", "red")] == (["d-badges"], "states")  # badge 10's person_id
     assert gold[("owner", "blue")] == ([], "states")
     assert gold[("count", "O'Brien")] == (None, None)  # a count is no stated cell
-    counted = stats.table2()["gold_groups"]
+    counted = stats.overview().gold_groups
     assert counted == {"states": 4, "holes": 4, "unknown": 2}
 
 

@@ -8,9 +8,9 @@ import pytest
 
 from ragaudit.db import Database, introspect
 from ragaudit.generate import SqlTemplate, check_template
-from ragaudit.generate.enumerate import enumerate_templates
-from ragaudit.generate.text_templates import placeholder_problem
-from ragaudit.generate.verbalize import verbalize, words
+from ragaudit.generate.sql.enumeration import enumerate_templates
+from ragaudit.generate.text.templates import placeholder_problem
+from ragaudit.generate.text.verbalize import verbalize, words
 
 
 def _answers(path: Path) -> tuple[list[SqlTemplate], dict[str, set[str]], object]:

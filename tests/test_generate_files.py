@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ragaudit.generate import load_templates
-from ragaudit.generate.sql_templates import TemplateFileError
+from ragaudit.generate.sql.templates import TemplateFileError
 from tests.support.cli import ragaudit
 
 
@@ -31,9 +31,9 @@ def test_offline_path_from_schema_to_dataset(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     lines = (tmp_path / "runs/default/dataset.jsonl").read_text().splitlines()
     stats = json.loads((tmp_path / "runs/default/dataset.stats.json").read_text())
-    table2 = stats["table2"]
-    assert len(lines) == sum(table2["text_queries"].values())
-    assert table2["text_queries"]["short"] == table2["text_queries"]["long"]
+    overview = stats["overview"]
+    assert len(lines) == sum(overview["text_queries"].values())
+    assert overview["text_queries"]["short"] == overview["text_queries"]["long"]
     first = json.loads(lines[0])
     assert first["reference"]["values"] and first["bindings"]
     assert "semantic groups" in result.stdout

@@ -15,12 +15,8 @@ import pytest
 from ragaudit.config import LLMConfig
 from ragaudit.db import Database, introspect
 from ragaudit.generate import SqlTemplate
-from ragaudit.generate.llm_templates import (
-    STYLE_INSTRUCTIONS,
-    llm_sql_templates,
-    llm_text_templates,
-    recover_sql,
-)
+from ragaudit.generate.sql.llm import llm_sql_templates, recover_sql
+from ragaudit.generate.text.llm import STYLE_INSTRUCTIONS, llm_text_templates
 from ragaudit.llm import make_llm
 from tests.support.cli import ragaudit
 from tests.support.scripted_llm_server import Reply, ScriptedLLMServer
@@ -138,7 +134,7 @@ def _text_responder() -> Callable[[dict[str, Any]], str]:
 
 async def _reject_sector(template: SqlTemplate, _style: str, texts: list[str]) -> dict:
     """A verifier that rejects the wordings about a 'sector' (as if read as another column)."""
-    from ragaudit.generate.text_templates import Verdict
+    from ragaudit.generate.text.templates import Verdict
 
     return {
         t: Verdict(False, "back-mapping: reads as another column")
@@ -161,7 +157,7 @@ def _word(server: ScriptedLLMServer, styles: dict[str, Any], n: int, **options: 
 def test_rewordings_become_templates_and_every_rejection_is_told(
     llm_server: ScriptedLLMServer,
 ) -> None:
-    from ragaudit.generate.llm_templates import StyleRequest
+    from ragaudit.generate.text.llm import StyleRequest
 
     llm_server.responder = _text_responder()
     styles = {
@@ -197,7 +193,7 @@ def test_rewordings_become_templates_and_every_rejection_is_told(
 def _word_long_by_copying(server: ScriptedLLMServer, sources: list[str], verify: Any = None) -> Any:
     """Two long wordings of TEMPLATE from ``sources`` (the verbalizer's sentences), by a
     model that rewrites by copying the question it is given."""
-    from ragaudit.generate.llm_templates import StyleRequest
+    from ragaudit.generate.text.llm import StyleRequest
 
     server.responder = lambda body: (
         body["messages"][1]["content"].split("Question: ", 1)[1].split("\n")[0]
@@ -236,7 +232,7 @@ def test_a_long_wording_the_verifier_rejects_is_followed_by_another_sentence(
 ) -> None:
     """Told why its copy was rejected, a small model copies it again; the next ask starts
     from the next sentence instead."""
-    from ragaudit.generate.text_templates import Verdict
+    from ragaudit.generate.text.templates import Verdict
 
     sources = [
         f"Number {i}: I am preparing a detailed overview of all of our clients and their "
@@ -259,7 +255,7 @@ def test_once_every_sentence_was_asked_a_fresh_ask_samples(
 ) -> None:
     """Without sentences of its own to start from, a second long wording asked afresh at
     temperature 0 would be the first one again."""
-    from ragaudit.generate.llm_templates import StyleRequest
+    from ragaudit.generate.text.llm import StyleRequest
 
     def model(body: dict[str, Any]) -> str:
         mood = "sampled" if body.get("temperature", 0) > 0 else "greedy"
@@ -274,7 +270,7 @@ def test_once_every_sentence_was_asked_a_fresh_ask_samples(
 
 
 def test_a_sentence_of_context_states_no_fact_and_asks_nothing() -> None:
-    from ragaudit.generate.llm_templates import context_problem
+    from ragaudit.generate.text.llm import context_problem
 
     question = "What year did Brad Lohaus start working for Eastern Star Bank?"
     assert context_problem("For my report to the board, I need this year.", question) is None
@@ -291,7 +287,7 @@ def test_a_sentence_of_context_states_no_fact_and_asks_nothing() -> None:
 def test_an_unfit_sentence_of_context_is_not_put_before_the_question(
     llm_server: ScriptedLLMServer,
 ) -> None:
-    from ragaudit.generate.llm_templates import StyleRequest
+    from ragaudit.generate.text.llm import StyleRequest
 
     def model(body: dict[str, Any]) -> str:
         if body["messages"][0]["content"].startswith("You write one sentence of context"):
@@ -309,7 +305,7 @@ def test_an_unfit_sentence_of_context_is_not_put_before_the_question(
 
 
 def test_the_verbalizer_fills_in_what_the_model_cannot_word(llm_server: ScriptedLLMServer) -> None:
-    from ragaudit.generate.llm_templates import StyleRequest
+    from ragaudit.generate.text.llm import StyleRequest
 
     llm_server.responder = lambda body: "Tell me something."  # never names the client
     fallback = ["Industry of client '[Client.Name]'", "Get industry of '[Client.Name]'"]
@@ -394,7 +390,7 @@ def test_user_defined_style_without_instruction_is_a_config_error(tmp_path: Path
 
 @pytest.mark.parametrize("style", ["short", "long"])
 def test_built_in_styles_have_instructions(style: str) -> None:
-    from ragaudit.generate.llm_templates import STYLE_INSTRUCTIONS
+    from ragaudit.generate.text.llm import STYLE_INSTRUCTIONS
 
     assert STYLE_INSTRUCTIONS[style]
 

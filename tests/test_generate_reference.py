@@ -15,7 +15,7 @@ from ragaudit.generate import (
     import_reference_sql,
     import_reference_text,
 )
-from ragaudit.generate.sql_templates import normalize_sql
+from ragaudit.generate.sql.templates import normalize_sql
 
 
 def _dataset(root: Path, name: str, db_file: str, **options):  # type: ignore[no-untyped-def]
@@ -81,15 +81,15 @@ def test_aurp_balanced_has_157_groups_and_471_queries_per_style(grammar_referenc
         gold_ids=rules,
         include_null=True,
     )
-    table2 = stats.table2()
-    assert table2["sql_templates"] == 10
-    assert table2["semantic_groups"] == 157
-    assert table2["null_answer_groups"] == 1
+    overview = stats.overview()
+    assert overview.sql_templates == 10
+    assert overview.semantic_groups == 157
+    assert overview.null_answer_groups == 1
     _, _, default = _dataset(grammar_reference, "aurp", "aurp/aurp.sqlite", balanced=True)
-    assert default.table2()["semantic_groups"] == 156  # by default it is dropped, and counted
-    assert default.table2()["null_answer_groups"] == 1
-    assert table2["multi_answer_groups"] == 0
-    assert table2["text_queries"] == {"short": 471, "long": 471}
+    assert default.overview().semantic_groups == 156  # by default it is dropped, and counted
+    assert default.overview().null_answer_groups == 1
+    assert overview.multi_answer_groups == 0
+    assert overview.text_queries == {"short": 471, "long": 471}
     assert len({r.group_id for r in records}) == 157
     assert len({r.query_id for r in records}) == len(records) == 942
     checked = _check_every_reference_line(
@@ -119,9 +119,9 @@ def test_spider_open_has_185_combinations_and_57_answered_groups(
         balanced=True,
         include_null=True,
     )
-    table2 = stats.table2()
-    assert table2["combinations"] == 185
-    assert table2["semantic_groups"] == 57
+    overview = stats.overview()
+    assert overview.combinations == 185
+    assert overview.semantic_groups == 57
     join = next(t for t in stats.templates if t.template_id.startswith("year-working"))
     assert (join.combinations, join.groups) == (133, 5)
     for variant in ("short", "long"):

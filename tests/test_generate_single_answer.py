@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ragaudit.db import Database, introspect
-from ragaudit.generate.enumerate import enumerate_templates
+from ragaudit.generate.sql.enumeration import enumerate_templates
 from tests.support.cli import ragaudit
 
 DDL = ["CREATE TABLE person (person_id INTEGER PRIMARY KEY, name TEXT, dept TEXT, city TEXT)"]

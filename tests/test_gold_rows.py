@@ -300,7 +300,7 @@ def test_derived_facts_are_a_facts_file(tmp_path: Path) -> None:
     """The records are what generate.gold_facts reads (FactGold)."""
     from ragaudit.db import Database, introspect
     from ragaudit.generate.dataset import FactGold
-    from ragaudit.generate.instantiate import AnswerFact, Group
+    from ragaudit.generate.sql.instantiate import AnswerFact, Group
 
     db_path = tmp_path / "db.sqlite"
     conn = sqlite3.connect(db_path)

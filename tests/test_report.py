@@ -174,7 +174,7 @@ def test_report_names_the_reports_a_world_rewrite_repaired_or_failed(tmp_path: P
 
 def test_report_shows_the_wordings_verified_and_rejected_per_style(tmp_path: Path) -> None:
     report = _run(tmp_path)
-    stats = {
+    stats = {  # the key of files written before it was named "overview": still read
         "table2": {
             "sql_templates": 1,
             "combinations": 12,

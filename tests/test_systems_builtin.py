@@ -15,9 +15,9 @@ from ragaudit.errors import ConfigError
 from ragaudit.llm import make_llm
 from ragaudit.records.io import read_jsonl
 from ragaudit.records.models import ResponseRecord
+from ragaudit.systems.answer_prompts import is_yes
 from ragaudit.systems.builtin import RAGSystem
 from ragaudit.systems.corpus import Document, chunk
-from ragaudit.systems.generators import is_yes
 from ragaudit.systems.retrievers import KeywordRetriever
 from tests.support.cli import ragaudit
 from tests.support.datasets import queries, write_dataset

@@ -16,11 +16,11 @@ import yaml
 from ragaudit.config import LLMConfig
 from ragaudit.db import Database, introspect
 from ragaudit.generate import SqlTemplate
-from ragaudit.generate import verify as checks
-from ragaudit.generate.instantiate import Group
-from ragaudit.generate.text_templates import load_text_templates
+from ragaudit.generate.sql.instantiate import Group
+from ragaudit.generate.text import verify as checks
+from ragaudit.generate.text.templates import load_text_templates
 from ragaudit.llm import make_llm
-from ragaudit.pipeline.verification import Verifier
+from ragaudit.steps.verify import Verifier
 from tests.support.cli import ragaudit
 from tests.support.scripted_llm_server import Reply, ScriptedLLMServer
 
@@ -209,8 +209,8 @@ def test_a_value_searched_with_like_counts_as_named() -> None:
 
 
 def test_a_verdict_of_older_checks_is_judged_again_and_one_by_hand_stays() -> None:
-    from ragaudit.generate.sql_templates import normalize_sql
-    from ragaudit.generate.text_templates import CHECKS_VERSION, Verdict, fingerprint
+    from ragaudit.generate.sql.templates import normalize_sql
+    from ragaudit.generate.text.templates import CHECKS_VERSION, Verdict, fingerprint
     from ragaudit.records.models import stable_id
 
     text = "Industry of '[Client.Name]'"
@@ -547,7 +547,7 @@ def test_one_text_never_has_two_references(make_db, tmp_path: Path) -> None:  # 
         assert seen.setdefault(key, q["reference"]["values"]) == q["reference"]["values"]
     assert sorted(q["bindings"].popitem()[1] for q in queries) == ["Tally Co", "Weir Rebuild"]
     stats = json.loads((tmp_path / "runs/default/dataset.stats.json").read_text())
-    assert stats["table2"]["conflicting_groups"] == 2
+    assert stats["overview"]["conflicting_groups"] == 2
     assert "groups dropped: a question reads as another's" in result.stdout
 
 

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from ragaudit.config import Config
-from ragaudit.generate.sql_templates import load_templates
-from ragaudit.generate.text_templates import load_text_templates
+from ragaudit.generate.sql.templates import load_templates
+from ragaudit.generate.text.templates import load_text_templates
 from ragaudit.llm import LLMClient, make_llm
-from ragaudit.pipeline.demo import demo_dataset
 from ragaudit.records.models import stable_id
 from ragaudit.rundir import RunDir
+from ragaudit.steps.demo import demo_dataset
 from tests.conftest import IN_CI
 
 pytestmark = pytest.mark.local_model
@@ -61,6 +61,6 @@ def test_the_demo_dataset_asks_verified_wordings_with_one_answer_each(tmp_path: 
     verified_ids = {f"{tid}:{style}:{stable_id(text, length=8)}" for tid, style, text in verified}
     assert {q["text_template_id"] for q in queries} <= verified_ids
     assert {q["variant"] for q in queries} == {"short", "long"}
-    stats = json.loads(run.dataset_stats.read_text())["table2"]
+    stats = json.loads(run.dataset_stats.read_text())["overview"]
     assert set(stats["wordings"]) == {"short", "long"}
     assert all(w["verified"] >= 1 for w in stats["wordings"].values())

@@ -30,9 +30,9 @@ from ragaudit.rundir import RunDir, release_locks
 from ragaudit.secrets import redact
 
 if TYPE_CHECKING:
-    from ragaudit.pipeline.generation import TextTemplatesResult
-    from ragaudit.pipeline.judging import JudgeReport
-    from ragaudit.pipeline.world_rewrite import RewriteSummary
+    from ragaudit.steps.judge import JudgeReport
+    from ragaudit.steps.templates import TextTemplatesResult
+    from ragaudit.steps.world import RewriteSummary
 
 app = typer.Typer(
     name="ragaudit",
@@ -329,7 +329,7 @@ def templates_sql(
 ) -> None:
     """Write templates/sql.yaml: SQL templates from the schema enumerator (offline), the
     LLM, or an imported reference file. An existing file is kept unless --overwrite."""
-    from ragaudit.pipeline.generation import make_sql_templates
+    from ragaudit.steps.templates import make_sql_templates
 
     config = load_run(config_path, example, db, llm=llm)
     if generator:
@@ -458,7 +458,7 @@ def templates_text(
     verbalizer (offline), the LLM, or imported reference files. Wordings already in the
     file are kept; only (template, style) pairs without one are worded. Then every wording
     without a verdict is verified (templates verify)."""
-    from ragaudit.pipeline.generation import make_text_templates
+    from ragaudit.steps.templates import make_text_templates
 
     config = load_run(config_path, example, db, llm=llm)
     if generator:
@@ -477,7 +477,7 @@ def templates_text(
     use_llm = (
         config.templates.text_generator == "llm" and not references
     ) or config.templates.verify
-    from ragaudit.generate.sql_templates import load_templates
+    from ragaudit.generate.sql.templates import load_templates
 
     total = len(load_templates(run.templates_sql).templates)
     bar = _counting_bar()
@@ -530,8 +530,8 @@ def templates_verify(
 ) -> None:
     """Check that each wording of templates/text.yaml asks exactly what its SQL template
     answers, and store the verdict next to it (verified: true, or rejected: why)."""
-    from ragaudit.generate.sql_templates import load_templates
-    from ragaudit.pipeline.generation import verify_text_templates
+    from ragaudit.generate.sql.templates import load_templates
+    from ragaudit.steps.templates import verify_text_templates
 
     config = load_run(config_path, example, db, llm=llm)
     run = RunDir.from_config(config)
@@ -555,7 +555,7 @@ def templates_check(
 ) -> None:
     """Revalidate templates/sql.yaml and templates/text.yaml against the database; each
     problem names the file and the line."""
-    from ragaudit.pipeline.generation import check
+    from ragaudit.steps.templates import check
 
     config = load_run(config_path, example, db)
     run = RunDir.from_config(config)
@@ -603,7 +603,7 @@ def generate_cmd(
     query, each asked in every verified wording, with answers executed on the database."""
     from rich.progress import MofNCompleteColumn, TimeElapsedColumn
 
-    from ragaudit.pipeline.generation import generate_dataset
+    from ragaudit.steps.generate import generate_dataset
 
     config = load_run(config_path, example, db)
     run = RunDir.from_config(config).create()
@@ -619,7 +619,7 @@ def generate_cmd(
     }
     options = config.generate.model_copy(update={k: v for k, v in updates.items() if v is not None})
     run.record_step(config.model_copy(update={"generate": options}), "generate")
-    from ragaudit.generate.sql_templates import load_templates
+    from ragaudit.generate.sql.templates import load_templates
 
     total = len(load_templates(run.templates_sql).templates)
     with Progress(
@@ -635,30 +635,30 @@ def generate_cmd(
         stats = generate_dataset(
             config, run, options, on_template=lambda _t, _s: progress.advance(task)
         )
-    table2 = stats.table2()
+    overview = stats.overview()
     table = Table(title=f"Dataset -> {run.dataset}", title_justify="left")
     table.add_column("")
     table.add_column("count", justify="right")
-    table.add_row("SQL templates", str(table2["sql_templates"]))
-    table.add_row("placeholder combinations", str(table2["combinations"]))
-    table.add_row("semantic groups", str(table2["semantic_groups"]))
+    table.add_row("SQL templates", str(overview.sql_templates))
+    table.add_row("placeholder combinations", str(overview.combinations))
+    table.add_row("semantic groups", str(overview.semantic_groups))
     table.add_row(
         "multi-answer groups (kept)" if options.allow_multi else "multi-answer groups (dropped)",
-        str(table2["multi_answer_groups"]),
+        str(overview.multi_answer_groups),
     )
     table.add_row(
         "NULL-answer groups (kept)" if options.include_null else "NULL-answer groups (dropped)",
-        str(table2["null_answer_groups"]),
+        str(overview.null_answer_groups),
     )
-    for style, n in table2["text_templates"].items():
+    for style, n in overview.text_templates.items():
         table.add_row(f"text templates ({escape(style)})", str(n))
-    for style, n in table2["text_queries"].items():
+    for style, n in overview.text_queries.items():
         table.add_row(f"text queries ({escape(style)})", str(n))
     if stats.conflicting_groups:
         table.add_row(
             "groups dropped: a question reads as another's", str(stats.conflicting_groups)
         )
-    gold = table2["gold_groups"]
+    gold = overview.gold_groups
     for part, label in (
         ("states", "groups: gold ids = documents that state the answer"),
         ("holes", "groups: no document states the answer (holes)"),
@@ -674,7 +674,7 @@ def generate_cmd(
             str(g["cells_stated"]),
         )
     console.print(table)
-    for tid, why in table2["skipped_templates"].items():
+    for tid, why in overview.skipped_templates.items():
         err_console.print(f"skipped {tid}: {why}", markup=False)
     for style, reasons in stats.wordings_dropped.items():
         listed = ", ".join(f"{n} {why}" for why, n in reasons.items())
@@ -707,7 +707,7 @@ def run_cmd(
     """Ask every system under test every query: responses/<system>.jsonl, one line per
     query. Resumable: a rerun asks only what is missing."""
 
-    from ragaudit.pipeline.running import llm_model_of, run_systems, selected_systems
+    from ragaudit.steps.run import llm_model_of, run_systems, selected_systems
     from ragaudit.systems.factory import needs_llm
 
     config = load_run(config_path, llm=llm)
@@ -758,7 +758,7 @@ def run_cmd(
                     progress=hooks,
                 )
             )
-    table = Table(title=f"Responses -> {run.responses('x').parent}", title_justify="left")
+    table = Table(title=f"Responses -> {run.responses_dir}", title_justify="left")
     for header in ("system", "asked now", "already done", "errors", "queries/s", "tokens"):
         table.add_column(header, justify="left" if header == "system" else "right")
     for name, s in results.items():
@@ -860,7 +860,7 @@ def _rewrite_world(out: Path, model: str | None, on_failure: str) -> RewriteSumm
     """Rewrite the world's reports with the LLM named by its ragaudit.yaml (or ``model``),
     with a progress bar; the LLM cache and usage live in the world folder."""
 
-    from ragaudit.pipeline.world_rewrite import rewrite_world
+    from ragaudit.steps.world import rewrite_world
 
     config = load_config(out / "ragaudit.yaml")
     if model:
@@ -909,7 +909,7 @@ def judge_cmd(
     """Judge every response: deterministic matchers first, the LLM judge for the rest;
     writes judgements/<system>.jsonl (resumable)."""
     from ragaudit.judge.retrieval import check_rule
-    from ragaudit.pipeline.judging import judge_run
+    from ragaudit.steps.judge import judge_run
 
     check_rule(retrieval_rule)
     config = load_run(config_path, llm=llm)
@@ -1024,7 +1024,7 @@ def analyze_cmd(
     """Groups, robustness, retrieval database and module metrics, and paired tests:
     summary.json, summary.md and drilldown.jsonl in the run directory."""
     from ragaudit.judge.retrieval import check_rule
-    from ragaudit.pipeline.analysis import (
+    from ragaudit.steps.analyze import (
         BLAME_HEADERS,
         METRIC_NAMES,
         blame_rows,
@@ -1115,7 +1115,7 @@ def analyze_cmd(
                     *(show(metrics[m]["value"]) if m in metrics else "" for m in names),
                 )
         console.print(table)
-    console.print(f"wrote {run.summary}, {run.root / 'summary.md'}, {run.drilldown}", markup=False)
+    console.print(f"wrote {run.summary}, {run.summary_md}, {run.drilldown}", markup=False)
 
 
 @app.command("demo")
@@ -1139,7 +1139,7 @@ def demo_cmd(
     """Everything ragaudit does, offline, on a generated company: world, templates,
     dataset, two RAG systems, judging, analysis and report.html. Resumable."""
 
-    from ragaudit.pipeline.demo import run_demo
+    from ragaudit.steps.demo import run_demo
 
     start = time.perf_counter()
     progress = _counting_bar()

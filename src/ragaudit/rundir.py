@@ -9,8 +9,10 @@ Layout (DESIGN.md)::
       dataset.jsonl            dataset.stats.json
       responses/<system>.jsonl judgements/<system>.jsonl
       summary.json             summary.md    drilldown.jsonl    report.html
+      run.stats.json           judge.stats.json   gold_facts.jsonl (generate.gold_rows)
       usage.json               LLM usage per step
       cache/llm.sqlite         every LLM call, keyed by its full request
+      cache/index/             retrieval indexes, by corpus fingerprint
 """
 
 from __future__ import annotations
@@ -90,6 +92,36 @@ class RunDir:
     @property
     def summary(self) -> Path:
         return self.root / "summary.json"
+
+    @property
+    def summary_md(self) -> Path:
+        """The analysis as markdown tables, for reading and for pull requests."""
+        return self.root / "summary.md"
+
+    @property
+    def responses_dir(self) -> Path:
+        """Where each system's responses are: one JSONL file per system."""
+        return self.root / "responses"
+
+    @property
+    def run_stats(self) -> Path:
+        """Per system: queries asked, errors, rate and tokens of the last ``run``."""
+        return self.root / "run.stats.json"
+
+    @property
+    def judge_stats(self) -> Path:
+        """Per system: how the last ``judge`` decided, its retrieval rule and warnings."""
+        return self.root / "judge.stats.json"
+
+    @property
+    def gold_facts(self) -> Path:
+        """The facts ``generate.gold_rows`` derived: which document states which cell."""
+        return self.root / "gold_facts.jsonl"
+
+    @property
+    def index_dir(self) -> Path:
+        """Where retrieval indexes persist unless ``harness.index_dir`` says otherwise."""
+        return self.root / "cache" / "index"
 
     @property
     def drilldown(self) -> Path:

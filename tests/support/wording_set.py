@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from ragaudit.db.placeholders import find_placeholders
-from ragaudit.generate.sql_templates import normalize_sql
-from ragaudit.generate.verbalize import words
+from ragaudit.generate.sql.templates import normalize_sql
+from ragaudit.generate.text.verbalize import words
 
 
 @dataclass(frozen=True)
@@ -179,8 +179,8 @@ def evaluate(
     """Run the wording verifier (with ``llm``) on the labelled set, template by template,
     on each dataset's own SQLite database."""
     from ragaudit.db import Database, introspect
-    from ragaudit.generate.sql_templates import SqlTemplate
-    from ragaudit.pipeline.verification import Verifier
+    from ragaudit.generate.sql.templates import SqlTemplate
+    from ragaudit.steps.verify import Verifier
 
     wordings = build(reference) if wordings is None else wordings
     out: list[Outcome] = []

@@ -8,8 +8,8 @@ The Python API mirrors the CLI::
 
 from ragaudit.config import GenerateOptions, GoldRule
 from ragaudit.generate.dataset import DatasetStats, TemplateStats, generate, group_id
-from ragaudit.generate.instantiate import Group, Plan, count_combinations, iter_groups, plan
-from ragaudit.generate.sql_templates import (
+from ragaudit.generate.sql.instantiate import Group, Plan, count_combinations, iter_groups, plan
+from ragaudit.generate.sql.templates import (
     LoadedTemplates,
     SqlTemplate,
     TemplateFileError,
@@ -19,7 +19,7 @@ from ragaudit.generate.sql_templates import (
     new_templates,
     save_templates,
 )
-from ragaudit.generate.text_templates import (
+from ragaudit.generate.text.templates import (
     TextTemplates,
     fill,
     import_reference_text,

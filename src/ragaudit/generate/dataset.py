@@ -17,11 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, Field
+
 from ragaudit.config import GenerateOptions, GoldRule
 from ragaudit.db.engine import Database
 from ragaudit.db.schema import SchemaInfo
 from ragaudit.errors import ConfigError
-from ragaudit.generate.instantiate import (
+from ragaudit.generate.sql.instantiate import (
     AnswerFact,
     Group,
     Plan,
@@ -29,9 +31,9 @@ from ragaudit.generate.instantiate import (
     iter_groups,
     iter_unanswered,
 )
-from ragaudit.generate.instantiate import plan as plan_template
-from ragaudit.generate.sql_templates import SqlTemplate, TemplateFileError, normalize_sql
-from ragaudit.generate.text_templates import (
+from ragaudit.generate.sql.instantiate import plan as plan_template
+from ragaudit.generate.sql.templates import SqlTemplate, TemplateFileError, normalize_sql
+from ragaudit.generate.text.templates import (
     TextTemplates,
     fill,
     near_duplicate_key,
@@ -69,8 +71,7 @@ class DatasetStats:
     templates: list[TemplateStats] = field(default_factory=list)
     conflicting_groups: int = 0
     wordings_dropped: dict[str, dict[str, int]] = field(default_factory=dict)
-    # per style: proposed, verified, rejected, unchecked, rate, reasons, examples
-    wordings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    wordings: dict[str, WordingTally] = field(default_factory=dict)
     # generate.gold_rows: documents, rows, cells checked, stated and not found in their text
     gold_rows: dict[str, int] | None = None
     # What the user should know about the gold ids (a rule that applies to no template,
@@ -82,30 +83,102 @@ class DatasetStats:
         """Text queries in the dataset."""
         return sum(sum(t.queries.values()) for t in self.templates if t.skipped is None)
 
-    def table2(self) -> dict[str, Any]:
-        """The paper's Table 2 layout: SQL templates, groups, text templates and text
-        queries per style."""
+    def overview(self) -> DatasetOverview:
+        """The dataset at a glance (the layout of GRAMMAR's Table 2): SQL templates,
+        groups, text templates and text queries per style, and what was left out."""
         styles = sorted({s for t in self.templates for s in t.queries})
         used = [t for t in self.templates if t.skipped is None]
-        return {
-            "sql_templates": len(used),
-            "combinations": sum(t.combinations for t in used),
-            "semantic_groups": sum(t.kept_groups for t in used),
-            "multi_answer_groups": sum(t.multi_answer_groups for t in used),
-            "null_answer_groups": sum(t.null_answer_groups for t in used),
-            "unanswerable_queries_groups": sum(t.unanswerable for t in used),
-            "text_templates": {s: sum(t.text_templates.get(s, 0) for t in used) for s in styles},
-            "text_queries": {s: sum(t.queries.get(s, 0) for t in used) for s in styles},
-            "skipped_templates": {t.template_id: t.skipped for t in self.templates if t.skipped},
-            "conflicting_groups": self.conflicting_groups,
-            "gold_groups": dict(
+        return DatasetOverview(
+            sql_templates=len(used),
+            combinations=sum(t.combinations for t in used),
+            semantic_groups=sum(t.kept_groups for t in used),
+            multi_answer_groups=sum(t.multi_answer_groups for t in used),
+            null_answer_groups=sum(t.null_answer_groups for t in used),
+            unanswerable_queries_groups=sum(t.unanswerable for t in used),
+            text_templates={s: sum(t.text_templates.get(s, 0) for t in used) for s in styles},
+            text_queries={s: sum(t.queries.get(s, 0) for t in used) for s in styles},
+            skipped_templates={
+                t.template_id: t.skipped for t in self.templates if t.skipped is not None
+            },
+            conflicting_groups=self.conflicting_groups,
+            gold_groups=dict(
                 sum((collections.Counter(t.gold) for t in used), collections.Counter())
             ),
-            "wordings_dropped": self.wordings_dropped,
-            "wordings": self.wordings,
-            "gold_rows": self.gold_rows,
-            "warnings": self.warnings,
-        }
+            wordings_dropped=self.wordings_dropped,
+            wordings=self.wordings,
+            gold_rows=self.gold_rows,
+            warnings=self.warnings,
+        )
+
+
+class RejectedWording(BaseModel):
+    """One wording the checks rejected, shown as an example."""
+
+    template: str = Field(description="SQL template id.")
+    text: str = Field(description="The wording.")
+    reason: str = Field(description="Why it was rejected.")
+
+
+class WordingTally(BaseModel):
+    """The wordings of one style: how many were proposed, verified, rejected, unchecked."""
+
+    proposed: int = Field(description="Wordings proposed (by the LLM, verbalizer or a file).")
+    verified: int = Field(description="Judged to ask exactly what their SQL answers.")
+    rejected: int = Field(description="Rejected by a check.")
+    unchecked: int = Field(description="Never judged.")
+    rate: float | None = Field(description="verified / (verified + rejected); null: none judged.")
+    reasons: dict[str, int] = Field(description="Rejections per check, most common first.")
+    examples: list[RejectedWording] = Field(description="A few rejected wordings.")
+
+
+class DatasetOverview(BaseModel):
+    """The dataset at a glance, as dataset.stats.json (``overview``) and the report show it.
+    Every field has a default so that files written by earlier versions still read."""
+
+    sql_templates: int = Field(0, description="SQL templates that yielded groups.")
+    combinations: int = Field(0, description="Placeholder combinations of those templates.")
+    semantic_groups: int = Field(0, description="Groups kept: one instantiated SQL query each.")
+    multi_answer_groups: int = Field(0, description="Groups with several answers.")
+    null_answer_groups: int = Field(0, description="Groups whose answer is NULL.")
+    unanswerable_queries_groups: int = Field(0, description="Combinations without an answer.")
+    text_templates: dict[str, int] = Field(
+        default_factory=dict, description="Wordings used, per style."
+    )
+    text_queries: dict[str, int] = Field(
+        default_factory=dict, description="Questions in the dataset, per style."
+    )
+    skipped_templates: dict[str, str] = Field(
+        default_factory=dict, description="Template id -> why it was skipped."
+    )
+    conflicting_groups: int = Field(
+        0, description="Groups dropped: a question reads as another group's with another answer."
+    )
+    gold_groups: dict[str, int] = Field(
+        default_factory=dict,
+        description="Kept groups by what their gold ids say: states, holes, entity, unknown.",
+    )
+    wordings_dropped: dict[str, dict[str, int]] = Field(
+        default_factory=dict, description="Per style: wordings left out, per reason."
+    )
+    wordings: dict[str, WordingTally] = Field(
+        default_factory=dict, description="Per style: the wording checks."
+    )
+    gold_rows: dict[str, int] | None = Field(
+        None, description="generate.gold_rows: documents, rows, cells checked and stated."
+    )
+    warnings: list[str] = Field(
+        default_factory=list, description="What the user should know about the gold ids."
+    )
+
+
+def read_overview(path: Path) -> DatasetOverview | None:
+    """The overview in a dataset.stats.json (``table2`` in files written before it was
+    named ``overview``); None when the file holds none."""
+    import json
+
+    data = json.loads(path.read_text(encoding="utf-8"))
+    found = data.get("overview", data.get("table2"))
+    return None if found is None else DatasetOverview.model_validate(found)
 
 
 class TextConflicts:

@@ -21,6 +21,7 @@ import yaml
 
 from ragaudit.analysis.metrics import SOURCES, retrieval_count
 from ragaudit.errors import UserError
+from ragaudit.generate.dataset import DatasetOverview, read_overview
 from ragaudit.records.io import atomic_write_text, iter_jsonl_dicts
 from ragaudit.report import charts
 from ragaudit.rundir import RunDir
@@ -49,7 +50,7 @@ class ReportData:
     tables: list[dict[str, Any]]
     charts: list[dict[str, str]]
     ranking: list[dict[str, Any]]
-    dataset: dict[str, Any] | None
+    dataset: DatasetOverview | None
     usage: list[dict[str, Any]]
     drilldown: list[dict[str, Any]]
     world: dict[str, Any] | None = None
@@ -354,7 +355,7 @@ def collect(run: RunDir) -> ReportData:
     blame = _blame(summary)
     dataset = None
     if run.dataset_stats.exists():
-        dataset = json.loads(run.dataset_stats.read_text(encoding="utf-8")).get("table2")
+        dataset = read_overview(run.dataset_stats)
     return ReportData(
         title=f"ragaudit report: {run.root.name}",
         outcome=summary.get("outcome", "answer"),

@@ -11,8 +11,8 @@ from ragaudit.aio import gather_all
 from ragaudit.llm.client import LLMClient
 from ragaudit.llm.types import GenerationParams
 from ragaudit.records.models import QueryRecord, RetrievedItem, TokenUsage
+from ragaudit.systems.answer_prompts import answer_messages, is_yes, rerank_messages
 from ragaudit.systems.base import SystemAnswer
-from ragaudit.systems.generators import answer_messages, is_yes, rerank_messages
 from ragaudit.systems.retrievers import Hit, Retriever
 
 _RERANK_PARAMS = GenerationParams(temperature=0.0, max_tokens=3)

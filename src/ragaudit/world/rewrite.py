@@ -3,7 +3,7 @@ that the rewrite kept every fact (the paper's appendix G: a generated document, 
 the only context, must still answer the questions that encode the facts it was made from).
 
 Pure: prompts, questions and answer parsing. Calling the LLM, judging the answers and
-writing files happen in ``ragaudit.pipeline.world_rewrite``.
+writing files happen in ``ragaudit.steps.world``.
 """
 
 from __future__ import annotations

@@ -18,13 +18,13 @@ from ragaudit.judge.cascade import JudgeStats, judge_many
 from ragaudit.judge.llm_judge import llm_judge
 from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, RuleFit
 from ragaudit.llm.client import LLMClient
-from ragaudit.pipeline.inputs import duplicate_message
 from ragaudit.records.io import JsonlAppender, atomic_write_json, read_jsonl, write_jsonl_atomic
 from ragaudit.records.models import Judgement, QueryRecord, ResponseRecord
 from ragaudit.rundir import RunDir
+from ragaudit.steps.inputs import duplicate_message
 
 if TYPE_CHECKING:
-    from ragaudit.pipeline.running import ProgressFactory
+    from ragaudit.steps.run import ProgressFactory
 
 BATCH = 200
 
@@ -111,7 +111,7 @@ def judge_run(
         if audit and llm is not None:
             entry["audit"] = _audit(run, name, queries, responses, llm, audit, seed)
         report.systems[name] = entry
-    atomic_write_json(run.root / "judge.stats.json", report.systems)
+    atomic_write_json(run.judge_stats, report.systems)
     return report
 
 

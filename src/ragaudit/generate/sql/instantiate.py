@@ -35,7 +35,7 @@ from ragaudit.db.engine import Database
 from ragaudit.db.placeholders import Placeholder
 from ragaudit.db.schema import SchemaInfo
 from ragaudit.errors import SQLValidationError
-from ragaudit.generate.sql_templates import check_template
+from ragaudit.generate.sql.templates import check_template
 from ragaudit.records.models import Scalar
 
 

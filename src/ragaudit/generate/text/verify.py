@@ -1,7 +1,7 @@
 """Wording verification: does a text template ask exactly what its SQL template answers?
 
 A reference answer is only as true as the question that asks for it. These are the checks,
-cheapest first; :mod:`ragaudit.pipeline.verification` runs them with the LLM.
+cheapest first; :mod:`ragaudit.steps.verify` runs them with the LLM.
 
 * **Deterministic** (no LLM): the wording carries exactly the template's placeholders; no
   value of the answer column is written in it (the question would hold its own answer);
@@ -37,9 +37,9 @@ from ragaudit.db.engine import Database
 from ragaudit.db.placeholders import Placeholder
 from ragaudit.db.schema import SchemaInfo, TableInfo
 from ragaudit.errors import UserError
-from ragaudit.generate.instantiate import Group, iter_groups, plan, to_scalar
-from ragaudit.generate.sql_templates import SqlTemplate, TemplateShape, check_template
-from ragaudit.generate.text_templates import TOKEN, fill, near_duplicate_key
+from ragaudit.generate.sql.instantiate import Group, iter_groups, plan, to_scalar
+from ragaudit.generate.sql.templates import SqlTemplate, TemplateShape, check_template
+from ragaudit.generate.text.templates import TOKEN, fill, near_duplicate_key
 from ragaudit.llm.types import Messages, system, user
 from ragaudit.records.models import Scalar
 
@@ -686,7 +686,7 @@ def compare_reading(
 
 def recover_reading(reply: str) -> str:
     """The one SQL statement of a back-mapping reply (prose and fences removed)."""
-    from ragaudit.generate.llm_templates import recover_sql
+    from ragaudit.generate.sql.llm import recover_sql
 
     statements = recover_sql(reply)
     if not statements:
@@ -708,7 +708,7 @@ def facts(db: Database, schema: SchemaInfo, sample: TemplateSample) -> list[str]
     """Facts about the example's row in every table the template reads, and about the rows
     one foreign key away: ``Project 'Praesni Laboratory': Location Perth.`` The answer is
     among them, next to the values a wrong reading would give."""
-    from ragaudit.generate.verbalize import words
+    from ragaudit.generate.text.verbalize import words
 
     q = db.engine.dialect.identifier_preparer.quote
     ex = sample.example
@@ -755,7 +755,7 @@ def _name_column(table: TableInfo) -> str | None:
 
 
 def _is_identifier(table: TableInfo, column: str) -> bool:
-    from ragaudit.generate.enumerate import is_id_like
+    from ragaudit.generate.sql.enumeration import is_id_like
 
     info = table.column(column)
     fk_columns = {c for fk in table.foreign_keys for c in fk.columns}

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from ragaudit.db.engine import Database
 from ragaudit.db.schema import ColumnInfo, ForeignKey, SchemaInfo, TableInfo
-from ragaudit.generate.sql_templates import SqlTemplate, new_templates
+from ragaudit.generate.sql.templates import SqlTemplate, new_templates
 
 _ID_NAME = re.compile(r"(^id$|_id$|[a-z0-9]Id$|ID$|^id_|_key$|uuid|guid)", re.IGNORECASE)
 _KEY_NAME = re.compile(r"(name|title|label|code|email)", re.IGNORECASE)

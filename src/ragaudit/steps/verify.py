@@ -1,7 +1,7 @@
 """``ragaudit templates verify``: every wording of every style checked against its SQL
 template, and the verdict stored next to the wording in ``templates/text.yaml``.
 
-The checks are in :mod:`ragaudit.generate.verify`; this module runs them with the LLM,
+The checks are in :mod:`ragaudit.generate.text.verify`; this module runs them with the LLM,
 cheapest first: the deterministic ones, then back-mapping (the wording read back as SQL by
 the LLM and executed), then, when asked for, reading comprehension. A wording keeps its
 verdict while neither it nor its SQL template changes; a failed LLM call leaves the wording
@@ -19,10 +19,11 @@ from ragaudit import aio
 from ragaudit.db import Database, SchemaInfo
 from ragaudit.db.schema import TableInfo
 from ragaudit.errors import FATAL_LLM_ERRORS, LLMError, UserError
-from ragaudit.generate import verify as checks
-from ragaudit.generate.instantiate import Group
-from ragaudit.generate.sql_templates import SqlTemplate
-from ragaudit.generate.text_templates import (
+from ragaudit.generate.dataset import RejectedWording, WordingTally
+from ragaudit.generate.sql.instantiate import Group
+from ragaudit.generate.sql.templates import SqlTemplate
+from ragaudit.generate.text import verify as checks
+from ragaudit.generate.text.templates import (
     TextTemplates,
     Verdict,
     WordingKey,
@@ -329,20 +330,20 @@ class StyleCounts:
         judged = self.verified + self.rejected
         return self.verified / judged if judged else None
 
-    def as_dict(self, examples: int = 3) -> dict[str, Any]:
-        """Plain data for dataset.stats.json and the report (a few rejections shown)."""
-        return {
-            "proposed": self.proposed,
-            "verified": self.verified,
-            "rejected": self.rejected,
-            "unchecked": self.unchecked,
-            "rate": self.rate,
-            "reasons": dict(self.reasons.most_common()),
-            "examples": [
-                {"template": tid, "text": text, "reason": reason}
+    def tally(self, examples: int = 3) -> WordingTally:
+        """The counts for dataset.stats.json and the report (a few rejections shown)."""
+        return WordingTally(
+            proposed=self.proposed,
+            verified=self.verified,
+            rejected=self.rejected,
+            unchecked=self.unchecked,
+            rate=self.rate,
+            reasons=dict(self.reasons.most_common()),
+            examples=[
+                RejectedWording(template=tid, text=text, reason=reason)
                 for tid, text, reason in self.examples[:examples]
             ],
-        }
+        )
 
 
 def reason_kind(reason: str) -> str:

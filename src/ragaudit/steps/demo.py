@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ragaudit.config import Config, SystemConfig, load_config
-from ragaudit.generate.sql_templates import load_templates, save_templates
+from ragaudit.generate.sql.templates import load_templates, save_templates
 from ragaudit.llm.client import LLMClient
-from ragaudit.pipeline.running import ProgressFactory
 from ragaudit.rundir import RunDir
+from ragaudit.steps.run import ProgressFactory
 
 # The project questions of the world, in the order the demo prefers them: facts that the
 # reports state (location, client, start date, people) and one that no report ever states
@@ -101,7 +101,7 @@ def _keep_project_templates(run: RunDir, count: int) -> None:
 def _text_templates(config: Config, run: RunDir, llm: LLMClient | None) -> None:
     """Short wordings from the LLM (when given), long ones from the verbalizer; the LLM
     verifies both, and only verified wordings reach the dataset."""
-    from ragaudit.pipeline.generation import make_text_templates
+    from ragaudit.steps.templates import make_text_templates
 
     if llm is None:
         make_text_templates(config, run)
@@ -132,7 +132,8 @@ def demo_dataset(
     when ``use_llm``) and the balanced dataset."""
     import json
 
-    from ragaudit.pipeline.generation import generate_dataset, make_sql_templates
+    from ragaudit.steps.generate import generate_dataset
+    from ragaudit.steps.templates import make_sql_templates
     from ragaudit.world.build import build_world
 
     timings = {} if timings is None else timings
@@ -180,10 +181,10 @@ def run_demo(
     judge_hooks: ProgressFactory | None = None,
 ) -> DemoResult:
     """Run the whole journey into ``out`` (resumable) and return where the report is."""
-    from ragaudit.pipeline.analysis import run_analysis
-    from ragaudit.pipeline.judging import judge_run
-    from ragaudit.pipeline.running import run_systems
     from ragaudit.report.build import write_report
+    from ragaudit.steps.analyze import run_analysis
+    from ragaudit.steps.judge import judge_run
+    from ragaudit.steps.run import run_systems
 
     timings: Timings = {}
     config, run = demo_dataset(

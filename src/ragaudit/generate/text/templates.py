@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from ragaudit.db.placeholders import Placeholder
-from ragaudit.generate.sql_templates import SqlTemplate, TemplateFileError, normalize_sql
+from ragaudit.generate.sql.templates import SqlTemplate, TemplateFileError, normalize_sql
 from ragaudit.records.io import atomic_write_text
 from ragaudit.records.models import stable_id
 from ragaudit.yamlfile import read_yaml, where

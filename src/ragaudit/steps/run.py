@@ -74,7 +74,7 @@ async def run_systems(
     if not queries:
         raise UserError(f"{run.dataset} holds no queries")
     chunks = load_chunks(config) if any(needs_corpus(s) for s in systems) else None
-    index_dir = config.harness.index_dir or run.root / "cache" / "index"
+    index_dir = config.harness.index_dir or run.index_dir
     shared: dict[tuple[str, float], Retriever] = {}
     results: dict[str, SystemRunStats] = {}
     known: tuple[set[str], str] | None = None
@@ -107,7 +107,7 @@ async def run_systems(
         if retrieved:
             known = known if known is not None else _known_ids(config, queries)
             results[sc.name].warnings = retrieval_warnings(sc, retrieved, depth, *known)
-    atomic_write_json(run.root / "run.stats.json", _stats_dict(results))
+    atomic_write_json(run.run_stats, _stats_dict(results))
     return results
 
 

@@ -25,7 +25,6 @@ from ragaudit.analysis.retrieval_metrics import ranking_columns, ranking_summary
 from ragaudit.analysis.significance import Comparison, PairedCounts, compare_many, compare_sets
 from ragaudit.errors import UserError
 from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, RuleFit
-from ragaudit.pipeline.inputs import from_records, from_responses, read_neutral
 from ragaudit.records.io import (
     atomic_write_json,
     atomic_write_text,
@@ -35,6 +34,7 @@ from ragaudit.records.io import (
 )
 from ragaudit.records.models import Judgement, QueryRecord, ResponseRecord
 from ragaudit.rundir import RunDir
+from ragaudit.steps.inputs import from_records, from_responses, read_neutral
 
 Outcome = Literal["answer", "retrieval"]
 
@@ -526,7 +526,7 @@ def run_analysis(
     verdicts = "".join(f"- {c['verdict']}\n" for c in compared)
     ranked = ranking_table(ranking)
     atomic_write_text(
-        run.root / "summary.md",
+        run.summary_md,
         (f"Outcome analyzed: retrieval correctness ({rule})\n\n" if outcome == "retrieval" else "")
         + "".join(f"Warning: {w}\n\n" for w in warnings)
         + table
@@ -559,7 +559,7 @@ def _judge_rule(run: RunDir) -> tuple[str, list[str]]:
     """The retrieval rule the judge decided the run's verdicts by, and its warnings, from
     judge.stats.json; :data:`UNRECORDED_RULE` where an older judge did not record it
     (never analyze's own rule, which did not decide them)."""
-    path = run.root / "judge.stats.json"
+    path = run.judge_stats
     if not path.exists():
         return UNRECORDED_RULE, []
     try:

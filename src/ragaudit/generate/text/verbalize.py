@@ -14,7 +14,7 @@ import re
 
 from ragaudit.db.schema import SchemaInfo
 from ragaudit.errors import UserError
-from ragaudit.generate.sql_templates import SqlTemplate, check_template
+from ragaudit.generate.sql.templates import SqlTemplate, check_template
 
 BUILT_IN_STYLES = ("short", "long")
 

@@ -1,0 +1,1 @@
+"""SQL templates: the schema enumerator, the LLM's SQL, instantiation into groups."""
