@@ -12,7 +12,7 @@ help:
 	@echo "make demo   - install and run ragaudit demo (every step on a generated company), offline"
 	@echo "make test   - install everything (PostgreSQL, Chromium too) and run the test suite"
 	@echo "make bench  - run the benchmarks and print their ratios"
-	@echo "make lint   - ruff over the sources, tests and benchmarks"
+	@echo "make lint   - ruff, mypy, and the layers as import contracts (lint-imports)"
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +49,8 @@ bench: $(STAMP_DEV)
 lint: $(STAMP_DEV)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache

@@ -39,7 +39,7 @@ def test_retrieval_database_gap_must_hold_in_every_variant() -> None:
         _ex("b", False, "short"),
         _ex("b", False, "long"),
     ]
-    summary = analyze(examples)["system"]
+    summary = analyze(examples).systems["system"]
     assert (summary.acc_retrieval_db.k, summary.acc_retrieval_db.n) == (1, 2)
     assert summary.variants["short"].acc_retrieval_db.k == 0
 
@@ -86,7 +86,7 @@ def test_context_comparison_blames_the_right_module() -> None:
     ]
     judged = {ex.query_id: ex.retrieval_correct for ex in context_comparison(examples)}
     assert judged == {"a1": True, "a2": True, "a3": False, "b1": False, "b2": False}
-    summary = analyze(examples)["rag"].variants["short"]
+    summary = analyze(examples).systems["rag"].variants["short"]
     assert (summary.accuracy_retrieval.k, summary.accuracy_retrieval.n) == (2, 5)
     assert (summary.robustness_retrieval.k, summary.robustness_retrieval.n) == (2, 3)
 
@@ -99,12 +99,13 @@ def test_open_domain_groups_are_flagged_and_excluded() -> None:
         _r("r2", "closed", False, ("d",)),
         _r("r3", "other", True, ("d",)),
     ]
-    summary = analyze(examples, llm_only="llm-only")["rag"]
+    summary = analyze(examples, llm_only="llm-only").systems["rag"]
     assert (summary.acc_retrieval_db.k, summary.acc_retrieval_db.n) == (1, 3)
     assert summary.open_domain_groups == 1
-    closed = summary.acc_retrieval_db_closed
+    closed = summary.acc_retrieval_db_closed_domain
     assert (closed.k, closed.n) == (1, 2)
-    assert analyze(examples, llm_only="llm-only")["llm-only"].acc_retrieval_db_closed is None
+    llm_only = analyze(examples, llm_only="llm-only").systems["llm-only"]
+    assert llm_only.acc_retrieval_db_closed_domain is None
 
 
 def test_retrieval_rules() -> None:
@@ -169,13 +170,13 @@ def test_retrieval_figures_count_the_queries_whose_gold_ids_name_a_document() ->
         ex("q4", "c", False, None),  # unknown: no context-comparison verdict either
         ex("q5", "c", True, None),
     ]
-    m = analyze(examples)["rag"].variants["short"]
+    m = analyze(examples).systems["rag"].variants["short"]
     assert (m.accuracy.k, m.accuracy.n) == (3, 5)  # the answers count them all
     assert (m.accuracy_retrieval.k, m.accuracy_retrieval.n) == (1, 2)
     assert m.retrieval_left_out == {"no document": 1, "unknown": 2}
-    recall = ranking_summary(examples)["rag"]["variants"]["short"]["recall@1"]
-    assert recall["n"] == m.accuracy_retrieval.n and recall["value"] == 0.5
-    assert m.as_dict()["retrieval_left_out"] == {"no document": 1, "unknown": 2}
+    recall = ranking_summary(examples)["rag"].variants["short"]["recall@1"]
+    assert recall.n == m.accuracy_retrieval.n and recall.value == 0.5
+    assert m.model_dump(mode="json")["retrieval_left_out"] == {"no document": 1, "unknown": 2}
 
 
 def _stated(
@@ -210,7 +211,7 @@ def test_blame_by_evidence_when_gold_ids_say_which_documents_state_the_answer() 
         _stated("misread", False, ("d9",), ("d3",), n=1),  # this wording missed it
         _stated("fine", True, ("d4",), ("d4",)),
     ]
-    got = analyze(examples)["s"]
+    got = analyze(examples).systems["s"]
     b = got.variants["short"].blame
     assert b.counts == {"correct": 1, "knowledge base": 2, "retriever": 3, "language model": 1}
     assert (b.rule, b.by_evidence, b.by_convention, b.holes_answered) == ("evidence", 7, 0, 1)

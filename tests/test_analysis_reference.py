@@ -45,7 +45,7 @@ def _summary(root: Path, dataset: str, split: str):  # type: ignore[no-untyped-d
             root / f"{dataset}_{variant}_{split}.jsonl", system=dataset, rule="same_set"
         )
     ]
-    return analyze(examples)[dataset]
+    return analyze(examples).systems[dataset]
 
 
 @pytest.mark.parametrize("dataset", sorted(TABLE3))
@@ -121,7 +121,7 @@ def test_aurp_blame_by_evidence_beside_the_convention(
             lines.append(json.dumps(row))
         path.write_text("\n".join(lines) + "\n")
         examples += list(read_neutral(path, system="aurp", rule="any_hit"))
-    evidence = analyze(examples)["aurp"]
+    evidence = analyze(examples).systems["aurp"]
     for variant in ("short", "long"):
         by_convention = convention.variants[variant]
         by_evidence = evidence.variants[variant]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from ragaudit.analysis.comparisons import verdict
 from ragaudit.analysis.significance import PairedCounts, compare
 
 GROUPS, PER_SIDE, DATASETS = 60, 3, 500
@@ -50,11 +51,11 @@ def test_interval_and_verdict_on_a_clear_difference() -> None:
     assert result.difference == pytest.approx(0.5)
     assert result.ci95[0] > 0.3 and result.ci95[1] <= 0.7
     assert result.p_value < 0.001
-    assert result.verdict("short", "long").startswith("long is less accurate than short")
+    assert verdict(result, "short", "long").startswith("long is less accurate than short")
     robust = compare(counts, "robustness")
     assert robust.a == 1.0 and robust.b == 1.0  # the failing groups of b are all gaps
     assert not robust.significant()
-    assert robust.verdict("short", "long").startswith("No significant robustness difference")
+    assert verdict(robust, "short", "long").startswith("No significant robustness difference")
 
 
 def test_undefined_robustness_is_never_tested() -> None:
@@ -67,7 +68,7 @@ def test_undefined_robustness_is_never_tested() -> None:
         assert result.undefined is not None and result.undefined_side == side
         assert (result.difference, result.ci95, result.p_value) == (None, None, None)
         assert not result.significant()
-        assert result.verdict("A", "B").startswith("No robustness comparison between A and B")
+        assert verdict(result, "A", "B").startswith("No robustness comparison between A and B")
         accuracy = compare(PairedCounts.from_dicts(a, b), "accuracy")
         assert accuracy.significant() and accuracy.undefined is None
 
@@ -91,4 +92,4 @@ def test_shared_resamples_give_each_outcome_its_own_figures() -> None:
     shared = compare_sets(
         [(m, c) for c in (answer, retrieval) for m in ("accuracy", "robustness")], seed=5
     )
-    assert [c.as_dict() for c in shared] == [c.as_dict() for c in alone]
+    assert shared == alone

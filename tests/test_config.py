@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from ragaudit.config import EXAMPLE_CONFIG, Config, load_config, parse_config
+from ragaudit.config import Config, example_config, load_config, parse_config
 from ragaudit.errors import ConfigError
 
 
 def test_the_example_written_by_init_is_valid_and_uses_the_example_database() -> None:
-    config = parse_config(EXAMPLE_CONFIG)
+    config = parse_config(example_config())
     assert config.database.url == "example"
     assert config.llm.model == "local"
     assert config.llm.max_concurrency == Config().llm.max_concurrency

@@ -9,14 +9,22 @@ from pathlib import Path
 import pytest
 
 from ragaudit import aio
-from ragaudit.config import SystemConfig, parse_config
+from ragaudit.config import parse_config
 from ragaudit.errors import ConfigError
 from ragaudit.records.io import read_jsonl
 from ragaudit.records.models import ResponseRecord
 from ragaudit.run.harness import run_system
-from ragaudit.systems.adapters import HTTPSystem, LangChainSystem, LlamaIndexSystem, to_answer
+from ragaudit.systems.adapters import (
+    CallableSystemConfig,
+    HTTPSystem,
+    HTTPSystemConfig,
+    LangChainSystem,
+    LlamaIndexSystem,
+    to_answer,
+)
 from ragaudit.systems.factory import build_system
 from ragaudit.systems.jsonpath import JSONPathError, extract
+from ragaudit.systems.options import parse_system
 from tests.support.datasets import queries
 from tests.support.rag_server import RAGServer
 
@@ -33,7 +41,7 @@ def _http(server: RAGServer, **overrides: object) -> HTTPSystem:
         "retries": 2,
     }
     settings.update(overrides)
-    system = build_system(SystemConfig.model_validate(settings))
+    system = build_system(parse_system(settings))
     assert isinstance(system, HTTPSystem)
     return system
 
@@ -101,12 +109,10 @@ def test_http_header_tokens_come_from_the_environment_and_stay_secret(
 def test_http_config_errors_are_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("NOPE_TOKEN", raising=False)
     with pytest.raises(ConfigError, match="environment variable NOPE_TOKEN is not set"):
-        build_system(
-            SystemConfig(name="a", kind="http", url="http://x", headers={"A": "${NOPE_TOKEN}"})
-        )
+        build_system(HTTPSystemConfig(name="a", url="http://x", headers={"A": "${NOPE_TOKEN}"}))
     with pytest.raises(ConfigError, match="cannot read it"):
-        build_system(SystemConfig(name="a", kind="http", url="http://x", answer_path="a..[x"))
-    with pytest.raises(ConfigError, match="an http system needs url"):
+        build_system(HTTPSystemConfig(name="a", url="http://x", answer_path="a..[x"))
+    with pytest.raises(ConfigError, match=r"ragaudit.yaml:2: systems.0.url: Field required"):
         parse_config("systems:\n  - {name: a, kind: http}\n")
 
 
@@ -131,18 +137,18 @@ def test_callable_targets_load_from_the_working_directory(
         "    return 42\n"
     )
     monkeypatch.chdir(tmp_path)
-    system = build_system(SystemConfig(name="f", kind="callable", target="my_rag_mod:ask"))
+    system = build_system(CallableSystemConfig(name="f", target="my_rag_mod:ask"))
     records = _run(system, ["abc"], tmp_path)
     assert records["q0000"].response == "cba" and records["q0000"].retrieved_ids == ["d-q0000"]
-    bad = build_system(SystemConfig(name="g", kind="callable", target="my_rag_mod:broken"))
+    bad = build_system(CallableSystemConfig(name="g", target="my_rag_mod:broken"))
     out = tmp_path / "bad"
     out.mkdir()
     records = _run(bad, ["abc"], out)
     assert "returned int" in (records["q0000"].error or "")
     with pytest.raises(ConfigError, match="has no attribute missing"):
-        build_system(SystemConfig(name="h", kind="callable", target="my_rag_mod:missing"))
+        build_system(CallableSystemConfig(name="h", target="my_rag_mod:missing"))
     with pytest.raises(ConfigError, match="cannot import no_such_module"):
-        build_system(SystemConfig(name="h", kind="callable", target="no_such_module:f"))
+        build_system(CallableSystemConfig(name="h", target="no_such_module:f"))
 
 
 def test_return_values_of_callables() -> None:
@@ -268,12 +274,12 @@ def test_k_reaches_every_adapter_that_can_take_it_and_is_refused_otherwise(
     monkeypatch.chdir(tmp_path)
     for k, expected in ((7, "7"), (None, "2")):
         settings = {"name": "f", "kind": "callable", "target": "depth_mod:deep"}
-        system = build_system(SystemConfig.model_validate({**settings, "k": k} if k else settings))
+        system = build_system(parse_system({**settings, "k": k} if k else settings))
         out = tmp_path / f"callable-{k}"
         out.mkdir()
         assert _run(system, ["q"], out)["q0000"].response == expected
     with pytest.raises(ConfigError, match="k is set, but the function takes no parameter k"):
-        build_system(SystemConfig(name="g", kind="callable", target="depth_mod:flat", k=3))
+        build_system(CallableSystemConfig(name="g", target="depth_mod:flat", k=3))
 
     from langchain_core.documents import Document
     from langchain_core.retrievers import BaseRetriever

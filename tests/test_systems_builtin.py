@@ -101,7 +101,11 @@ def test_yes_detection() -> None:
     [
         ("systems:\n  - {name: a, generator: llm_only, retriever: bm25}\n", "retrieves nothing"),
         ("systems:\n  - {name: a, retriever: none}\n", "needs a retriever"),
-        ("systems:\n  - {name: a, kind: callable}\n", "needs target"),
+        ("systems:\n  - {name: a, kind: callable}\n", "systems.0.target: Field required"),
+        ("systems:\n  - {name: a, kind: callable, target: f}\n", "expected 'module:attribute'"),
+        ("systems:\n  - {name: a, kind: grpc}\n", "systems.0: kind must be one of builtin, http"),
+        # an option of another kind is a mistake, not something to ignore
+        ("systems:\n  - {name: a, kind: http, url: x, retriever: bm25}\n", "retriever: unknown"),
         ("systems:\n  - {name: a}\n  - {name: a}\n", "two systems are named 'a'"),
         ("systems:\n  - {name: a, k: 0}\n", "systems.0.k: Input should be greater"),
         ("systems:\n  - {name: a, retriever: fuzzy}\n", "systems.0.retriever"),

@@ -195,12 +195,12 @@ def test_ranking_summary_per_variant_and_label_up_to_the_retrieval_depth() -> No
         Example("q5", "g2", "long", True, None, "t", (), ("a",)),  # never retrieves: out
     ]
     ranking = ranking_summary(examples)
-    assert set(ranking) == {"s"} and ranking["s"]["depth"] == 3
-    long = ranking["s"]["variants"]["long"]
-    assert long["recall@1"]["value"] == 0.0 and long["recall@3"]["value"] == 0.5
-    assert long["mrr"]["value"] == 0.25 and long["mrr"]["n"] == 2
+    assert set(ranking) == {"s"} and ranking["s"].depth == 3
+    long = ranking["s"].variants["long"]
+    assert long["recall@1"].value == 0.0 and long["recall@3"].value == 0.5
+    assert long["mrr"].value == 0.25 and long["mrr"].n == 2
     assert "recall@5" not in long  # deeper than anything retrieved
-    assert ranking["s"]["labels"]["summary"]["recall@3"]["value"] == 0.0
+    assert ranking["s"].labels["summary"]["recall@3"].value == 0.0
     assert ranking_columns(ranking) == ["recall@1", "recall@3", "mrr", "ndcg@3"]
 
 
@@ -217,13 +217,13 @@ def test_ranking_summary_agrees_with_the_per_query_metrics() -> None:
         retrieved = tuple(rng.sample(docs, rng.randint(1, 6)) + rng.sample(docs, 1))
         gold = tuple(rng.sample(docs, rng.choice([1, 1, 2, 3])))
         examples.append(Example(f"q{i}", f"g{i}", "v", True, None, "s", retrieved, gold))
-    got = ranking_summary(examples)["s"]["variants"]["v"]
+    got = ranking_summary(examples)["s"].variants["v"]
     depth = max(len(ex.retrieved or ()) for ex in examples)
     assert depth == 7
     for k in (1, 3, 5):
         expected = sum(recall_at_k(ex.retrieved, ex.gold, k) for ex in examples) / 300  # type: ignore[arg-type]
-        assert got[f"recall@{k}"]["value"] == pytest.approx(expected)
+        assert got[f"recall@{k}"].value == pytest.approx(expected)
     mrr = sum(reciprocal_rank(ex.retrieved, ex.gold) for ex in examples) / 300  # type: ignore[arg-type]
-    assert got["mrr"]["value"] == pytest.approx(mrr)
+    assert got["mrr"].value == pytest.approx(mrr)
     ndcg = sum(ndcg_at_k(ex.retrieved, ex.gold, 5) for ex in examples) / 300  # type: ignore[arg-type]
-    assert got["ndcg@5"]["value"] == pytest.approx(ndcg)
+    assert got["ndcg@5"].value == pytest.approx(ndcg)

@@ -3,21 +3,16 @@ and no question text has two answers."""
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from ragaudit.config import Config
 from ragaudit.generate.sql.templates import load_templates
 from ragaudit.generate.text.templates import load_text_templates
-from ragaudit.llm import LLMClient, make_llm
 from ragaudit.records.models import stable_id
-from ragaudit.rundir import RunDir
 from ragaudit.steps.demo import demo_dataset
 from tests.conftest import IN_CI
 
@@ -31,19 +26,13 @@ if not (
     pytest.skip("the embedded model is not installed (ragaudit[local])", allow_module_level=True)
 
 
-@contextlib.contextmanager
-def _local(config: Config, run: RunDir, _step: str) -> Iterator[LLMClient]:
-    with make_llm(config.llm, cache_path=run.llm_cache) as client:
-        yield client
-
-
 def _normalized(text: str) -> str:
     return " ".join(re.sub(r"[^\w]+", " ", text.lower()).split())
 
 
 @pytest.mark.timeout(600)
 def test_the_demo_dataset_asks_verified_wordings_with_one_answer_each(tmp_path: Path) -> None:
-    _config, run = demo_dataset(tmp_path / "demo", size=60, llm_for=_local)
+    _config, run = demo_dataset(tmp_path / "demo", size=60)
     queries = [json.loads(line) for line in run.dataset.read_text().splitlines()]
     assert queries
     answers: dict[str, list] = {}

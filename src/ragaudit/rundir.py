@@ -35,6 +35,7 @@ from ragaudit.records.io import atomic_write_json, atomic_write_text
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows has no advisory file locks
+    # Windows: no advisory locks, and mypy checks for Linux, where fcntl is a module.
     fcntl = None  # type: ignore[assignment]
 
 # Run directories this process holds: resolved path -> the open, locked lock file.

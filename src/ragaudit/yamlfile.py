@@ -4,12 +4,14 @@ numbers, so that every error can say ``file:line: dotted.key: message``."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
 from ragaudit.errors import UserError
+
+M = TypeVar("M", bound=BaseModel)
 
 
 def parse_yaml(text: str, source: str, error: type[UserError] = UserError) -> tuple[Any, Any]:
@@ -102,11 +104,22 @@ def where(source: str, root: yaml.Node | None, path: tuple[Any, ...]) -> str:
 
 
 def validation_message(
-    exc: ValidationError, source: str, root: yaml.Node | None, prefix: tuple[Any, ...] = ()
+    exc: ValidationError,
+    source: str,
+    root: yaml.Node | None,
+    prefix: tuple[Any, ...] = (),
+    tags: frozenset[str] = frozenset(),
 ) -> str:
-    """One line for the first error of a pydantic validation: ``file:line: key.path: msg``."""
+    """One line for the first error of a pydantic validation: ``file:line: key.path: msg``.
+    ``tags`` are the names of a tagged union's members, which pydantic puts in the path
+    after a list index (``systems.0.http.url``); the file has no such key, so they go."""
     err = exc.errors()[0]
-    loc = (*prefix, *err["loc"])
+    raw = (*prefix, *err["loc"])
+    loc = tuple(
+        part
+        for i, part in enumerate(raw)
+        if not (part in tags and i > 0 and isinstance(raw[i - 1], int))
+    )
     dotted = ".".join(str(part) for part in loc) or "(top level)"
     message = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
     more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
@@ -114,14 +127,15 @@ def validation_message(
 
 
 def validate_model(
-    model: type[BaseModel],
+    model: type[M],
     data: Any,
     source: str,
     root: yaml.Node | None,
     error: type[UserError] = UserError,
-) -> Any:
+    tags: frozenset[str] = frozenset(),
+) -> M:
     """``model.model_validate(data)`` with a one-line, line-accurate error."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise error(validation_message(exc, source, root)) from None
+        raise error(validation_message(exc, source, root, tags=tags)) from None

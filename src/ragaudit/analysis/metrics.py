@@ -24,12 +24,20 @@ Every proportion carries its counts and a 95% Wilson interval.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
-from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 
-Tag = Literal["gap", "robust", "non-robust"]
+from ragaudit.analysis.summary import (
+    SOURCES,
+    Blame,
+    BlameRule,
+    Proportion,
+    Source,
+    SystemFigures,
+    Tag,
+    VariantFigures,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,18 +67,6 @@ def gold_state(gold: Iterable[str] | None) -> str:
     return "judged" if gold else "no document"
 
 
-def retrieval_count(n: int, left_out: dict[str, int]) -> str:
-    """The queries a retrieval figure counts, and those left out and why, for a table:
-    "150; left out: 318 gold ids unknown"."""
-    if not left_out:
-        return str(n)
-    why = ", ".join(
-        f"{count} {'gold ids ' + reason if reason == 'unknown' else reason}"
-        for reason, count in sorted(left_out.items())
-    )
-    return f"{n}; left out: {why}"
-
-
 def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
     """The Wilson score interval of k successes in n trials (95% by default)."""
     if n == 0:
@@ -85,30 +81,9 @@ def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
     return (low, high)
 
 
-@dataclass(frozen=True)
-class Proportion:
-    """k of n, with its value and 95% Wilson interval."""
-
-    k: int
-    n: int
-
-    @property
-    def value(self) -> float | None:
-        return self.k / self.n if self.n else None
-
-    @property
-    def interval(self) -> tuple[float, float]:
-        return wilson(self.k, self.n)
-
-    def as_dict(self) -> dict[str, Any]:
-        low, high = self.interval
-        return {"value": self.value, "k": self.k, "n": self.n, "ci95": [low, high]}
-
-    def __str__(self) -> str:
-        if not self.n:
-            return "n/a"
-        low, high = self.interval
-        return f"{self.value:.2f} [{low:.2f}, {high:.2f}]"
+def proportion(k: int, n: int) -> Proportion:
+    """k of n as a :class:`Proportion`: its share and 95% Wilson interval."""
+    return Proportion(value=k / n if n else None, k=k, n=n, ci95=wilson(k, n))
 
 
 def group_tags(examples: Iterable[Example]) -> dict[str, Tag]:
@@ -122,10 +97,7 @@ def group_tags(examples: Iterable[Example]) -> dict[str, Tag]:
     }
 
 
-SOURCES = ("correct", "knowledge base", "retriever", "language model")
-
-
-def source_of(ex: Example, tag: Tag) -> tuple[str, bool]:
+def source_of(ex: Example, tag: Tag) -> tuple[Source, bool]:
     """Where one answer went wrong (or "correct"), and whether evidence decided it.
 
     By evidence, when the gold ids list the documents that state the answer
@@ -153,91 +125,40 @@ def source_of(ex: Example, tag: Tag) -> tuple[str, bool]:
     return "language model", False
 
 
-@dataclass
-class Blame:
-    """Queries of one system and variant by where they went wrong (:func:`source_of`)."""
-
-    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(SOURCES, 0))
-    by_evidence: int = 0  # queries decided by the documents that state the answer
-    by_convention: int = 0  # queries decided by the GRAMMAR convention
-    holes_answered: int = 0  # correct answers that no document states: from elsewhere
-
-    @property
-    def rule(self) -> str:
-        """Which rule decided the figures: evidence, convention, or both (mixed)."""
-        if self.by_evidence and self.by_convention:
-            return "mixed"
-        return "evidence" if self.by_evidence else "convention"
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "rule": self.rule,
-            "counts": dict(self.counts),
-            "by_evidence": self.by_evidence,
-            "by_convention": self.by_convention,
-            "holes_answered": self.holes_answered,
-        }
+def blame_rule(by_evidence: int, by_convention: int) -> BlameRule:
+    """Which rule decided a blame count: evidence, convention, or both (mixed)."""
+    if by_evidence and by_convention:
+        return "mixed"
+    return "evidence" if by_evidence else "convention"
 
 
-def blame(examples: Iterable[Example], tags: dict[str, Tag]) -> Blame:
+def blame(examples: Iterable[Example], tags: Mapping[str, Tag]) -> Blame:
     """Where the answers of one system and variant went wrong, counted."""
-    out = Blame()
+    counts: dict[Source, int] = dict.fromkeys(SOURCES, 0)
+    by_evidence = by_convention = holes_answered = 0
     for ex in examples:
         part, evidence = source_of(ex, tags[ex.group_id])
-        out.counts[part] += 1
+        counts[part] += 1
         if evidence:
-            out.by_evidence += 1
-            out.holes_answered += part == "knowledge base" and ex.correct
+            by_evidence += 1
+            holes_answered += part == "knowledge base" and ex.correct
         else:
-            out.by_convention += 1
-    return out
+            by_convention += 1
+    return Blame(
+        rule=blame_rule(by_evidence, by_convention),
+        counts=counts,
+        by_evidence=by_evidence,
+        by_convention=by_convention,
+        holes_answered=holes_answered,
+    )
 
 
-@dataclass
-class VariantMetrics:
-    """All figures of one system and one variant."""
-
-    n_queries: int
-    n_groups: int
-    tags: dict[str, Tag]
-    accuracy: Proportion
-    robustness: Proportion
-    gap_fraction: Proportion
-    accuracy_retrieval: Proportion | None
-    robustness_retrieval: Proportion | None
-    acc_retrieval_db: Proportion
-    accuracy_balanced: float | None = None
-    n_errors: int = 0  # queries the system failed on (counted as wrong answers)
-    blame: Blame = field(default_factory=Blame)
-    # Queries without a retrieval verdict, by why (gold_state): left out of the retrieval
-    # figures, which are over the queries whose gold ids name a document.
-    retrieval_left_out: dict[str, int] = field(default_factory=dict)
-
-    def tag_counts(self) -> dict[str, int]:
-        counts = {"gap": 0, "robust": 0, "non-robust": 0}
-        for tag in self.tags.values():
-            counts[tag] += 1
-        return counts
-
-    def as_dict(self) -> dict[str, Any]:
-        def opt(p: Proportion | None) -> dict[str, Any] | None:
-            return p.as_dict() if p is not None else None
-
-        return {
-            "n_queries": self.n_queries,
-            "n_groups": self.n_groups,
-            "n_errors": self.n_errors,
-            "groups": self.tag_counts(),
-            "accuracy": self.accuracy.as_dict(),
-            "robustness": self.robustness.as_dict(),
-            "gap_fraction": self.gap_fraction.as_dict(),
-            "accuracy_retrieval": opt(self.accuracy_retrieval),
-            "retrieval_left_out": dict(self.retrieval_left_out),
-            "robustness_retrieval": opt(self.robustness_retrieval),
-            "acc_retrieval_db": self.acc_retrieval_db.as_dict(),
-            "accuracy_balanced": self.accuracy_balanced,
-            "blame": self.blame.as_dict(),
-        }
+def tag_counts(tags: Mapping[str, Tag]) -> dict[Tag, int]:
+    """Groups per tag: gap, robust, non-robust."""
+    counts: dict[Tag, int] = {"gap": 0, "robust": 0, "non-robust": 0}
+    for tag in tags.values():
+        counts[tag] += 1
+    return counts
 
 
 def _balanced_accuracy(examples: list[Example]) -> float | None:
@@ -252,9 +173,12 @@ def _balanced_accuracy(examples: list[Example]) -> float | None:
     return sum(sum(v) / len(v) for v in per_group.values()) / len(per_group)
 
 
-def variant_metrics(examples: list[Example]) -> VariantMetrics:
-    """The metrics of one system and one variant (see the module docstring)."""
-    tags = group_tags(examples)
+def variant_metrics(
+    examples: list[Example], tags: Mapping[str, Tag] | None = None
+) -> VariantFigures:
+    """The figures of one system and one variant (see the module docstring); ``tags``:
+    the groups' tags, when :func:`group_tags` already gave them."""
+    tags = group_tags(examples) if tags is None else tags
     n = len(examples)
     correct = sum(ex.correct for ex in examples)
     outside = [ex for ex in examples if tags[ex.group_id] != "gap"]
@@ -271,56 +195,44 @@ def variant_metrics(examples: list[Example]) -> VariantMetrics:
                 state == "unknown" and ex.retrieved is not None
             )
     gap_groups = sum(1 for t in tags.values() if t == "gap")
-    return VariantMetrics(
+    return VariantFigures(
         n_queries=n,
         n_groups=len(tags),
-        tags=tags,
-        accuracy=Proportion(correct, n),
-        robustness=Proportion(correct, n - in_gap),
-        gap_fraction=Proportion(in_gap, n),
-        accuracy_retrieval=Proportion(sum(bool(ex.retrieval_correct) for ex in judged), len(judged))
+        n_errors=sum(ex.errored for ex in examples),
+        groups=tag_counts(tags),
+        accuracy=proportion(correct, n),
+        robustness=proportion(correct, n - in_gap),
+        gap_fraction=proportion(in_gap, n),
+        accuracy_retrieval=proportion(sum(bool(ex.retrieval_correct) for ex in judged), len(judged))
         if judged
         else None,
-        robustness_retrieval=Proportion(
+        retrieval_left_out=dict(left_out),
+        robustness_retrieval=proportion(
             sum(bool(ex.retrieval_correct) for ex in judged_outside), len(judged_outside)
         )
         if judged
         else None,
-        acc_retrieval_db=Proportion(len(tags) - gap_groups, len(tags)),
+        acc_retrieval_db=proportion(len(tags) - gap_groups, len(tags)),
         accuracy_balanced=_balanced_accuracy(examples),
-        n_errors=sum(ex.errored for ex in examples),
         # Blame by the GRAMMAR convention needs a retrieval verdict: queries whose gold ids
         # are unknown get the context comparison's, for blame only (the retrieval figures
         # count the queries whose gold ids name a document).
         blame=blame(context_comparison(examples) if unknown_retrieved else examples, tags),
-        retrieval_left_out=dict(left_out),
     )
 
 
-@dataclass
-class SystemSummary:
-    """One system: metrics per variant, and the retrieval database judged across variants."""
+@dataclass(frozen=True)
+class Analysis:
+    """What :func:`analyze` computed: every system's figures (those summary.json holds),
+    and the tag of every group per system and variant (for the per-query drill-down; too
+    many to summarize)."""
 
-    system: str
-    variants: dict[str, VariantMetrics] = field(default_factory=dict)
-    acc_retrieval_db: Proportion = field(default_factory=lambda: Proportion(0, 0))
-    open_domain_groups: int | None = None
-    acc_retrieval_db_closed: Proportion | None = None
-    # Groups whose answer no document states, among those whose gold ids say which
-    # documents state it: the holes of the knowledge base by evidence (None: no evidence).
-    knowledge_base_holes: Proportion | None = None
+    systems: dict[str, SystemFigures]
+    tags: dict[str, dict[str, dict[str, Tag]]]  # system -> variant -> group -> tag
 
-    def as_dict(self) -> dict[str, Any]:
-        closed = self.acc_retrieval_db_closed
-        holes = self.knowledge_base_holes
-        return {
-            "system": self.system,
-            "acc_retrieval_db": self.acc_retrieval_db.as_dict(),
-            "knowledge_base_holes": holes.as_dict() if holes else None,
-            "open_domain_groups": self.open_domain_groups,
-            "acc_retrieval_db_closed_domain": closed.as_dict() if closed else None,
-            "variants": {v: m.as_dict() for v, m in self.variants.items()},
-        }
+    def tag(self, ex: Example) -> Tag:
+        """The tag of the group of ``ex`` in its system and variant."""
+        return self.tags[ex.system][ex.variant][ex.group_id]
 
 
 def context_comparison(examples: list[Example]) -> list[Example]:
@@ -366,10 +278,8 @@ def open_domain_groups(examples: Iterable[Example], llm_only: str) -> set[str]:
     return flagged
 
 
-def analyze(
-    examples: Iterable[Example], *, llm_only: str | None = None
-) -> dict[str, SystemSummary]:
-    """Metrics for every system and variant; a group is a gap of the retrieval database
+def analyze(examples: Iterable[Example], *, llm_only: str | None = None) -> Analysis:
+    """Figures for every system and variant; a group is a gap of the retrieval database
     when it is a gap in every variant it appears in. With ``llm_only`` (the name of a
     system answering without retrieval), groups it answers correctly are flagged as open
     domain and Acc_retrieval_db is also given without them."""
@@ -386,26 +296,58 @@ def analyze(
             ):
                 variants[variant] = context_comparison(items)
     open_domain = open_domain_groups(examples, llm_only) if llm_only else set()
-    out: dict[str, SystemSummary] = {}
+    systems: dict[str, SystemFigures] = {}
+    all_tags: dict[str, dict[str, dict[str, Tag]]] = {}
     for system, variants in sorted(by_system.items()):
-        summary = SystemSummary(system=system)
-        for variant, items in sorted(variants.items()):
-            summary.variants[variant] = variant_metrics(items)
+        tags = {variant: group_tags(items) for variant, items in sorted(variants.items())}
+        figures = {variant: variant_metrics(variants[variant], t) for variant, t in tags.items()}
         groups: dict[str, list[Tag]] = defaultdict(list)
-        for metrics in summary.variants.values():
-            for gid, tag in metrics.tags.items():
+        for variant_tags in tags.values():
+            for gid, tag in variant_tags.items():
                 groups[gid].append(tag)
-        always_gap = {g for g, tags in groups.items() if all(t == "gap" for t in tags)}
-        summary.acc_retrieval_db = Proportion(len(groups) - len(always_gap), len(groups))
-        summary.knowledge_base_holes = _holes(ex for items in variants.values() for ex in items)
+        always_gap = {g for g, seen in groups.items() if all(t == "gap" for t in seen)}
+        open_groups: int | None = None
+        closed_db: Proportion | None = None
         if llm_only and system != llm_only:
             closed = [g for g in groups if g not in open_domain]
-            summary.open_domain_groups = len(groups) - len(closed)
-            summary.acc_retrieval_db_closed = Proportion(
-                sum(1 for g in closed if g not in always_gap), len(closed)
+            open_groups = len(groups) - len(closed)
+            closed_db = proportion(sum(1 for g in closed if g not in always_gap), len(closed))
+        systems[system] = SystemFigures(
+            system=system,
+            acc_retrieval_db=proportion(len(groups) - len(always_gap), len(groups)),
+            knowledge_base_holes=_holes(ex for items in variants.values() for ex in items),
+            open_domain_groups=open_groups,
+            acc_retrieval_db_closed_domain=closed_db,
+            variants=figures,
+        )
+        all_tags[system] = tags
+    return Analysis(systems, all_tags)
+
+
+def with_left_out(
+    systems: Mapping[str, SystemFigures], left_out: Mapping[tuple[str, str], Mapping[str, int]]
+) -> tuple[dict[str, SystemFigures], list[str]]:
+    """Add the queries left out before the analysis (``left_out``: per system and variant,
+    by why) to each variant's ``retrieval_left_out``; a variant with none left to analyze
+    gets a warning instead, which says it has no retrieval figures."""
+    out = dict(systems)
+    warnings: list[str] = []
+    for (name, variant), counts in sorted(left_out.items()):
+        figures = out.get(name)
+        if figures is not None and variant in figures.variants:
+            metrics = figures.variants[variant]
+            merged = dict(sorted((Counter(metrics.retrieval_left_out) + Counter(counts)).items()))
+            updated = metrics.model_copy(update={"retrieval_left_out": merged})
+            out[name] = figures.model_copy(
+                update={"variants": {**figures.variants, variant: updated}}
             )
-        out[system] = summary
-    return out
+        else:
+            listed = ", ".join(f"{n} {why}" for why, n in sorted(counts.items()))
+            warnings.append(
+                f"{name} / {variant}: no query has gold ids that name a document, so it has "
+                f"no retrieval figures (left out: {listed})"
+            )
+    return out, warnings
 
 
 def _holes(examples: Iterable[Example]) -> Proportion | None:
@@ -416,4 +358,4 @@ def _holes(examples: Iterable[Example]) -> Proportion | None:
             hole[ex.group_id] = hole.get(ex.group_id, False) or not ex.gold
     if not hole:
         return None
-    return Proportion(sum(hole.values()), len(hole))
+    return proportion(sum(hole.values()), len(hole))

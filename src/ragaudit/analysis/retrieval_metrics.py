@@ -10,10 +10,13 @@ from __future__ import annotations
 import itertools
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
+
+from ragaudit.analysis.summary import MeanInterval, RankingMetrics, SystemRanking
 
 if TYPE_CHECKING:
     from ragaudit.analysis.metrics import Example
@@ -51,16 +54,18 @@ def ndcg_at_k(retrieved: Sequence[str], gold: Sequence[str], k: int) -> float:
     return dcg / ideal
 
 
-def mean_interval(values: Sequence[float], z: float = 1.959963984540054) -> dict[str, Any]:
+def mean_interval(
+    values: Sequence[float] | npt.NDArray[np.float64], z: float = 1.959963984540054
+) -> MeanInterval:
     """The mean of per-query scores in [0, 1] with a normal-approximation 95% interval
     (clipped to [0, 1]); ``n`` queries."""
     n = len(values)
     if n == 0:
-        return {"value": None, "n": 0, "ci95": [0.0, 1.0]}
+        return MeanInterval(value=None, n=0, ci95=(0.0, 1.0))
     array = np.asarray(values, dtype=np.float64)
     mean = float(array.mean())
     half = z * float(array.std(ddof=1)) / math.sqrt(n) if n > 1 else 0.0
-    return {"value": mean, "n": n, "ci95": [max(0.0, mean - half), min(1.0, mean + half)]}
+    return MeanInterval(value=mean, n=n, ci95=(max(0.0, mean - half), min(1.0, mean + half)))
 
 
 def _gold_positions(retrieved: Sequence[str], gold: Sequence[str]) -> list[int]:
@@ -80,7 +85,7 @@ def _gold_positions(retrieved: Sequence[str], gold: Sequence[str]) -> list[int]:
     return positions
 
 
-def _scores(examples: list[Example], ks: Sequence[int]) -> dict[str, Any]:
+def _scores(examples: list[Example], ks: Sequence[int]) -> RankingMetrics:
     """Recall@k, MRR and nDCG@max(k) of the examples: one pass over each retrieved list
     (the same figures as :func:`recall_at_k`, :func:`reciprocal_rank`, :func:`ndcg_at_k`)."""
     deepest = max(ks)
@@ -102,7 +107,7 @@ def _scores(examples: list[Example], ks: Sequence[int]) -> dict[str, Any]:
         ndcg[i] = (
             sum(discount[p] for p in positions if p < deepest) / ideal[min(deepest, wanted) - 1]
         )
-    out = {f"recall@{k}": mean_interval(recall[k]) for k in ks}
+    out: RankingMetrics = {f"recall@{k}": mean_interval(recall[k]) for k in ks}
     out["mrr"] = mean_interval(rr)
     out[f"ndcg@{deepest}"] = mean_interval(ndcg)
     return out
@@ -110,10 +115,10 @@ def _scores(examples: list[Example], ks: Sequence[int]) -> dict[str, Any]:
 
 def ranking_summary(
     examples: Iterable[Example], ks: Sequence[int] = DEFAULT_KS
-) -> dict[str, dict[str, Any]]:
-    """``{system: {"variants": {variant: metrics}, "labels": {label: metrics}}}`` over the
-    examples that have both gold ids (non-empty) and a retrieved list; systems without any,
-    or that never retrieved a document, are left out."""
+) -> dict[str, SystemRanking]:
+    """Each system's ranking metrics per variant and per label, over the examples that
+    have both gold ids (non-empty) and a retrieved list; systems without any, or that
+    never retrieved a document, are left out."""
     by_variant: dict[str, dict[str, list[Example]]] = defaultdict(lambda: defaultdict(list))
     by_label: dict[str, dict[str, list[Example]]] = defaultdict(lambda: defaultdict(list))
     for ex in examples:
@@ -122,26 +127,26 @@ def ranking_summary(
         by_variant[ex.system][ex.variant].append(ex)
         if ex.label is not None:
             by_label[ex.system][ex.label].append(ex)
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, SystemRanking] = {}
     for system, variants in by_variant.items():
         # Cut-offs beyond the system's retrieval depth would only repeat the last one.
         depth = max(len(ex.retrieved or ()) for exs in variants.values() for ex in exs)
         if depth == 0:
             continue  # never retrieves (LLM only, or ids not reported): nothing to rank
         cuts = [k for k in ks if k <= depth] or [min(ks)]
-        out[system] = {
-            "depth": depth,
-            "variants": {v: _scores(exs, cuts) for v, exs in sorted(variants.items())},
-            "labels": {lab: _scores(exs, cuts) for lab, exs in sorted(by_label[system].items())},
-        }
+        out[system] = SystemRanking(
+            depth=depth,
+            variants={v: _scores(exs, cuts) for v, exs in sorted(variants.items())},
+            labels={lab: _scores(exs, cuts) for lab, exs in sorted(by_label[system].items())},
+        )
     return out
 
 
-def ranking_columns(ranking: dict[str, dict[str, Any]]) -> list[str]:
+def ranking_columns(ranking: Mapping[str, SystemRanking]) -> list[str]:
     """Every metric name of a :func:`ranking_summary`, in a stable order for tables."""
     names: dict[str, None] = {}
     for entry in ranking.values():
-        for metrics in entry["variants"].values():
+        for metrics in entry.variants.values():
             names.update(dict.fromkeys(metrics))
 
     def order(name: str) -> tuple[int, int]:

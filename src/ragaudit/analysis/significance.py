@@ -15,7 +15,6 @@ counts when sides are swapped).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -56,7 +55,8 @@ def _parts(metric: str, c: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.nd
 
 
 def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    return np.divide(num, den, out=np.full(np.shape(num), np.nan), where=den > 0)
+    ratio: np.ndarray = np.divide(num, den, out=np.full(np.shape(num), np.nan), where=den > 0)
+    return ratio
 
 
 METRICS = ("accuracy", "robustness")
@@ -64,8 +64,10 @@ _CHUNK = 256  # resamples per matrix product: memory stays ~ _CHUNK x groups
 
 
 @dataclass(frozen=True)
-class Comparison:
-    """One metric compared between side a and side b."""
+class PairedDifference:
+    """One metric compared between side a and side b: its value on each side, the
+    difference a - b with its interval and p-value, or why it is undefined. The sentence
+    that says it is :func:`ragaudit.analysis.comparisons.verdict`'s."""
 
     metric: str
     a: float | None
@@ -81,63 +83,6 @@ class Comparison:
         """Whether the difference is significant; never for an undefined comparison."""
         return self.p_value is not None and self.p_value < alpha
 
-    @property
-    def p_text(self) -> str:
-        """``p = 0.0123``, or ``p < 0.001`` at the resolution of 1,000 permutations."""
-        if self.p_value is None:
-            return "not tested"
-        return "p < 0.001" if self.p_value < 0.001 else f"p = {self.p_value:.3g}"
-
-    def verdict(self, name_a: str, name_b: str, alpha: float = 0.05) -> str:
-        """One sentence a person can act on; for an undefined metric, why it was not
-        compared (an undefined figure is never tested, let alone called significant)."""
-        if self.undefined is not None or self.ci95 is None or self.difference is None:
-            where = {"a": name_a, "b": name_b}.get(self.undefined_side or "", "both sides")
-            reason = self.undefined or "undefined"
-            return (
-                f"No {self.metric} comparison between {name_a} and {name_b}: on {where}, {reason}."
-            )
-        assert self.a is not None and self.b is not None
-        low, high = self.ci95
-        figures = (
-            f"{self.metric} {self.a:.2f} vs {self.b:.2f}, difference {self.difference:+.2f} "
-            f"[{low:+.2f}, {high:+.2f}], {self.p_text}, {self.n_groups} groups"
-        )
-        if not self.significant(alpha):
-            return (
-                f"No significant {self.metric} difference between {name_a} and {name_b} "
-                f"({figures})."
-            )
-        # Worse side first, so that the figures read in the sentence's order.
-        if self.difference > 0:
-            worse, better, w, b = name_b, name_a, self.b, self.a
-        else:
-            worse, better, w, b = name_a, name_b, self.a, self.b
-        sign = -1 if self.difference > 0 else 1
-        lo, hi = sorted((sign * low, sign * high))
-        quality = "accurate" if self.metric == "accuracy" else "robust"
-        return (
-            f"{worse} is less {quality} than {better} ({self.metric} {w:.2f} vs {b:.2f}, "
-            f"difference {sign * self.difference:+.2f} [{lo:+.2f}, {hi:+.2f}], "
-            f"{self.p_text}, {self.n_groups} groups)."
-        )
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "metric": self.metric,
-            "a": self.a,
-            "b": self.b,
-            "difference": self.difference,
-            "ci95": list(self.ci95) if self.ci95 is not None else None,
-            "p_value": self.p_value,
-            "n_groups": self.n_groups,
-            "undefined": (
-                f"side {self.undefined_side}: {self.undefined}"
-                if self.undefined_side
-                else self.undefined
-            ),
-        }
-
 
 def compare_many(
     counts: PairedCounts,
@@ -146,7 +91,7 @@ def compare_many(
     n_boot: int = 1000,
     n_perm: int = 1000,
     seed: int = 0,
-) -> list[Comparison]:
+) -> list[PairedDifference]:
     """Difference a - b of each metric with a group bootstrap interval and a paired
     permutation p-value (two-sided, with the +1 correction). All metrics share the same
     resamples.
@@ -167,7 +112,7 @@ def compare_sets(
     n_boot: int = 1000,
     n_perm: int = 1000,
     seed: int = 0,
-) -> list[Comparison]:
+) -> list[PairedDifference]:
     """:func:`compare_many` for metrics of several outcomes over the same groups (e.g. the
     answer's correctness and the retrieval's): one set of resamples serves them all, so
     each outcome costs one more column of a matrix product rather than its own draws.
@@ -194,7 +139,7 @@ def compare_sets(
     ]
     if g == 0:
         return [
-            Comparison(
+            PairedDifference(
                 metric, None, None, None, None, None, 0, "no semantic group is on both sides"
             )
             for metric in metrics
@@ -237,11 +182,11 @@ def compare_sets(
             out.append(_undefined(metric, a, b, g))
             continue
         p = float((extreme[i] + 1) / (total[i] + 1))
-        out.append(Comparison(metric, a, b, observed[i], (float(low), float(high)), p, g))
+        out.append(PairedDifference(metric, a, b, observed[i], (float(low), float(high)), p, g))
     return out
 
 
-def _undefined(metric: str, a: float, b: float, groups: int) -> Comparison:
+def _undefined(metric: str, a: float, b: float, groups: int) -> PairedDifference:
     """A comparison of a metric that one side (or both) does not define: its value is
     None, with why, and nothing is tested. Robustness is undefined on a side where every
     group is a gap (no query of any group answered correctly: a system that is down or
@@ -253,7 +198,7 @@ def _undefined(metric: str, a: float, b: float, groups: int) -> Comparison:
         if metric == "robustness"
         else f"no query to count, so {metric} is undefined"
     )
-    return Comparison(
+    return PairedDifference(
         metric,
         a if np.isfinite(a) else None,
         b if np.isfinite(b) else None,
@@ -273,6 +218,6 @@ def compare(
     n_boot: int = 1000,
     n_perm: int = 1000,
     seed: int = 0,
-) -> Comparison:
+) -> PairedDifference:
     """One metric of :func:`compare_many`."""
     return compare_many(counts, (metric,), n_boot=n_boot, n_perm=n_perm, seed=seed)[0]

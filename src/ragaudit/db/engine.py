@@ -143,7 +143,7 @@ class Database:
         """Turn driver errors into one-line :class:`DatabaseError` messages."""
         try:
             yield
-        except (sa.exc.SQLAlchemyError, *self._driver_errors()) as exc:
+        except self._query_errors() as exc:
             message = _first_line(exc)
             if _is_timeout(message):
                 raise DatabaseError(
@@ -151,17 +151,18 @@ class Database:
                 ) from None
             raise DatabaseError(f"{self.display_url}: query failed: {message}") from None
 
-    def _driver_errors(self) -> tuple[type[BaseException], ...]:
-        """The driver's own error classes, raised where ragaudit uses its cursor directly."""
+    def _query_errors(self) -> tuple[type[BaseException], ...]:
+        """SQLAlchemy's errors, and the driver's own error classes, raised where ragaudit
+        uses its cursor directly. (One tuple: mypy rejects a starred one in ``except``.)"""
         if self.dialect == "sqlite":
             import sqlite3
 
-            return (sqlite3.Error,)
+            return (sa.exc.SQLAlchemyError, sqlite3.Error)
         if self.dialect == "duckdb":
             import duckdb
 
-            return (duckdb.Error,)
-        return ()
+            return (sa.exc.SQLAlchemyError, duckdb.Error)
+        return (sa.exc.SQLAlchemyError,)
 
     @staticmethod
     def _clause(statement: str | sa.TextClause) -> sa.TextClause:
@@ -262,6 +263,8 @@ class _deadline:
     def __enter__(self) -> None:
         raw = self.conn.connection.driver_connection
         if self.dialect == "sqlite":
+            if raw is None:  # an invalidated connection: there is nothing to run a statement on
+                raise DatabaseError("sqlite: the connection is closed")
             deadline = time.monotonic() + self.timeout
             raw.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
         elif self.dialect == "duckdb":
@@ -279,4 +282,6 @@ class _deadline:
             self._timer.cancel()
         if self.dialect == "sqlite":
             raw = self.conn.connection.driver_connection
+            if raw is None:  # an invalidated connection: there is no handler to remove
+                raise DatabaseError("sqlite: the connection is closed")
             raw.set_progress_handler(None, 0)

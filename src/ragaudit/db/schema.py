@@ -118,15 +118,15 @@ def _structure_duckdb(db: Database) -> list[TableInfo]:
         info = tables.setdefault(table, TableInfo(name=table, columns=[]))
         info.columns.append(ColumnInfo(name=column, type=dtype, nullable=nullable == "YES"))
     for table, kind, cols, ref_table, ref_cols in constraints:
-        info = tables.get(table)
-        if info is None:
+        constrained = tables.get(table)
+        if constrained is None:
             continue
         if kind == "PRIMARY KEY":
-            info.primary_key = tuple(cols)
-            for col in info.columns:
-                col.primary_key = col.name in info.primary_key
+            constrained.primary_key = tuple(cols)
+            for col in constrained.columns:
+                col.primary_key = col.name in constrained.primary_key
         elif ref_table:
-            info.foreign_keys.append(ForeignKey(tuple(cols), ref_table, tuple(ref_cols)))
+            constrained.foreign_keys.append(ForeignKey(tuple(cols), ref_table, tuple(ref_cols)))
     return [tables[name] for name in sorted(tables)]
 
 
@@ -157,7 +157,7 @@ def introspect(
 def _fill_stats(db: Database, info: TableInfo) -> None:
     """Row count, and distinct / NULL counts of every column, in one aggregate query."""
     table = sa.table(info.name, *(sa.column(c.name) for c in info.columns))
-    aggregates: list[sa.ColumnElement] = [sa.func.count().label("n")]
+    aggregates: list[sa.ColumnElement[int]] = [sa.func.count().label("n")]
     for i, col in enumerate(info.columns):
         ref = table.c[col.name]
         aggregates.append(sa.func.count(sa.distinct(ref)).label(f"d{i}"))

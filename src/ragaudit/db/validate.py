@@ -77,7 +77,7 @@ def _reject(message: str) -> SQLValidationError:
     return SQLValidationError(message)
 
 
-def _statement_kind(stmt: exp.Expression) -> str:
+def _statement_kind(stmt: exp.Expr) -> str:
     if isinstance(stmt, exp.Command):
         return str(stmt.this).upper()
     return stmt.key.upper()
@@ -149,7 +149,8 @@ def validate_select(
     try:
         qualify(
             stmt.copy(),
-            schema=schema.mapping(),
+            # sqlglot's stub asks for dict[str, object]; any mapping of tables works.
+            schema=schema.mapping(),  # type: ignore[arg-type]
             dialect=dialect,
             validate_qualify_columns=True,
             quote_identifiers=False,

@@ -6,8 +6,8 @@ The Python API mirrors the CLI::
     from ragaudit.generate import load_templates, load_text_templates, generate, GenerateOptions
 """
 
-from ragaudit.config import GenerateOptions, GoldRule
 from ragaudit.generate.dataset import DatasetStats, TemplateStats, generate, group_id
+from ragaudit.generate.options import GenerateOptions, GoldRule
 from ragaudit.generate.sql.instantiate import Group, Plan, count_combinations, iter_groups, plan
 from ragaudit.generate.sql.templates import (
     LoadedTemplates,

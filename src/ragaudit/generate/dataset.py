@@ -19,10 +19,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ragaudit.config import GenerateOptions, GoldRule
 from ragaudit.db.engine import Database
 from ragaudit.db.schema import SchemaInfo
 from ragaudit.errors import ConfigError
+from ragaudit.generate.options import GenerateOptions, GoldRule
 from ragaudit.generate.sql.instantiate import (
     AnswerFact,
     Group,
@@ -252,9 +252,12 @@ class GoldResolver:
                     )
             if rule.id_column is None:
                 continue
+            key_column, id_column = table.column(column_name), table.column(rule.id_column)
+            if key_column is None or id_column is None:  # both were checked just above
+                raise AssertionError(f"{where}: {table.name} lost a column")
             q = db.engine.dialect.identifier_preparer.quote
-            key = q(table.column(column_name).name)  # type: ignore[union-attr]
-            ident = q(table.column(rule.id_column).name)  # type: ignore[union-attr]
+            key = q(key_column.name)
+            ident = q(id_column.name)
             mapping: dict[Scalar, list[Scalar]] = {}
             for k, v in db.stream(f"SELECT DISTINCT {key}, {ident} FROM {q(table.name)}"):
                 mapping.setdefault(k, []).append(v)

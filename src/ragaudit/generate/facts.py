@@ -247,7 +247,9 @@ def _normalized_forms_cached(kind: type, value: Any) -> tuple[str, ...]:
 def _normalized_forms(value: Any) -> tuple[str, ...]:
     # Keyed by type too: True, 1 and 1.0 are equal and hash alike but have other forms.
     try:
-        return _normalized_forms_cached(type(value), value)
+        # Annotated ``type``: mypy does not see ``type[Any]`` as Hashable.
+        kind: type = type(value)
+        return _normalized_forms_cached(kind, value)
     except TypeError:  # unhashable
         return _normalized_forms_uncached(value)
 
@@ -417,7 +419,7 @@ def read_row_map(path: Path) -> list[tuple[str, str, str]]:
                 out[(doc_id, *entry)] = None
         return list(out)
     if isinstance(whole, dict):  # a single JSON Lines record, perhaps spread over lines
-        numbered: Iterable[tuple[int, dict]] = [(1, whole)]
+        numbered: Iterable[tuple[int, dict[str, Any]]] = [(1, whole)]
     else:
         numbered = iter_jsonl_dicts(path, skip_torn_tail=False)
     for number, obj in numbered:

@@ -3,11 +3,12 @@ embedded local model, with a persistent cache, bounded concurrency and usage acc
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
-from ragaudit.config import LLMConfig
 from ragaudit.llm.cache import LLMCache
 from ragaudit.llm.client import Backend, LLMClient
+from ragaudit.llm.options import LLMConfig
 from ragaudit.llm.types import Completion, GenerationParams, Message, assistant, system, user
 from ragaudit.llm.usage import StepUsage, UsageMeter
 
@@ -34,9 +35,14 @@ def make_backend(config: LLMConfig) -> Backend:
 
 
 def make_llm(
-    config: LLMConfig, *, cache_path: Path | None = None, meter: UsageMeter | None = None
+    config: LLMConfig,
+    *,
+    cache_path: Path | None = None,
+    meter: UsageMeter | None = None,
+    loop: asyncio.AbstractEventLoop | None = None,
 ) -> LLMClient:
-    """A ready client: backend from the config, cache at ``cache_path`` when caching is on."""
+    """A ready client: backend from the config, cache at ``cache_path`` when caching is on;
+    on ``loop`` when given (a session's), else on a loop of its own."""
     cache = LLMCache(cache_path) if (config.cache and cache_path is not None) else None
     params = GenerationParams(
         temperature=config.temperature, max_tokens=config.max_tokens, seed=config.seed
@@ -47,6 +53,7 @@ def make_llm(
         meter=meter,
         default_params=params,
         structured_attempts=config.structured_attempts,
+        loop=loop,
     )
 
 

@@ -79,6 +79,7 @@ class LLMClient:
         meter: UsageMeter | None = None,
         default_params: GenerationParams | None = None,
         structured_attempts: int = 3,
+        loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
         self.backend = backend
         self.cache = cache
@@ -87,7 +88,9 @@ class LLMClient:
         self.structured_attempts = structured_attempts
         self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]
         self._semaphores = weakref.WeakKeyDictionary()
-        self._sync_loop: asyncio.AbstractEventLoop | None = None
+        # A loop given by the caller (a session's) is borrowed: used, never closed here.
+        self._sync_loop: asyncio.AbstractEventLoop | None = loop
+        self._owns_loop = loop is None
 
     # -- plumbing -------------------------------------------------------------------------
 
@@ -100,8 +103,8 @@ class LLMClient:
         return sem
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run a coroutine from synchronous code on this client's private event loop (its
-        HTTP sessions are reused from one call to the next)."""
+        """Run a coroutine from synchronous code on this client's event loop, its own or
+        the one it was given (its HTTP sessions are reused from one call to the next)."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -111,6 +114,7 @@ class LLMClient:
             raise RuntimeError("inside a running event loop: use the a* methods (acomplete, ...)")
         if self._sync_loop is None or self._sync_loop.is_closed():
             self._sync_loop = new_event_loop()
+            self._owns_loop = True
         return self._sync_loop.run_until_complete(coro)
 
     # -- plain completions ----------------------------------------------------------------
@@ -338,10 +342,12 @@ class LLMClient:
         await self.backend.aclose()
 
     def close(self) -> None:
-        """Release everything: connections of the private loop, the loop, the cache."""
+        """Release everything: the connections, the loop when it is the client's own, the
+        cache."""
         if self._sync_loop is not None and not self._sync_loop.is_closed():
             self._sync_loop.run_until_complete(self.backend.aclose())
-            self._sync_loop.close()
+            if self._owns_loop:
+                self._sync_loop.close()
         if self.cache is not None:
             self.cache.close()
 

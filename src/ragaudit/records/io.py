@@ -96,7 +96,9 @@ def write_jsonl_atomic(path: Path, records: Iterable[BaseModel | dict[str, Any] 
     return count
 
 
-def iter_jsonl_dicts(path: Path, *, skip_torn_tail: bool = True) -> Iterator[tuple[int, dict]]:
+def iter_jsonl_dicts(
+    path: Path, *, skip_torn_tail: bool = True
+) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line_number, object)`` for each line of a JSON Lines file, streaming.
 
     A last line without its newline that does not parse is the trace of a killed append and

@@ -19,11 +19,19 @@ from typing import Any
 
 import yaml
 
-from ragaudit.analysis.metrics import SOURCES, retrieval_count
-from ragaudit.errors import UserError
+from ragaudit.analysis.summary import (
+    SOURCES,
+    BlameRule,
+    MeanInterval,
+    Proportion,
+    Side,
+    Summary,
+)
 from ragaudit.generate.dataset import DatasetOverview, read_overview
 from ragaudit.records.io import atomic_write_text, iter_jsonl_dicts
 from ragaudit.report import charts
+from ragaudit.report.summary_file import read_summary
+from ragaudit.report.text import retrieval_queries
 from ragaudit.rundir import RunDir
 
 DRILL_GROUPS = 20  # per system, variant and tag
@@ -39,103 +47,161 @@ TABLE_METRICS = (
 )
 
 
+@dataclass(frozen=True)
+class Headline:
+    """A significant comparison: its verdict, and each side's figure with its interval."""
+
+    verdict: str
+    sides: list[str]
+    p: float
+
+
+@dataclass(frozen=True)
+class MetricsRow:
+    """One variant's row of a system's table."""
+
+    variant: str
+    queries: int
+    groups: int
+    errors: int
+    retrieval_queries: str
+    cells: list[str]
+
+
+@dataclass(frozen=True)
+class MetricsTable:
+    """One system's figures: Acc_retrieval_db across variants, and a row per variant."""
+
+    system: str
+    acc_retrieval_db: str
+    holes: str | None
+    headers: list[str]
+    rows: list[MetricsRow]
+
+
+@dataclass(frozen=True)
+class RankingRow:
+    """One system and variant's ranking metrics, each a mean with its interval."""
+
+    system: str
+    variant: str
+    metrics: list[tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class BlameRow:
+    """Where one system and variant's answers went wrong, counted per source."""
+
+    label: str
+    rule: BlameRule
+    counts: list[int]
+    holes_answered: int | None
+    by_evidence: int
+    by_convention: int
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A figure of the report: inline SVG with its caption, and a note under it."""
+
+    id: str
+    title: str
+    svg: str
+    note: str | None = None
+
+
 @dataclass
 class ReportData:
     """Everything the template shows."""
 
     title: str
     outcome: str
-    headlines: list[dict[str, Any]]
+    headlines: list[Headline]
     other_verdicts: list[str]
-    tables: list[dict[str, Any]]
-    charts: list[dict[str, str]]
-    ranking: list[dict[str, Any]]
+    tables: list[MetricsTable]
+    charts: list[Chart]
+    ranking: list[RankingRow]
     dataset: DatasetOverview | None
     usage: list[dict[str, Any]]
     drilldown: list[dict[str, Any]]
     world: dict[str, Any] | None = None
-    blame: list[dict[str, Any]] | None = None
+    blame: list[BlameRow] | None = None
     warnings: list[str] = field(default_factory=list)  # where the retrieval rule misfits
 
 
-def _interval(entry: Any) -> str:
-    if not isinstance(entry, dict) or entry.get("value") is None:
-        return "n/a" if not isinstance(entry, int | float) else f"{entry:.2f}"
-    low, high = entry["ci95"]
-    return f"{entry['value']:.2f} [{low:.2f}, {high:.2f}]"
+def _interval(entry: Proportion | MeanInterval | float | None) -> str:
+    """A figure with its interval ("0.95 [0.90, 0.98]"), a plain number to 2 decimals, or
+    "n/a" where undefined."""
+    if isinstance(entry, Proportion | MeanInterval):
+        if entry.value is None:
+            return "n/a"
+        low, high = entry.ci95
+        return f"{entry.value:.2f} [{low:.2f}, {high:.2f}]"
+    return "n/a" if entry is None else f"{entry:.2f}"
 
 
-def _side(summary: dict[str, Any], side: dict[str, Any], metric: str) -> str:
-    entry = summary["systems"].get(side["system"], {}).get("variants", {}).get(side["variant"])
-    shown = _interval(entry.get(metric)) if entry else f"{side['value']:.2f}"
+def _side(summary: Summary, side: Side, metric: str) -> str:
+    system = summary.systems.get(side.system)
+    entry = system.variants.get(side.variant) if system is not None else None
+    shown = _interval(getattr(entry, metric)) if entry is not None else f"{side.value:.2f}"
     label = dict(TABLE_METRICS).get(metric, metric)
-    return f"{side['system']} / {side['variant']}: {label} {shown}"
+    return f"{side.system} / {side.variant}: {label} {shown}"
 
 
-def _headlines(summary: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
+def _headlines(summary: Summary) -> tuple[list[Headline], list[str]]:
     significant, rest = [], []
-    for c in summary.get("comparisons", []):
-        if c["p_value"] is not None and c["p_value"] < 0.05:
+    for c in summary.comparisons:
+        if c.p_value is not None and c.p_value < 0.05:
             significant.append(
-                {
-                    "verdict": c["verdict"],
-                    "sides": [
-                        _side(summary, c["a"], c["metric"]),
-                        _side(summary, c["b"], c["metric"]),
-                    ],
-                    "p": c["p_value"],
-                }
+                Headline(
+                    verdict=c.verdict,
+                    sides=[_side(summary, c.a, c.metric), _side(summary, c.b, c.metric)],
+                    p=c.p_value,
+                )
             )
         else:
-            rest.append(c["verdict"])
-    significant.sort(key=lambda h: h["p"])
+            rest.append(c.verdict)
+    significant.sort(key=lambda h: h.p)
     return significant, rest
 
 
-def _tables(summary: dict[str, Any]) -> list[dict[str, Any]]:
+def _tables(summary: Summary) -> list[MetricsTable]:
     out = []
-    for name, system in summary["systems"].items():
-        rows = []
-        for variant, m in system["variants"].items():
-            rows.append(
-                {
-                    "variant": variant,
-                    "queries": m["n_queries"],
-                    "groups": m["n_groups"],
-                    "errors": m.get("n_errors", 0),
-                    "retrieval_queries": retrieval_count(
-                        (m.get("accuracy_retrieval") or {}).get("n", 0),
-                        m.get("retrieval_left_out") or {},
-                    ),
-                    "cells": [_interval(m.get(key)) for key, _ in TABLE_METRICS],
-                }
+    for name, system in summary.systems.items():
+        rows = [
+            MetricsRow(
+                variant=variant,
+                queries=m.n_queries,
+                groups=m.n_groups,
+                errors=m.n_errors,
+                retrieval_queries=retrieval_queries(m),
+                cells=[_interval(getattr(m, key)) for key, _ in TABLE_METRICS],
             )
+            for variant, m in system.variants.items()
+        ]
+        holes = system.knowledge_base_holes
         out.append(
-            {
-                "system": name,
-                "acc_retrieval_db": _interval(system.get("acc_retrieval_db")),
-                "holes": _interval(system["knowledge_base_holes"])
-                if system.get("knowledge_base_holes")
-                else None,
-                "headers": [label for _, label in TABLE_METRICS],
-                "rows": rows,
-            }
+            MetricsTable(
+                system=name,
+                acc_retrieval_db=_interval(system.acc_retrieval_db),
+                holes=_interval(holes) if holes else None,
+                headers=[label for _, label in TABLE_METRICS],
+                rows=rows,
+            )
         )
     return out
 
 
-def _ranking(summary: dict[str, Any]) -> list[dict[str, Any]]:
-    out = []
-    for system, entry in summary.get("retrieval_ranking", {}).items():
-        for variant, metrics in entry["variants"].items():
-            out.append(
-                {
-                    "system": system,
-                    "variant": variant,
-                    "metrics": [(name, _interval(value)) for name, value in metrics.items()],
-                }
-            )
-    return out
+def _ranking(summary: Summary) -> list[RankingRow]:
+    return [
+        RankingRow(
+            system=system,
+            variant=variant,
+            metrics=[(name, _interval(value)) for name, value in metrics.items()],
+        )
+        for system, entry in summary.retrieval_ranking.items()
+        for variant, metrics in entry.variants.items()
+    ]
 
 
 def _responses(run: RunDir, system: str, wanted: set[str]) -> dict[str, dict[str, Any]]:
@@ -152,8 +218,8 @@ def _responses(run: RunDir, system: str, wanted: set[str]) -> dict[str, dict[str
 def _clip(text: Any) -> str | None:
     if text is None:
         return None
-    text = str(text)
-    return text if len(text) <= TEXT_CHARS else text[:TEXT_CHARS] + "…"
+    shown = str(text)
+    return shown if len(shown) <= TEXT_CHARS else shown[:TEXT_CHARS] + "…"
 
 
 def _scan_drilldown(run: RunDir) -> list[dict[str, Any]]:
@@ -223,86 +289,87 @@ RULES = {
 }
 
 
-def _blame(summary: dict[str, Any]) -> list[dict[str, Any]]:
+def _blame(summary: Summary) -> list[BlameRow]:
     """Where the answers go wrong, per system and variant, as analyze counted it."""
     rows = []
-    for name, system in summary["systems"].items():
-        for variant, m in system["variants"].items():
-            b = m.get("blame")
-            if not b:
+    for name, system in summary.systems.items():
+        for variant, m in system.variants.items():
+            b = m.blame
+            if b is None:
                 continue
             rows.append(
-                {
-                    "label": f"{name} / {variant}",
-                    "rule": b["rule"],
-                    "counts": [b["counts"].get(part, 0) for part in SOURCES],
-                    "holes_answered": b["holes_answered"] if b["by_evidence"] else None,
-                    "by_evidence": b["by_evidence"],
-                    "by_convention": b["by_convention"],
-                }
+                BlameRow(
+                    label=f"{name} / {variant}",
+                    rule=b.rule,
+                    counts=[b.counts.get(part, 0) for part in SOURCES],
+                    holes_answered=b.holes_answered if b.by_evidence else None,
+                    by_evidence=b.by_evidence,
+                    by_convention=b.by_convention,
+                )
             )
     return rows
 
 
-def _blame_note(blame: list[dict[str, Any]]) -> str:
+def _blame_note(blame: list[BlameRow]) -> str:
     """Which rule decided the chart, in words."""
-    rules = {row["rule"] for row in blame}
+    rules = {row.rule for row in blame}
     if rules == {"evidence"}:
         return "Decided " + RULES["evidence"] + "."
     if rules == {"convention"}:
         return "Decided " + RULES["convention"] + "."
-    evidence = sum(row["by_evidence"] for row in blame)
-    convention = sum(row["by_convention"] for row in blame)
+    evidence = sum(row.by_evidence for row in blame)
+    convention = sum(row.by_convention for row in blame)
     return (
         f"Mixed: {evidence} answers decided {RULES['evidence']}; {convention} answers "
         f"(whose gold ids name only the entity, or none) {RULES['convention']}."
     )
 
 
-def _charts(summary: dict[str, Any], blame: list[dict[str, Any]]) -> list[dict[str, str]]:
-    labels, tags, acc, rob = [], defaultdict(list), [], []
-    for name, system in summary["systems"].items():
-        for variant, m in system["variants"].items():
+def _charts(summary: Summary, blame: list[BlameRow]) -> list[Chart]:
+    labels: list[str] = []
+    tags: dict[str, list[float]] = defaultdict(list)
+    acc: list[tuple[float, float, float] | None] = []
+    rob: list[tuple[float, float, float] | None] = []
+    for name, system in summary.systems.items():
+        for variant, m in system.variants.items():
             labels.append(f"{name} / {variant}")
-            total = max(1, m["n_groups"])
+            total = max(1, m.n_groups)
             for tag in ("robust", "non-robust", "gap"):
-                tags[tag].append(m["groups"].get(tag, 0) / total)
-            acc.append(_point(m.get("accuracy")))
-            rob.append(_point(m.get("robustness")))
+                tags[tag].append(m.groups.get(tag, 0) / total)
+            acc.append(_point(m.accuracy))
+            rob.append(_point(m.robustness))
     out = [
-        {
-            "id": "chart-tags",
-            "title": "Semantic groups by tag",
-            "svg": charts.stacked_bars(labels, dict(tags), "share of groups"),
-        },
-        {
-            "id": "chart-accuracy",
-            "title": "Accuracy and robustness R per variant (95% intervals)",
-            "svg": charts.interval_dots(labels, {"accuracy": acc, "R": rob}),
-        },
+        Chart(
+            id="chart-tags",
+            title="Semantic groups by tag",
+            svg=charts.stacked_bars(labels, dict(tags), "share of groups"),
+        ),
+        Chart(
+            id="chart-accuracy",
+            title="Accuracy and robustness R per variant (95% intervals)",
+            svg=charts.interval_dots(labels, {"accuracy": acc, "R": rob}),
+        ),
     ]
     if blame:
-        parts = {
-            part: [row["counts"][i] / max(1, sum(row["counts"])) for row in blame]
+        parts: dict[str, list[float]] = {
+            part: [row.counts[i] / max(1, sum(row.counts)) for row in blame]
             for i, part in enumerate(SOURCES)
         }
         out.append(
-            {
-                "id": "chart-sources",
-                "title": "Where the answers go wrong: knowledge base, retriever, language model",
-                "svg": charts.stacked_bars(
-                    [row["label"] for row in blame], parts, "share of queries"
-                ),
-                "note": _blame_note(blame),
-            }
+            Chart(
+                id="chart-sources",
+                title="Where the answers go wrong: knowledge base, retriever, language model",
+                svg=charts.stacked_bars([row.label for row in blame], parts, "share of queries"),
+                note=_blame_note(blame),
+            )
         )
     return out
 
 
-def _point(entry: Any) -> tuple[float, float, float] | None:
-    if not isinstance(entry, dict) or entry.get("value") is None:
+def _point(entry: Proportion) -> tuple[float, float, float] | None:
+    if entry.value is None:
         return None
-    return (entry["value"], *entry["ci95"])
+    return (entry.value, *entry.ci95)
 
 
 def _usage(run: RunDir) -> list[dict[str, Any]]:
@@ -344,12 +411,7 @@ def _world(run: RunDir) -> dict[str, Any] | None:
 
 def collect(run: RunDir) -> ReportData:
     """Read the run's files into what the report shows."""
-    if not run.summary.exists():
-        raise UserError(f"no {run.summary}: run ragaudit analyze first")
-    try:
-        summary = json.loads(run.summary.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise UserError(f"{run.summary}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+    summary = read_summary(run.summary)
     headlines, rest = _headlines(summary)
     drill = _scan_drilldown(run)
     blame = _blame(summary)
@@ -358,10 +420,10 @@ def collect(run: RunDir) -> ReportData:
         dataset = read_overview(run.dataset_stats)
     return ReportData(
         title=f"ragaudit report: {run.root.name}",
-        outcome=summary.get("outcome", "answer"),
+        outcome=summary.outcome,
         headlines=headlines,
         other_verdicts=rest,
-        warnings=list(summary.get("warnings") or []),
+        warnings=list(summary.warnings),
         tables=_tables(summary),
         charts=_charts(summary, blame),
         blame=blame,

@@ -16,15 +16,16 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ragaudit.config import Config, SystemConfig, load_config
+from ragaudit.config import Config, load_config
 from ragaudit.generate.sql.templates import load_templates, save_templates
 from ragaudit.llm.client import LLMClient
 from ragaudit.rundir import RunDir
 from ragaudit.steps.run import ProgressFactory
+from ragaudit.steps.session import Session, SessionHooks
+from ragaudit.systems.builtin import BuiltinSystemConfig
 
 # The project questions of the world, in the order the demo prefers them: facts that the
 # reports state (location, client, start date, people) and one that no report ever states
@@ -40,7 +41,6 @@ PREFERRED = (
 
 # step name -> (seconds, note)
 Timings = dict[str, tuple[float, str]]
-LLMFactory = Callable[[Config, RunDir, str], AbstractContextManager[LLMClient | None]]
 
 
 @dataclass
@@ -68,8 +68,8 @@ def demo_config(world: Path, out: Path, *, groups: int, use_llm: bool, llm: str)
     config.generate.balanced = True
     config.generate.max_groups_per_template = groups
     config.systems = [
-        SystemConfig(name="keyword-top1", retriever="keyword", k=1, generator="concise"),
-        SystemConfig(
+        BuiltinSystemConfig(name="keyword-top1", retriever="keyword", k=1, generator="concise"),
+        BuiltinSystemConfig(
             name="hybrid-top3", retriever="hybrid", text_weight=0.5, k=3, generator="concise"
         ),
     ]
@@ -124,12 +124,13 @@ def demo_dataset(
     groups: int = 3,
     use_llm: bool = True,
     llm: str = "local",
-    llm_for: LLMFactory,
+    hooks: SessionHooks | None = None,
     progress: Callable[[str], None] = lambda _s: None,
     timings: Timings | None = None,
 ) -> tuple[Config, RunDir]:
     """The demo's first steps, resumable: the world, its templates (every wording verified
-    when ``use_llm``) and the balanced dataset."""
+    when ``use_llm``) and the balanced dataset. ``hooks`` say what the user sees of the
+    LLM's work (the model assembled, each step's usage)."""
     import json
 
     from ragaudit.steps.generate import generate_dataset
@@ -156,7 +157,8 @@ def demo_dataset(
             _keep_project_templates(run, templates)
         if not run.dataset.exists():  # words what is missing; a finished file asks nothing
             with (
-                llm_for(config, run, "templates") if use_llm else contextlib.nullcontext() as client
+                Session(config, run, hooks) as session,
+                session.llm("templates", use_llm) as client,
             ):
                 _text_templates(config, run, client)
     with _timed(timings, "generate", "balanced dataset"):
@@ -175,7 +177,7 @@ def run_demo(
     groups: int = 3,
     use_llm: bool = True,
     llm: str = "local",
-    llm_for: LLMFactory,
+    hooks: SessionHooks | None = None,
     progress: Callable[[str], None] = lambda _s: None,
     run_hooks: ProgressFactory | None = None,
     judge_hooks: ProgressFactory | None = None,
@@ -195,29 +197,20 @@ def run_demo(
         groups=groups,
         use_llm=use_llm,
         llm=llm,
-        llm_for=llm_for,
+        hooks=hooks,
         progress=progress,
         timings=timings,
     )
     with _timed(timings, "run", "keyword-top1 and hybrid-top3 answer every query"):
         progress("run")
-        with llm_for(config, run, "run") as client:
-            assert client is not None
-            client.run(
-                run_systems(
-                    config,
-                    run,
-                    config.systems,
-                    {config.llm.model: client},
-                    progress=run_hooks,
-                )
-            )
+        with Session(config, run, hooks) as session:
+            run_systems(session, config.systems, progress=run_hooks)
     with _timed(timings, "judge", "matchers first, then the LLM judge"):
         progress("judge")
-        with llm_for(config, run, "judge") as client:
+        with Session(config, run, hooks) as session:
             # Verdicts alone (a quarter of the tokens); retrieval is right when the gold
             # report is among those retrieved, as top-3 retrieves three.
-            judge_run(run, client, reasons=False, rule="all_gold", progress=judge_hooks)
+            judge_run(session, reasons=False, rule="all_gold", progress=judge_hooks)
     with _timed(timings, "analyze"):
         progress("analyze")
         run_analysis(run)

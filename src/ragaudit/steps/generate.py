@@ -128,8 +128,8 @@ def facts_from_rows(
     rows = read_row_map(path)
     texts = {d.id: d.text for d in load_corpus(config.corpus.path)}
     wanted: dict[str, set[str]] = {}
-    for _, table, key in rows:
-        wanted.setdefault(table, set()).add(key)
+    for _, table_name, key in rows:
+        wanted.setdefault(table_name, set()).add(key)
     found: dict[tuple[str, str], dict[str, Any]] = {}
     q = db.engine.dialect.identifier_preparer.quote
     for table_name, keys in wanted.items():

@@ -22,6 +22,7 @@ from ragaudit.records.io import JsonlAppender, atomic_write_json, read_jsonl, wr
 from ragaudit.records.models import Judgement, QueryRecord, ResponseRecord
 from ragaudit.rundir import RunDir
 from ragaudit.steps.inputs import duplicate_message
+from ragaudit.steps.session import Session
 
 if TYPE_CHECKING:
     from ragaudit.steps.run import ProgressFactory
@@ -39,9 +40,9 @@ class JudgeReport:
 
 
 def judge_run(
-    run: RunDir,
-    llm: LLMClient | None,
+    session: Session,
     *,
+    use_llm: bool = True,
     systems: list[str] | None = None,
     samples: int = 1,
     audit: int = 0,
@@ -51,9 +52,39 @@ def judge_run(
     reasons: bool = True,
     progress: ProgressFactory | None = None,
 ) -> JudgeReport:
-    """Judge the responses of every system (or ``systems``) in the run; ``reasons=False``
-    asks the LLM judge for its verdict alone (a quarter of the tokens)."""
-    folder = run.responses("x").parent
+    """Judge the responses of every system (or ``systems``) in the session's run: the
+    matchers first, then (``use_llm``) the LLM judge for what they leave undecided;
+    ``reasons=False`` asks the LLM judge for its verdict alone (a quarter of the tokens)."""
+    with session.llm("judge", use_llm) as llm:
+        return _judge_run(
+            session,
+            llm,
+            systems=systems,
+            samples=samples,
+            audit=audit,
+            closed_domain=closed_domain,
+            rule=rule,
+            seed=seed,
+            reasons=reasons,
+            progress=progress,
+        )
+
+
+def _judge_run(
+    session: Session,
+    llm: LLMClient | None,
+    *,
+    systems: list[str] | None,
+    samples: int,
+    audit: int,
+    closed_domain: bool,
+    rule: RetrievalRule,
+    seed: int,
+    reasons: bool,
+    progress: ProgressFactory | None,
+) -> JudgeReport:
+    run = session.run_dir
+    folder = run.responses_dir
     files = sorted(folder.glob("*.jsonl"))
     if systems:
         files = [f for f in files if f.stem in set(systems)]
@@ -98,7 +129,7 @@ def judge_run(
                     reasons=reasons,
                     on_judged=advance,
                 )
-                sink.append_many(llm.run(coro) if llm is not None else _run_plain(coro))
+                sink.append_many(session.run(coro))
         entry: dict[str, Any] = {
             "judged_now": len(todo),
             "already_judged": len(done),
@@ -138,12 +169,6 @@ def _decided(path: Path, answered: set[str]) -> set[str]:
     return {j.query_id for j in kept}
 
 
-def _run_plain(coro: Any) -> Any:
-    from ragaudit import aio
-
-    return aio.run(coro)
-
-
 def _audit(
     run: RunDir,
     system: str,
@@ -176,7 +201,7 @@ def _audit(
             return str(exc)[:300]
         return verdict.correct
 
-    verdicts = llm.run(gather_all(*(one(j) for j in chosen)))
+    verdicts = llm.run(gather_all(*(one(j) for j in chosen)))  # on the session's loop
     disagreements = [
         {"query_id": j.query_id, "method": j.method, "match": j.correct, "llm": v}
         for j, v in zip(chosen, verdicts, strict=True)
@@ -194,3 +219,25 @@ def _audit(
         "failed": len(failed),
         "failures": failed[:10],
     }
+
+
+def require_judged(report: JudgeReport) -> None:
+    """A judge run whose LLM judge failed on every answer it was asked about has judged
+    nothing with the LLM: an error that names the first failure, not a silent success."""
+    failed = sum(e["judge_failed"] for e in report.systems.values())
+    asked = sum(
+        n for e in report.systems.values() for m, n in e["methods"].items() if m.startswith("llm")
+    )
+    if failed and not asked:
+        first = next(
+            (
+                f"{e['judge_failures'][0]['query_id']}: {e['judge_failures'][0]['reason']}"
+                for e in report.systems.values()
+                if e["judge_failures"]
+            ),
+            "no reason recorded",
+        )
+        raise UserError(
+            f"the LLM judge failed on all {failed} answers it was asked about "
+            f"(first: {first}); nothing was judged by the LLM"
+        )

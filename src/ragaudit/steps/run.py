@@ -14,8 +14,15 @@ from ragaudit.records.io import atomic_write_json, iter_jsonl_dicts, read_jsonl
 from ragaudit.records.models import QueryRecord
 from ragaudit.run.harness import SystemRunStats, run_system
 from ragaudit.rundir import RunDir
+from ragaudit.steps.session import Session
+from ragaudit.systems.adapters import (
+    HTTPSystemConfig,
+    LangChainSystemConfig,
+    LlamaIndexSystemConfig,
+)
+from ragaudit.systems.builtin import BuiltinSystemConfig
 from ragaudit.systems.corpus import Chunk, chunk, load_corpus
-from ragaudit.systems.factory import build_system, needs_corpus
+from ragaudit.systems.factory import build_system, needs_corpus, needs_llm
 from ragaudit.systems.retrievers import Retriever
 
 # (system name) -> (on_start(total, done), advance(n)) for a progress display
@@ -50,22 +57,48 @@ def load_chunks(config: Config) -> list[Chunk]:
 
 
 def llm_model_of(config: Config, sc: SystemConfig) -> str:
-    """The model a built-in system answers with."""
-    return sc.llm or config.llm.model
+    """The model a built-in system answers with (the ``llm`` section's, unless it names
+    its own); an adapter answers with its own and is given none."""
+    own = sc.llm if isinstance(sc, BuiltinSystemConfig) else None
+    return own or config.llm.model
 
 
-async def run_systems(
-    config: Config,
-    run: RunDir,
+def run_systems(
+    session: Session,
     systems: list[SystemConfig],
-    llms: dict[str, LLMClient],
     *,
     limit: int | None = None,
     retry_errors: bool = False,
     progress: ProgressFactory | None = None,
 ) -> dict[str, SystemRunStats]:
     """Ask every system in ``systems`` every query (the first ``limit``), one system after
-    the other, each with the harness's concurrency. ``llms`` maps model names to clients."""
+    the other, each with the harness's concurrency; the built-in ones answer with the
+    session's clients (one per model they name)."""
+    models = [llm_model_of(session.config, sc) for sc in systems if needs_llm(sc)]
+    with session.clients("run", models) as llms:
+        return session.run(
+            _run_systems(
+                session.config,
+                session.run_dir,
+                systems,
+                llms,
+                limit=limit,
+                retry_errors=retry_errors,
+                progress=progress,
+            )
+        )
+
+
+async def _run_systems(
+    config: Config,
+    run: RunDir,
+    systems: list[SystemConfig],
+    llms: dict[str, LLMClient],
+    *,
+    limit: int | None,
+    retry_errors: bool,
+    progress: ProgressFactory | None,
+) -> dict[str, SystemRunStats]:
     if not run.dataset.exists():
         raise UserError(f"no dataset at {run.dataset}: run ragaudit generate first")
     queries = list(read_jsonl(run.dataset, QueryRecord))
@@ -158,19 +191,19 @@ def retrieval_warnings(
             f"{sc.name}: none of the {len(retrieved)} distinct retrieved ids (e.g. "
             f"{example!r}) is the gold id of any query; {_id_hint(sc)}"
         )
-    if sc.kind != "builtin" and sc.k is not None and depth > sc.k:
+    if not isinstance(sc, BuiltinSystemConfig) and sc.k is not None and depth > sc.k:
         out.append(f"{sc.name}: k is {sc.k} but the system returned up to {depth} documents")
     return out
 
 
 def _id_hint(sc: SystemConfig) -> str:
     """How to make a system's retrieved ids name documents."""
-    if sc.kind in ("langchain", "llamaindex"):
+    if isinstance(sc, LangChainSystemConfig | LlamaIndexSystemConfig):
         return (
             f"give each document its id in metadata[{sc.id_field!r}] (systems.{sc.name}."
             "id_field names another key)"
         )
-    if sc.kind == "http":
+    if isinstance(sc, HTTPSystemConfig):
         return f"check systems.{sc.name}.ids_path"
     return "return the ids the corpus gives its documents"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -444,16 +445,33 @@ def check(config: Config, run: RunDir) -> list[str]:
         texts = load_text_templates(run.templates_text)
         by_id = {t.id: t for t in loaded.templates}
         for (tid, style), at in texts.lines.items():
-            template = by_id.get(tid)
-            if template is None:
+            worded = by_id.get(tid)
+            if worded is None:
                 problems.append(f"{at}: templates.{tid}: no SQL template has this id")
                 continue
             item_lines = texts.item_lines[(tid, style)]
             for i, text in enumerate(texts.templates[tid][style]):
-                problem = placeholder_problem(text, template.placeholder_list)
+                problem = placeholder_problem(text, worded.placeholder_list)
                 if problem:
                     problems.append(
                         f"{item_lines[i]}: templates.{tid}.{style}[{i}]: {problem}: {text!r}"
                     )
     db.dispose()
     return problems
+
+
+def require_usable(result: TextTemplatesResult) -> None:
+    """A wording step that leaves not one usable wording has failed, whatever it wrote:
+    say why (the most common rejection) rather than let ``generate`` find out."""
+    usable = sum(c.verified + c.unchecked for c in result.counts.values())
+    if usable:
+        return
+    proposed = sum(c.proposed for c in result.counts.values())
+    reasons: Counter[str] = Counter()
+    for c in result.counts.values():
+        reasons.update(c.reasons)
+    why = ", ".join(f"{n} {kind}" for kind, n in reasons.most_common(3)) or "none was proposed"
+    raise UserError(
+        f"no usable wording: {proposed} proposed, none verified ({why}); the rejected ones "
+        f"and their reasons are in {result.path}"
+    )

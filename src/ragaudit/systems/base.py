@@ -5,7 +5,26 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from pydantic import Field
+
+from ragaudit.options import StrictOptions
 from ragaudit.records.models import QueryRecord, RetrievedItem, TokenUsage
+
+
+class SystemOptions(StrictOptions):
+    """What every entry of ``systems:`` has, whatever its kind; each kind's module adds its
+    own options (:mod:`ragaudit.systems.builtin`, :mod:`ragaudit.systems.adapters`)."""
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+    k: int | None = Field(
+        None,
+        ge=1,
+        le=1000,
+        description="Documents retrieved (built-in: given to the generator; default 3). An "
+        "adapter is given k only when it is set (else the system keeps its own depth), and "
+        "one that cannot take it is an error.",
+    )
+    timeout_s: float | None = Field(None, gt=0, description="Per-query timeout (else harness).")
 
 
 class SystemFailure(Exception):

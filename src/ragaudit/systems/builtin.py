@@ -6,14 +6,61 @@ from __future__ import annotations
 
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
 
 from ragaudit.aio import gather_all
 from ragaudit.llm.client import LLMClient
 from ragaudit.llm.types import GenerationParams
 from ragaudit.records.models import QueryRecord, RetrievedItem, TokenUsage
 from ragaudit.systems.answer_prompts import answer_messages, is_yes, rerank_messages
-from ragaudit.systems.base import SystemAnswer
+from ragaudit.systems.base import SystemAnswer, SystemOptions
 from ragaudit.systems.retrievers import Hit, Retriever
+
+BUILTIN_K = 3  # documents a built-in system retrieves when its k is not set
+
+
+class BuiltinSystemConfig(SystemOptions):
+    """``kind: builtin`` (the default): a retriever over the configured corpus, an optional
+    LLM re-ranker, and an answer prompt answered by ragaudit's LLM (or another model)."""
+
+    kind: Literal["builtin"] = "builtin"
+    retriever: Literal["keyword", "bm25", "dense", "hybrid", "none"] = "bm25"
+    text_weight: float = Field(0.5, ge=0, le=1, description="Hybrid: weight of BM25 vs dense.")
+    rerank_candidates: int | None = Field(
+        None, ge=1, le=100, description="LLM re-ranker: judge this many candidates (off: null)."
+    )
+    generator: Literal["concise", "strict", "llm_only", "none"] = "concise"
+    llm: str | None = Field(None, description="Model of this system (default: the llm section).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _llm_only_retrieves_nothing(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("generator") == "llm_only":
+            data = {"retriever": "none", **data}
+        return data
+
+    @model_validator(mode="after")
+    def _complete(self) -> BuiltinSystemConfig:
+        if self.generator == "llm_only" and self.retriever != "none":
+            raise ValueError("generator llm_only retrieves nothing: set retriever: none")
+        if self.retriever == "none" and self.generator in ("concise", "strict"):
+            raise ValueError(f"generator {self.generator} needs a retriever")
+        if self.retriever == "none" and self.generator == "none":
+            raise ValueError("a system with neither retriever nor generator does nothing")
+        return self
+
+    @property
+    def needs_llm(self) -> bool:
+        """Whether the system calls an LLM (to answer or to re-rank)."""
+        return self.generator != "none" or bool(self.rerank_candidates)
+
+    @property
+    def depth(self) -> int:
+        """Documents it retrieves: ``k``, else :data:`BUILTIN_K`."""
+        return self.k if self.k is not None else BUILTIN_K
+
 
 _RERANK_PARAMS = GenerationParams(temperature=0.0, max_tokens=3)
 PREFETCH_LIMIT = 20_000  # queries whose hits are kept ahead (a run's answers need them once)

@@ -14,8 +14,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from pydantic import Field
+
 from ragaudit.errors import UserError
+from ragaudit.options import StrictOptions
 from ragaudit.records.io import iter_jsonl_dicts
+
+
+class CorpusConfig(StrictOptions):
+    """The documents the built-in systems retrieve from."""
+
+    path: Path | None = Field(
+        None, description="JSON {id: text}, JSON list / JSONL of {id, text}, or a folder."
+    )
+    chunking: Literal["document", "paragraph", "window"] = "document"
+    chunk_size: int = Field(200, ge=1, description="Words per window (chunking: window).")
+    chunk_overlap: int = Field(50, ge=0, description="Words shared by neighbouring windows.")
 
 
 class CorpusError(UserError):

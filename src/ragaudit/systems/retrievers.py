@@ -86,15 +86,15 @@ def _persisted(
     target = index_dir / name
     if not (target / "complete").exists():
         index_dir.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=index_dir))
+        staging = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=index_dir))
         try:
-            build(tmp)
-            (tmp / "complete").write_text("ok\n")
+            build(staging)
+            (staging / "complete").write_text("ok\n")
             if target.exists():  # an incomplete leftover of a killed build
                 shutil.rmtree(target)
-            os.replace(tmp, target)
+            os.replace(staging, target)
         except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.rmtree(staging, ignore_errors=True)
             raise
     return load(target)
 
@@ -192,7 +192,10 @@ class BM25Retriever(_ScoringRetriever):
     def _tokens(self, query: str) -> list[str]:
         import bm25s
 
-        return bm25s.tokenize([query], stopwords="en", show_progress=False, return_ids=False)[0]
+        tokens: list[str] = bm25s.tokenize(
+            [query], stopwords="en", show_progress=False, return_ids=False
+        )[0]
+        return tokens
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every chunk."""
@@ -263,7 +266,8 @@ class DenseRetriever(_ScoringRetriever):
             np.save(folder / "embeddings.npy", embed([c.text for c in chunks]))
 
         def load(folder: Path) -> np.ndarray:
-            return np.load(folder / "embeddings.npy")
+            matrix: np.ndarray = np.load(folder / "embeddings.npy")
+            return matrix
 
         name = f"dense-{fingerprint(chunks, 'dense', DENSE_MODEL)}"
         self._matrix: np.ndarray = _persisted(index_dir, name, build, load)
@@ -283,7 +287,8 @@ class DenseRetriever(_ScoringRetriever):
         vector = self._queries.get(query)
         if vector is None:
             vector = embed([query])[0]
-        return (self._matrix @ vector).astype(np.float64)
+        scores: np.ndarray = (self._matrix @ vector).astype(np.float64)
+        return scores
 
 
 def _minmax(values: np.ndarray) -> np.ndarray:

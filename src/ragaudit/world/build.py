@@ -42,7 +42,8 @@ class WorldSummary:
 
 
 def _rows(company: Company, table: str) -> list[tuple[Any, ...]]:
-    return getattr(company, table.lower())
+    rows: list[tuple[Any, ...]] = getattr(company, table.lower())
+    return rows
 
 
 def _write_sqlite(company: Company, path: Path) -> None:

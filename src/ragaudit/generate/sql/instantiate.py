@@ -138,9 +138,12 @@ def _answer_fact(
 
     def keyed(alias: str, column: str) -> tuple[AnswerFact, exp.Column] | None:
         table = schema.table(aliases.get(alias.lower(), ""))
-        if table is None or len(table.primary_key) != 1 or table.column(column) is None:
+        if table is None or len(table.primary_key) != 1:
             return None
-        fact = AnswerFact(table.name, table.column(column).name)  # type: ignore[union-attr]
+        info = table.column(column)
+        if info is None:
+            return None
+        fact = AnswerFact(table.name, info.name)
         return fact, exp.column(table.primary_key[0], table=alias, quoted=True)
 
     found = keyed(answer.table, answer.name)
@@ -150,9 +153,10 @@ def _answer_fact(
         return found
     # The answer is its row's own key: the fact is the foreign key that led to the row.
     for eq in tree.find_all(exp.EQ):
-        sides = [eq.left, eq.right]
-        if not all(isinstance(side, exp.Column) for side in sides):
+        left, right = eq.left, eq.right
+        if not (isinstance(left, exp.Column) and isinstance(right, exp.Column)):
             continue
+        sides = [left, right]
         for mine, other in (sides, sides[::-1]):
             if (
                 mine.table.lower() == answer.table.lower()
@@ -179,7 +183,8 @@ def plan(template_sql: str, schema: SchemaInfo, *, dialect: str) -> Plan:
         raise SQLValidationError("placeholders inside WITH are not supported")
     tree = qualify(
         tree,
-        schema=schema.mapping(),
+        # sqlglot's stub asks for dict[str, object]; any mapping of tables works.
+        schema=schema.mapping(),  # type: ignore[arg-type]
         dialect=dialect,
         validate_qualify_columns=True,
         quote_identifiers=True,
@@ -202,7 +207,8 @@ def plan(template_sql: str, schema: SchemaInfo, *, dialect: str) -> Plan:
         if isinstance(parent, exp.EQ):
             other = parent.left if parent.right is literal else parent.right
         if (
-            isinstance(other, exp.Column)
+            isinstance(parent, exp.EQ)  # implied by other being set; narrows parent for mypy
+            and isinstance(other, exp.Column)
             and i not in projections
             and _in_top_and_chain(parent, tree.args.get("where"))
         ):
@@ -260,10 +266,12 @@ def plan(template_sql: str, schema: SchemaInfo, *, dialect: str) -> Plan:
         tree.set("distinct", exp.Distinct())
     tree = tree.order_by(*[exp.Literal.number(i + 1) for i in range(k)], copy=False)
     keyed_sql = None
+    fact = None
     if answer_fact is not None and not has_aggregate:
         keyed = tree.copy()
         keyed.set("expressions", [*keyed.expressions, exp.alias_(answer_fact[1], "__key")])
         keyed_sql = keyed.sql(dialect=dialect)
+        fact = answer_fact[0] if keyed_sql else None
     counts = []
     for ph in shape.placeholders:
         table, column = _actual(schema, ph)
@@ -275,7 +283,7 @@ def plan(template_sql: str, schema: SchemaInfo, *, dialect: str) -> Plan:
         placeholders=shape.placeholders,
         strategies=tuple(strategies[i] for i in range(k)),
         count_sql=tuple(counts),
-        fact=answer_fact[0] if keyed_sql else None,
+        fact=fact,
         keyed_sql=keyed_sql,
     )
 

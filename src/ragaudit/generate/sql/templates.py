@@ -164,7 +164,11 @@ def check_template(sql: str, schema: SchemaInfo, *, dialect: str | None = None) 
         raise SQLValidationError("LIMIT/OFFSET cannot apply per combination; remove it")
     # Compare fully qualified columns: t.Name and r.Name are different columns.
     qualified = qualify(
-        stmt.copy(), schema=schema.mapping(), dialect=dialect, validate_qualify_columns=False
+        stmt.copy(),
+        # sqlglot's stub asks for dict[str, object]; any mapping of tables works.
+        schema=schema.mapping(),  # type: ignore[arg-type]
+        dialect=dialect,
+        validate_qualify_columns=False,
     )
     tables = {t.alias_or_name.lower(): t.name.lower() for t in qualified.find_all(exp.Table)}
 

@@ -154,7 +154,11 @@ def to_template(line: str, bindings: dict[str, object]) -> str:
         pattern = _value_pattern(str(value))
         if not pattern.search(text):
             raise ValueError(f"'{value}' is missing")
-        text = pattern.sub(lambda _m, key=key: f"[{key}]", text)
+
+        def bracketed(_match: re.Match[str], key: str = key) -> str:
+            return f"[{key}]"
+
+        text = pattern.sub(bracketed, text)
     return text
 
 
@@ -263,9 +267,9 @@ async def llm_text_templates(
                     problems.append((line, str(exc)))
                     continue
                 if asks_why(text):  # before a sentence of context is paid for
-                    problem = "it asks why instead of asking for the information"
-                    result.rejected.append((style, text, problem))
-                    problems.append((line, problem))
+                    asks_why_problem = "it asks why instead of asking for the information"
+                    result.rejected.append((style, text, asks_why_problem))
+                    problems.append((line, asks_why_problem))
                     continue
                 short_by = _too_short_by(style, text)
                 if single and 0 < short_by <= MAX_LENGTHENING:

@@ -399,7 +399,9 @@ def _foreign_key_join(
         (t1, c1), (t2, c2) = sides
         pairs |= {(t1, c1, t2, c2), (t2, c2, t1, c1)}
     for info in infos:
-        for fk in info.foreign_keys if info else []:
+        if info is None:
+            continue
+        for fk in info.foreign_keys:
             wanted = {
                 (info.name.lower(), a.lower(), fk.ref_table.lower(), b.lower())
                 for a, b in zip(fk.columns, fk.ref_columns, strict=True)
@@ -495,6 +497,8 @@ def drop_unused_joins(sql: str, schema: SchemaInfo, dialect: str) -> str:
         i, k = drop
         if i == 0:  # the FROM table: the table joined to it takes its place
             source = tree.args.get("from_") or tree.args.get("from")
+            if source is None:  # _sources found a FROM table, so there is a FROM
+                raise AssertionError("a SELECT with joins but no FROM")
             source.set("this", joins[k].this.copy())
         joins[k].pop()
         changed = True
@@ -718,9 +722,9 @@ def facts(db: Database, schema: SchemaInfo, sample: TemplateSample) -> list[str]
     queue: list[tuple[TableInfo, str, Any]] = []
     for ph in sample.shape.placeholders:
         table = schema.table(ph.table)
-        column = table.column(ph.column) if table else None
-        if table is not None and column is not None:
-            queue.append((table, column.name, ex.bindings[ph.key]))
+        column_info = table.column(ph.column) if table else None
+        if table is not None and column_info is not None:
+            queue.append((table, column_info.name, ex.bindings[ph.key]))
     hops = 0
     while queue and hops < 8:
         table, column, value = queue.pop(0)

@@ -180,6 +180,7 @@ class OpenAIBackend:
         try:  # openai >= 2 is built on httpx2; older releases on httpx
             import httpx2 as httpx
         except ImportError:  # pragma: no cover - depends on the installed openai
+            # The fallback binds the same name as httpx2 above, which mypy calls a redefinition.
             import httpx  # type: ignore[no-redef]
         limits = httpx.Limits(
             max_connections=self.max_concurrency, max_keepalive_connections=self.max_concurrency
@@ -237,7 +238,7 @@ class OpenAIBackend:
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
             return min(retry_after, self.max_retry_wait_s)
-        delay = self.backoff_base_s * (2**attempt)
+        delay: float = self.backoff_base_s * (2**attempt)  # int ** int is Any to mypy
         return min(self.max_retry_wait_s, delay * (0.5 + random.random() / 2))
 
     def _request(self, messages: Messages, params: GenerationParams) -> dict[str, Any]:

@@ -1,0 +1,284 @@
+"""The analysis output as typed models: what summary.json holds, field by field.
+
+``ragaudit analyze`` builds a :class:`Summary` and writes it as summary.json; the report,
+the command line and notebooks read it back into the same models. Every model and field
+says what it means, so the JSON Schema generated from them (``docs/summary.schema.json``)
+documents the file. Pure: no file is read or written here (``ragaudit.report.summary_file``
+does that).
+
+Undefined figures are ``null``, never NaN or infinity: the models refuse non-finite
+numbers, so a summary that holds one cannot be built, written or read.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+SCHEMA_VERSION = 1
+
+Outcome = Literal["answer", "retrieval"]
+Tag = Literal["gap", "robust", "non-robust"]
+Source = Literal["correct", "knowledge base", "retriever", "language model"]
+SOURCES: tuple[Source, ...] = ("correct", "knowledge base", "retriever", "language model")
+BlameRule = Literal["evidence", "convention", "mixed"]
+LeftOutReason = Literal["unknown", "no document", "no retrieved ids"]
+ComparedMetric = Literal["accuracy", "robustness", "accuracy_retrieval", "robustness_retrieval"]
+
+Interval = tuple[float, float]
+
+
+class _Model(BaseModel):
+    """Frozen, strict about unknown fields, and without NaN or infinity."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+class Proportion(_Model):
+    """k successes out of n trials, with their share and its 95% Wilson score interval."""
+
+    value: float | None = Field(
+        description="k / n; null when n is 0 (nothing to count, so the share is undefined)"
+    )
+    k: int = Field(ge=0, description="successes: the queries or groups the figure counts")
+    n: int = Field(ge=0, description="trials: every query or group the figure is over")
+    ci95: Interval = Field(
+        description="95% Wilson score interval [low, high] of the share; [0, 1] when n is 0"
+    )
+
+    def __str__(self) -> str:
+        """``0.95 [0.90, 0.98]``, or ``n/a`` when nothing was counted."""
+        if not self.n or self.value is None:
+            return "n/a"
+        low, high = self.ci95
+        return f"{self.value:.2f} [{low:.2f}, {high:.2f}]"
+
+
+class MeanInterval(_Model):
+    """The mean of per-query scores in [0, 1], with a 95% normal-approximation interval."""
+
+    value: float | None = Field(description="the mean; null when no query was scored")
+    n: int = Field(ge=0, description="queries scored")
+    ci95: Interval = Field(
+        description="95% interval of the mean (normal approximation, clipped to [0, 1]); "
+        "[0, 1] when no query was scored"
+    )
+
+
+class Blame(_Model):
+    """Where the answers of one system and variant went wrong, counted query by query.
+
+    By evidence when the gold ids list the documents that state the answer; otherwise by
+    the GRAMMAR convention (a wrong answer in a gap group is the knowledge base's, one
+    whose retrieval was judged wrong the retriever's, any other the language model's)."""
+
+    rule: BlameRule = Field(
+        description="which rule decided: evidence, convention, or mixed (some queries each)"
+    )
+    counts: dict[Source, int] = Field(
+        description="queries per source: correct, knowledge base, retriever, language model"
+    )
+    by_evidence: int = Field(
+        ge=0, description="queries decided by the documents that state the answer"
+    )
+    by_convention: int = Field(ge=0, description="queries decided by the GRAMMAR convention")
+    holes_answered: int = Field(
+        ge=0,
+        description="correct answers to questions no document answers (decided by evidence): "
+        "the system answered from elsewhere, its own knowledge or a leak",
+    )
+
+
+class VariantFigures(_Model):
+    """Every figure of one system on one variant (one wording style) of the queries."""
+
+    n_queries: int = Field(ge=0, description="queries analyzed (judged answers)")
+    n_groups: int = Field(ge=0, description="semantic groups those queries belong to")
+    n_errors: int = Field(
+        0,
+        ge=0,
+        description="queries the system failed on (timeouts, HTTP errors), counted as wrong "
+        "answers (0 in summaries written before errors were counted)",
+    )
+    groups: dict[Tag, int] = Field(
+        description="semantic groups per tag: gap (every query wrong), robust (every query "
+        "right), non-robust (the rest)"
+    )
+    accuracy: Proportion = Field(description="correct answers among the queries")
+    robustness: Proportion = Field(
+        description="R: correct answers among the queries outside gap groups"
+    )
+    gap_fraction: Proportion = Field(
+        description="lambda: queries in gap groups among all, so accuracy = R x (1 - lambda)"
+    )
+    accuracy_retrieval: Proportion | None = Field(
+        description="correct retrievals among the queries with a retrieval verdict; null "
+        "when no query has one"
+    )
+    retrieval_left_out: dict[LeftOutReason, int] = Field(
+        default_factory=dict,
+        description="queries without a retrieval verdict, left out of the retrieval figures, "
+        "by why: gold ids unknown, no document holds the answer, or no retrieved ids",
+    )
+    robustness_retrieval: Proportion | None = Field(
+        description="correct retrievals among the queries with a retrieval verdict outside "
+        "gap groups; null when no query has a retrieval verdict"
+    )
+    acc_retrieval_db: Proportion = Field(
+        description="groups that are not gaps among all groups of this variant"
+    )
+    accuracy_balanced: float | None = Field(
+        None,
+        description="the mean of per-group accuracies (every group weighs the same); null "
+        "without queries",
+    )
+    blame: Blame | None = Field(
+        None,
+        description="where the answers went wrong; null only in summaries written before "
+        "it was counted",
+    )
+
+
+class SystemFigures(_Model):
+    """One system: its figures per variant, and the retrieval database across variants."""
+
+    system: str = Field(description="the system's name")
+    acc_retrieval_db: Proportion = Field(
+        description="Acc_retrieval_db across variants: groups that are not a gap in every "
+        "variant they appear in, among all groups"
+    )
+    knowledge_base_holes: Proportion | None = Field(
+        None,
+        description="groups whose answer no document states, among the groups whose gold "
+        "ids say which documents state it; null without such evidence",
+    )
+    open_domain_groups: int | None = Field(
+        None,
+        description="groups the LLM-only system answers correctly in every query (their "
+        "answers may come from the model's own knowledge); null without --llm-only",
+    )
+    acc_retrieval_db_closed_domain: Proportion | None = Field(
+        None,
+        description="Acc_retrieval_db without the open-domain groups; null without --llm-only "
+        "and for the LLM-only system itself",
+    )
+    variants: dict[str, VariantFigures] = Field(description="figures per variant, by name")
+
+
+class Side(_Model):
+    """One side of a comparison: which system and variant, its value and its errors."""
+
+    system: str = Field(description="the system")
+    variant: str = Field(description="the variant (wording style)")
+    value: float | None = Field(
+        description="the metric on this side over the paired groups; null where undefined"
+    )
+    errors: int = Field(
+        0,
+        ge=0,
+        description="queries this side failed on (timeouts, HTTP errors) among the paired "
+        "groups, counted as wrong answers",
+    )
+
+
+class Comparison(_Model):
+    """One metric compared between two sides, paired by semantic group: two variants of
+    one system, or two systems on one variant."""
+
+    metric: ComparedMetric = Field(
+        description="accuracy or robustness of the answers, or of the retrievals "
+        "(accuracy_retrieval, robustness_retrieval)"
+    )
+    a: Side = Field(description="side a")
+    b: Side = Field(description="side b")
+    difference: float | None = Field(
+        description="a - b; null when the metric is undefined on a side"
+    )
+    ci95: Interval | None = Field(
+        description="95% interval of the difference, from a bootstrap over groups; null when "
+        "not tested"
+    )
+    p_value: float | None = Field(
+        description="two-sided paired permutation p-value; null when not tested"
+    )
+    n_groups: int = Field(ge=0, description="semantic groups present on both sides")
+    undefined: str | None = Field(
+        None,
+        description="why the metric could not be compared (``side a: ...``), or null",
+    )
+    verdict: str = Field(description="the comparison in one sentence a person can act on")
+
+    def significant(self, alpha: float = 0.05) -> bool:
+        """Whether the difference is significant at ``alpha``; never when not tested."""
+        return self.p_value is not None and self.p_value < alpha
+
+
+RankingMetrics = dict[str, MeanInterval]
+
+
+class SystemRanking(_Model):
+    """Ranking metrics of one system's retrieval against the gold ids: Recall@k, MRR and
+    nDCG@k, each the mean over the queries whose gold ids name a document."""
+
+    depth: int = Field(ge=1, description="the deepest retrieved list; cut-offs go up to it")
+    variants: dict[str, RankingMetrics] = Field(
+        description="per variant: metric name (recall@k, mrr, ndcg@k) -> mean"
+    )
+    labels: dict[str, RankingMetrics] = Field(
+        description="per question label: metric name -> mean (empty without labels)"
+    )
+
+
+class Summary(_Model):
+    """What ``ragaudit analyze`` found: summary.json.
+
+    Figures per system and variant, where the answers went wrong, paired comparisons with
+    their verdicts, and ranking metrics of retrieval. A summary.json written before
+    ``schema_version`` existed reads as version 1."""
+
+    schema_version: int = Field(
+        SCHEMA_VERSION, ge=1, description="version of this format (absent: 1)"
+    )
+    outcome: Outcome = Field(
+        "answer",
+        description="what was analyzed as correct: the answers (judgements), or the "
+        "retrievals (by the retrieval rule)",
+    )
+    retrieval_rule: str = Field(
+        description="the rule the retrieval verdicts follow (the judge's, for judgements)"
+    )
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="where the figures need care: a rule that cannot fit the retrievals, "
+        "variants without retrieval figures",
+    )
+    systems: dict[str, SystemFigures] = Field(description="figures per system, by name")
+    judge_failed: dict[str, int] = Field(
+        default_factory=dict,
+        description="answers per system the LLM judge failed on, left out of every figure",
+    )
+    comparisons: list[Comparison] = Field(
+        default_factory=list,
+        description="paired comparisons: the answers' first, then the retrievals'",
+    )
+    retrieval_ranking: dict[str, SystemRanking] = Field(
+        default_factory=dict,
+        description="ranking metrics per system that returned retrieved ids",
+    )
+
+    @field_validator("schema_version")
+    @classmethod
+    def _supported(cls, value: int) -> int:
+        if value > SCHEMA_VERSION:
+            raise ValueError(
+                f"schema_version {value} is newer than this ragaudit understands "
+                f"({SCHEMA_VERSION}); upgrade ragaudit"
+            )
+        return value
+
+
+def summary_schema() -> dict[str, Any]:
+    """The JSON Schema of summary.json, generated from :class:`Summary`."""
+    schema = Summary.model_json_schema()
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}

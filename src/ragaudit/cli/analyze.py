@@ -1,0 +1,105 @@
+"""``ragaudit analyze``: groups, robustness, blame and paired tests, printed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ragaudit.cli.common import resolve_config
+from ragaudit.cli.console import console, err_console
+from ragaudit.cli.options import (
+    ConfigOption,
+    Outcome,
+)
+from ragaudit.judge.retrieval import DEFAULT_RULE, RULE_HELP
+from ragaudit.rundir import RunDir
+
+
+def analyze_cmd(
+    config_path: ConfigOption = None,
+    neutral: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--neutral",
+            help="Neutral JSONL results of a system ragaudit did not run (file or folder; "
+            "repeatable). Default: the run's dataset and judgements.",
+        ),
+    ] = None,
+    retrieval_rule: Annotated[
+        str, typer.Option("--retrieval-rule", help=f"{RULE_HELP}.")
+    ] = DEFAULT_RULE,
+    seed: Annotated[int, typer.Option("--seed", help="Bootstrap and permutation seed.")] = 0,
+    system: Annotated[
+        str, typer.Option("--system", help="Name of the system in --neutral files.")
+    ] = "external",
+    llm_only: Annotated[
+        str | None,
+        typer.Option(
+            "--llm-only",
+            help="System answering without retrieval: flags the "
+            "groups it answers (open domain) and gives Acc_retrieval_db without them.",
+        ),
+    ] = None,
+    outcome: Annotated[
+        Outcome,
+        typer.Option(
+            "--outcome",
+            help="answer (judgements) or retrieval (responses: retrieval correctness by the "
+            "retrieval rule is analyzed as the outcome; no judging needed).",
+        ),
+    ] = Outcome.answer,
+) -> None:
+    """Groups, robustness, retrieval database and module metrics, and paired tests:
+    summary.json, summary.md and drilldown.jsonl in the run directory."""
+    from ragaudit.judge.retrieval import check_rule
+    from ragaudit.report.terminal import (
+        blame_table,
+        judge_failed_lines,
+        ranking_table,
+        system_tables,
+    )
+    from ragaudit.steps.analyze import default_neutral, run_analysis
+
+    check_rule(retrieval_rule)
+    config = resolve_config(config_path)
+    run = RunDir.from_config(config)
+    run.lock("analyze")
+    run.record_step(
+        config,
+        "analyze",
+        {
+            "neutral": [str(p) for p in neutral] if neutral else None,
+            "retrieval_rule": retrieval_rule,
+            "seed": seed,
+            "system": system if neutral else None,
+            "llm_only": llm_only,
+            "outcome": outcome.value,
+        },
+    )
+    result = run_analysis(
+        run,
+        neutral=default_neutral(neutral or []),
+        rule=retrieval_rule,
+        seed=seed,
+        system=system,
+        llm_only=llm_only,
+        outcome="retrieval" if outcome is Outcome.retrieval else "answer",
+    )
+    summary = result.summary
+    if outcome is Outcome.retrieval:
+        console.print(f"outcome: retrieval correctness ({retrieval_rule})", markup=False)
+    for warning in summary.warnings:
+        err_console.print(f"warning: {warning}", markup=False, style="yellow")
+    for table in system_tables(summary):
+        console.print(table)
+    console.print(blame_table(summary))
+    for line in judge_failed_lines(summary):
+        console.print(line, markup=False)
+    for comparison in summary.comparisons:
+        console.print(comparison.verdict, markup=False)
+    ranking = ranking_table(summary)
+    if ranking is not None:
+        console.print(ranking)
+    console.print(f"wrote {run.summary}, {run.summary_md}, {run.drilldown}", markup=False)

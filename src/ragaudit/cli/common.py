@@ -1,0 +1,48 @@
+"""What every command shares: the configuration with its command-line overrides, and
+the LLM session of a command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ragaudit.cli.console import console, usage_table
+from ragaudit.cli.progress import prepare_embedded_model
+from ragaudit.config import DEFAULT_CONFIG_NAME, Config, load_config
+from ragaudit.rundir import RunDir
+from ragaudit.steps.session import Session, SessionHooks
+
+
+def load_run(
+    config_path: Path | None, example: bool = False, db: str | None = None, llm: str | None = None
+) -> Config:
+    """The configuration with command-line overrides applied."""
+    config = resolve_config(config_path)
+    if example:
+        config.database.url = "example"
+    if db:
+        config.database.url = db
+    if llm:
+        config.llm.model = llm
+    return config
+
+
+def resolve_config(path: Path | None) -> Config:
+    """The configuration from ``path``, else ``./ragaudit.yaml`` if present, else defaults."""
+    if path is None:
+        default = Path(DEFAULT_CONFIG_NAME)
+        path = default if default.exists() else None
+    return load_config(path)
+
+
+def session_hooks() -> SessionHooks:
+    """What the user sees of an LLM session: the embedded model assembled with a progress
+    bar, and each step's LLM usage printed when it ends."""
+    return SessionHooks(
+        assemble_model=prepare_embedded_model,
+        show_usage=lambda meter: console.print(usage_table(meter)),
+    )
+
+
+def session_for(config: Config, run: RunDir) -> Session:
+    """The LLM session of one command over ``run``."""
+    return Session(config, run, session_hooks())

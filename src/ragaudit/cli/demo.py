@@ -1,0 +1,77 @@
+"""``ragaudit demo``: every step on a generated company, offline."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from ragaudit.cli.common import session_hooks
+from ragaudit.cli.console import console, err_console
+from ragaudit.cli.options import (
+    LLMOption,
+)
+from ragaudit.cli.progress import counting_bar, harness_progress
+
+
+def demo_cmd(
+    out: Annotated[Path, typer.Argument(help="Folder for the world and the run.")] = Path(
+        "ragaudit-demo"
+    ),
+    size: Annotated[int, typer.Option("--size", min=20, help="Rows of the company.")] = 60,
+    groups: Annotated[
+        int, typer.Option("--groups", min=1, help="Semantic groups per question template.")
+    ] = 3,
+    templates: Annotated[
+        int, typer.Option("--templates", min=1, max=6, help="Question templates.")
+    ] = 4,
+    no_llm: Annotated[
+        bool, typer.Option("--no-llm", help="Word every question with the verbalizer.")
+    ] = False,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the world.")] = 0,
+    llm: LLMOption = None,
+) -> None:
+    """Everything ragaudit does, offline, on a generated company: world, templates,
+    dataset, two RAG systems, judging, analysis and report.html. Resumable."""
+
+    from ragaudit.steps.demo import run_demo
+
+    start = time.perf_counter()
+    progress = counting_bar()
+
+    hooks = harness_progress(progress)
+
+    with progress:
+        result = run_demo(
+            out,
+            size=size,
+            seed=seed,
+            templates=templates,
+            groups=groups,
+            use_llm=not no_llm,
+            llm=llm or "local",
+            hooks=session_hooks(),
+            progress=lambda step: err_console.print(f"demo: {step}", markup=False),
+            run_hooks=hooks,
+            judge_hooks=lambda name: hooks(f"judge {name}"),
+        )
+    table = Table(title="Where the time went", title_justify="left")
+    for header in ("step", "seconds", ""):
+        table.add_column(header, justify="right" if header == "seconds" else "left")
+    for step, (seconds, note) in result.timings.items():
+        table.add_row(step, f"{seconds:.1f}", escape(note))
+    console.print(table)
+    from ragaudit.report.summary_file import read_summary
+
+    for c in read_summary(result.run.summary).comparisons:
+        # keyword-top1, short vs long: accuracy and R of its answers and of its retrieval
+        if c.a.system == c.b.system == "keyword-top1":
+            console.print(c.verdict, markup=False)
+    console.print(
+        f"demo finished in {time.perf_counter() - start:.0f} s; report: {result.report}",
+        markup=False,
+    )

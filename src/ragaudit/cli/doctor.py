@@ -1,0 +1,111 @@
+"""``ragaudit doctor``: the resolved configuration, the database's schema and one LLM
+round trip, printed; the checks themselves are :mod:`ragaudit.steps.doctor`'s."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+import yaml
+from rich.markup import escape
+from rich.table import Table
+
+from ragaudit.cli.common import load_run
+from ragaudit.cli.console import console, err_console, usage_table
+from ragaudit.cli.options import (
+    ConfigOption,
+    DbOption,
+    ExampleOption,
+    LLMOption,
+)
+from ragaudit.cli.progress import prepare_embedded_model
+from ragaudit.db import SchemaInfo
+from ragaudit.errors import UserError
+from ragaudit.llm.usage import UsageMeter
+from ragaudit.rundir import RunDir
+from ragaudit.secrets import redact
+from ragaudit.steps.doctor import check_database, check_llm
+
+
+def _schema_table(schema: SchemaInfo) -> Table:
+    """Tables, row counts, columns with their types, keys, distinct values and NULLs."""
+    table = Table(title=f"Schema ({schema.dialect})", title_justify="left")
+    for header in ("table", "rows", "column", "type", "key", "distinct", "nulls"):
+        table.add_column(
+            header, justify="right" if header in {"rows", "distinct", "nulls"} else "left"
+        )
+    for info in schema.tables:
+        fk_cols = {c: f"FK→{escape(fk.ref_table)}" for fk in info.foreign_keys for c in fk.columns}
+        for i, col in enumerate(info.columns):
+            key = "PK" if col.primary_key else fk_cols.get(col.name, "")
+            table.add_row(
+                escape(info.name) if i == 0 else "",
+                str(info.row_count) if i == 0 and info.row_count is not None else "",
+                escape(col.name),
+                escape(col.type),
+                key,
+                "" if col.distinct_count is None else str(col.distinct_count),
+                "" if col.null_count is None else str(col.null_count),
+            )
+        table.add_section()
+    return table
+
+
+def doctor(
+    config_path: ConfigOption = None,
+    example: ExampleOption = False,
+    db: DbOption = None,
+    llm: LLMOption = None,
+    prompt: Annotated[
+        str, typer.Option("--prompt", help="What to ask the LLM for the round trip.")
+    ] = "In one short sentence: why test a RAG system with questions whose answers are known?",
+    skip_llm: Annotated[bool, typer.Option("--skip-llm", help="Do not call the LLM.")] = False,
+) -> None:
+    """Check the setup: resolved configuration, database schema, and one LLM round trip."""
+    config = load_run(config_path, example, db, llm=llm)
+    run = RunDir.from_config(config).create()
+    run.lock("doctor")
+    run.record_step(config, "doctor")
+
+    console.rule("configuration")
+    console.print(
+        yaml.safe_dump(config.masked_dict(), sort_keys=False, allow_unicode=True).rstrip()
+    )
+    failures: list[str] = []
+
+    console.rule("database")
+    if not config.database.url:
+        console.print("no database configured (database.url); use --db URL or --example")
+    else:
+        try:
+            found = check_database(config)
+            ro = "read-only enforced" if found.read_only_enforced else "read-only NOT enforced"
+            console.print(f"{found.display_url}  ({found.dialect}, {ro})", markup=False)
+            console.print(_schema_table(found.schema))
+        except UserError as exc:
+            failures.append(str(exc))
+            err_console.print(f"[red]database check failed:[/red] {escape(redact(str(exc)))}")
+
+    meter = UsageMeter()
+    if not skip_llm:
+        console.rule("LLM")
+        try:
+            # The doctor checks the live model: it never answers from the cache.
+            trip = check_llm(config, prompt, meter, assemble_model=prepare_embedded_model)
+            console.print(f"backend:  {trip.backend}", markup=False)
+            if trip.load_s is not None:
+                console.print(f"loaded:   in {trip.load_s:.2f} s")
+            console.print(f"question: {trip.question}", markup=False)
+            console.print(f"answer:   {trip.answer}", markup=False)
+            console.print(
+                f"latency:  {trip.latency_s:.2f} s  ({trip.prompt_tokens} prompt + "
+                f"{trip.completion_tokens} completion tokens)"
+            )
+        except UserError as exc:
+            failures.append(str(exc))
+            err_console.print(f"[red]LLM check failed:[/red] {escape(redact(str(exc)))}")
+        console.print(usage_table(meter))
+    meter.write(run.usage)
+    console.print(f"run directory: {run.root}", markup=False)
+    if failures:
+        raise typer.Exit(code=1)

@@ -1,0 +1,104 @@
+"""``ragaudit judge``: every response judged, and how each was decided."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ragaudit.cli.common import load_run, session_for
+from ragaudit.cli.console import console, err_console
+from ragaudit.cli.options import (
+    ConfigOption,
+    LLMOption,
+    SystemsOption,
+)
+from ragaudit.judge.retrieval import DEFAULT_RULE, RULE_HELP
+from ragaudit.rundir import RunDir
+
+
+def judge_cmd(
+    config_path: ConfigOption = None,
+    system: SystemsOption = None,
+    samples: Annotated[
+        int, typer.Option("--samples", min=1, help="Judge k times with the LLM; majority vote.")
+    ] = 1,
+    audit: Annotated[
+        int, typer.Option("--audit", min=0, help="Re-judge N deterministic decisions with the LLM.")
+    ] = 0,
+    closed_domain: Annotated[
+        bool,
+        typer.Option(
+            "--closed-domain",
+            help="A retrieval miss, or a question no document holds, makes the answer incorrect.",
+        ),
+    ] = False,
+    retrieval_rule: Annotated[
+        str, typer.Option("--retrieval-rule", help=f"{RULE_HELP}.")
+    ] = DEFAULT_RULE,
+    no_llm: Annotated[
+        bool, typer.Option("--no-llm", help="Matchers only; undecided answers count incorrect.")
+    ] = False,
+    llm: LLMOption = None,
+) -> None:
+    """Judge every response: deterministic matchers first, the LLM judge for the rest;
+    writes judgements/<system>.jsonl (resumable)."""
+    from ragaudit.judge.retrieval import check_rule
+    from ragaudit.steps.judge import judge_run, require_judged
+
+    check_rule(retrieval_rule)
+    config = load_run(config_path, llm=llm)
+    run = RunDir.from_config(config).create()
+    run.lock("judge")
+    run.record_step(
+        config,
+        "judge",
+        {
+            "system": system,
+            "samples": samples,
+            "audit": audit,
+            "closed_domain": closed_domain,
+            "retrieval_rule": retrieval_rule,
+            "no_llm": no_llm,
+        },
+    )
+    with session_for(config, run) as session:
+        report = judge_run(
+            session,
+            use_llm=not no_llm,
+            systems=system,
+            samples=samples,
+            audit=audit,
+            closed_domain=closed_domain,
+            rule=retrieval_rule,
+        )
+    for warning in report.warnings:
+        err_console.print(f"warning: {warning}", markup=False, style="yellow")
+    for name, entry in report.systems.items():
+        methods = ", ".join(f"{m} {n}" for m, n in sorted(entry["methods"].items()))
+        console.print(
+            f"{name}: judged {entry['judged_now']} now, {entry['already_judged']} "
+            f"before ({methods or 'nothing new'})",
+            markup=False,
+        )
+        if entry.get("llm_sample_agreement") is not None:
+            console.print(
+                f"  LLM sample agreement: {entry['llm_sample_agreement']:.0%}", markup=False
+            )
+        if "audit" in entry:
+            a = entry["audit"]
+            failed = f" ({a['failed']} could not be re-judged)" if a["failed"] else ""
+            console.print(
+                f"  audit: {a['disagreements']} of {a['audited']} deterministic "
+                f"decisions disagree with the LLM judge{failed}",
+                markup=False,
+            )
+        if entry["judge_failed"]:
+            first = entry["judge_failures"][0]
+            console.print(
+                f"  {entry['judge_failed']} judgements failed, recorded as judge-failed and "
+                f"left out of the analysis (first: {first['query_id']}: {first['reason']}); "
+                "rerun ragaudit judge to retry them",
+                markup=False,
+            )
+    require_judged(report)

@@ -1,0 +1,72 @@
+"""Options several commands share, and the fixed choices as enums (typer checks them and
+lists them in ``--help``; no command checks a choice by hand)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ragaudit.config import DEFAULT_CONFIG_NAME
+
+
+class SqlGenerator(StrEnum):
+    """Who writes the SQL templates."""
+
+    enumerator = "enumerator"
+    llm = "llm"
+
+
+class TextGenerator(StrEnum):
+    """Who words the SQL templates."""
+
+    verbalizer = "verbalizer"
+    llm = "llm"
+
+
+class Engine(StrEnum):
+    """The database a world is written to."""
+
+    sqlite = "sqlite"
+    duckdb = "duckdb"
+
+
+class OnFailure(StrEnum):
+    """What becomes of a world report whose rewrite fails its check twice."""
+
+    template = "template"
+    drop = "drop"
+
+
+class Outcome(StrEnum):
+    """What ``analyze`` counts as the outcome of a query."""
+
+    answer = "answer"
+    retrieval = "retrieval"
+
+
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        "-c",
+        help=f"Configuration file (default: ./{DEFAULT_CONFIG_NAME} if it exists).",
+    ),
+]
+ExampleOption = Annotated[
+    bool, typer.Option("--example", help="Use the example database bundled with ragaudit.")
+]
+DbOption = Annotated[str | None, typer.Option("--db", help="Database URL (overrides the config).")]
+LLMOption = Annotated[
+    str | None,
+    typer.Option("--llm", help="LLM: local, local:/path.gguf or openai:<model> (overrides)."),
+]
+NoVerifyOption = Annotated[
+    bool,
+    typer.Option("--no-verify", help="Run only the checks that need no LLM (no verdicts)."),
+]
+SystemsOption = Annotated[
+    list[str] | None, typer.Option("--system", help="Only this system (repeatable).")
+]

@@ -1,0 +1,66 @@
+"""Progress displays on stderr, one place for all commands."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from rich.markup import escape
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
+
+from ragaudit.cli.console import err_console
+
+
+def counting_bar(*, rate: bool = False, transient: bool = True) -> Progress:
+    """A progress display for counted work: description, bar, done/total, ETA (and the
+    rate in a ``rate`` task field when asked); on stderr."""
+    from rich.progress import MofNCompleteColumn, TimeRemainingColumn
+
+    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn()]
+    if rate:
+        columns.append(TextColumn("{task.fields[rate]}"))
+    columns += [TextColumn("ETA"), TimeRemainingColumn()]
+    return Progress(*columns, console=err_console, transient=transient)
+
+
+def prepare_embedded_model() -> None:
+    """Assemble the embedded model with a progress bar (a no-op once it is in the cache)."""
+    from ragaudit.llm.model_assets import MODEL_SIZE, ensure_embedded_model
+
+    with Progress(
+        TextColumn("assembling the embedded model"),
+        BarColumn(),
+        DownloadColumn(),
+        console=err_console,
+        transient=True,
+    ) as progress:
+        task = progress.add_task("model", total=MODEL_SIZE)
+        ensure_embedded_model(progress=lambda done, _total: progress.update(task, completed=done))
+
+
+def harness_progress(
+    progress: Progress, *, rate: bool = False
+) -> Callable[[str], tuple[Callable[[int, int], None], Callable[[int], None]]]:
+    """Progress hooks for the harness and the judge: one bar per system, reset when the
+    work starts (records of an earlier run count as done, not in the rate or the ETA)."""
+
+    def hooks(name: str) -> tuple[Callable[[int, int], None], Callable[[int], None]]:
+        # A bar without a rate column ignores the field.
+        task = progress.add_task(escape(name), total=None, start=False, rate="")
+        asked = [0, time.perf_counter()]
+
+        def on_start(total: int, done: int) -> None:
+            progress.reset(task, total=total, completed=done, start=True)
+            asked[1] = time.perf_counter()
+
+        def advance(n: int) -> None:
+            asked[0] += n
+            if rate:
+                per_s = asked[0] / max(time.perf_counter() - float(asked[1]), 1e-9)
+                progress.update(task, advance=n, rate=f"{per_s:.1f}/s")
+            else:
+                progress.advance(task, n)
+
+        return on_start, advance
+
+    return hooks

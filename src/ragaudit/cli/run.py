@@ -1,0 +1,83 @@
+"""``ragaudit run``: every system asked every query, with a progress bar per system."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from ragaudit.cli.common import load_run, session_for
+from ragaudit.cli.console import console, err_console
+from ragaudit.cli.options import (
+    ConfigOption,
+    LLMOption,
+    SystemsOption,
+)
+from ragaudit.cli.progress import counting_bar, harness_progress
+from ragaudit.rundir import RunDir
+
+
+def run_cmd(
+    config_path: ConfigOption = None,
+    system: SystemsOption = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="Only the first N queries of the dataset.")
+    ] = None,
+    retry_errors: Annotated[
+        bool,
+        typer.Option("--retry-errors", help="Ask again the queries whose record has an error."),
+    ] = False,
+    concurrency: Annotated[
+        int | None, typer.Option("--concurrency", min=1, help="Queries in flight (overrides).")
+    ] = None,
+    timeout: Annotated[
+        float | None, typer.Option("--timeout", min=0.001, help="Per-query timeout in seconds.")
+    ] = None,
+    llm: LLMOption = None,
+) -> None:
+    """Ask every system under test every query: responses/<system>.jsonl, one line per
+    query. Resumable: a rerun asks only what is missing."""
+
+    from ragaudit.steps.run import run_systems, selected_systems
+
+    config = load_run(config_path, llm=llm)
+    if concurrency:
+        config.harness.concurrency = concurrency
+    if timeout:
+        config.harness.timeout_s = timeout
+    chosen = selected_systems(config, system)
+    run = RunDir.from_config(config).create()
+    run.lock("run")
+    run.record_step(
+        config,
+        "run",
+        {"system": system, "limit": limit, "retry_errors": retry_errors, "timeout": timeout},
+    )
+    progress = counting_bar(rate=True, transient=False)
+
+    hooks = harness_progress(progress, rate=True)
+
+    with session_for(config, run) as session, progress:
+        results = run_systems(
+            session, chosen, limit=limit, retry_errors=retry_errors, progress=hooks
+        )
+    table = Table(title=f"Responses -> {run.responses_dir}", title_justify="left")
+    for header in ("system", "asked now", "already done", "errors", "queries/s", "tokens"):
+        table.add_column(header, justify="left" if header == "system" else "right")
+    for name, s in results.items():
+        table.add_row(
+            escape(name),
+            str(s.asked),
+            str(s.already_done),
+            str(s.errors),
+            f"{s.rate:.1f}",
+            str(s.prompt_tokens + s.completion_tokens),
+        )
+    console.print(table)
+    for name, s in results.items():
+        for example in s.error_examples[:3]:
+            err_console.print(f"{name}: {example}", markup=False)
+        for warning in s.warnings:
+            err_console.print(f"warning: {warning}", markup=False, style="yellow")

@@ -1,0 +1,262 @@
+"""``ragaudit templates sql|text|verify|check``: make, word, verify and check the run's
+templates; the work is :mod:`ragaudit.steps.templates`'."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from ragaudit.cli.common import load_run, session_for
+from ragaudit.cli.console import console, err_console
+from ragaudit.cli.options import (
+    ConfigOption,
+    DbOption,
+    ExampleOption,
+    LLMOption,
+    NoVerifyOption,
+    SqlGenerator,
+    TextGenerator,
+)
+from ragaudit.cli.progress import counting_bar
+from ragaudit.errors import UserError
+from ragaudit.rundir import RunDir
+
+if TYPE_CHECKING:
+    from ragaudit.steps.templates import TextTemplatesResult
+
+
+def templates_sql(
+    config_path: ConfigOption = None,
+    example: ExampleOption = False,
+    db: DbOption = None,
+    from_reference: Annotated[
+        Path | None,
+        typer.Option("--from-reference", help="Import a GRAMMAR sql_templates.json instead."),
+    ] = None,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace an existing templates/sql.yaml.")
+    ] = False,
+    generator: Annotated[
+        SqlGenerator | None, typer.Option("--generator", help="Overrides the config.")
+    ] = None,
+    llm: LLMOption = None,
+) -> None:
+    """Write templates/sql.yaml: SQL templates from the schema enumerator (offline), the
+    LLM, or an imported reference file. An existing file is kept unless --overwrite."""
+    from ragaudit.steps.templates import make_sql_templates
+
+    config = load_run(config_path, example, db, llm=llm)
+    if generator:
+        config.templates.sql_generator = generator.value
+    run = RunDir.from_config(config).create()
+    run.lock("templates sql")
+    run.record_step(config, "templates sql")
+    with (
+        session_for(config, run) as session,
+        session.llm("templates", config.templates.sql_generator == "llm") as client,
+    ):
+        result = make_sql_templates(
+            config, run, from_reference=from_reference, overwrite=overwrite, llm=client
+        )
+    if not result.written:
+        console.print(
+            f"{result.path} exists ({len(result.templates)} templates) and is kept: it may hold "
+            "your edits. Use --overwrite to regenerate it.",
+            markup=False,
+        )
+        return
+    table = Table(title=f"SQL templates -> {result.path}", title_justify="left")
+    table.add_column("id", overflow="fold")
+    table.add_column("placeholders", overflow="fold")
+    for header in ("combinations", "groups", "multi-answer"):
+        table.add_column(header, justify="right")
+    for t in result.templates:
+        table.add_row(
+            escape(t.id),
+            escape(", ".join(t.placeholders)),
+            str(t.combinations),
+            str(t.groups),
+            str(t.multi_answer_groups),
+        )
+    console.print(table)
+    for sql, reason in result.rejected:
+        err_console.print(f"rejected: {sql}: {reason}", markup=False)
+    for name, note in result.notes.items():
+        err_console.print(f"no template from {name}: {note}", markup=False)
+
+
+def _print_wordings(result: TextTemplatesResult) -> None:
+    """Per style: wordings proposed, verified, rejected (by check), not checked; then
+    what went wrong on the way."""
+    for tid, style, text, reason in result.rejected:
+        err_console.print(f"not kept ({tid}, {style}): {text!r}: {reason}", markup=False)
+    for tid, style, note in result.fallbacks:
+        err_console.print(f"note ({tid}, {style}): {note}", markup=False)
+    outcome = result.verification
+    if outcome is not None:
+        for tid, text, reason in outcome.failures:
+            err_console.print(f"unverified ({tid}): {text!r}: {reason}", markup=False)
+    for tid in result.orphans:
+        err_console.print(
+            f"note: {result.path} has wordings of '{tid}', which templates/sql.yaml no longer "
+            "has (kept; templates check reports them)",
+            markup=False,
+        )
+    table = Table(title=f"Wordings -> {result.path}", title_justify="left")
+    for header in ("style", "proposed", "verified", "rejected", "not checked", "rate", "why"):
+        table.add_column(header, justify="left" if header in ("style", "why") else "right")
+    for style, c in result.counts.items():
+        why = ", ".join(f"{n} {kind}" for kind, n in c.reasons.most_common())
+        rate = "—" if c.rate is None else f"{c.rate:.0%}"
+        table.add_row(
+            escape(style),
+            str(c.proposed),
+            str(c.verified),
+            str(c.rejected),
+            str(c.unchecked),
+            rate,
+            escape(why),
+        )
+    console.print(table)
+    verified = sum(c.verified for c in result.counts.values())
+    if outcome is not None and outcome.calls:
+        per = outcome.calls + result.generation_calls
+        console.print(
+            f"{per} LLM calls ({result.generation_calls} to word, {outcome.calls} to verify): "
+            + (f"{per / verified:.1f} per verified wording" if verified else "none verified"),
+            markup=False,
+        )
+    unworded = [
+        f"{tid} ({style})"
+        for tid, styles in result.texts.items()
+        if tid not in result.orphans
+        for style, texts in styles.items()
+        if not any(
+            (v := result.verdicts.get((tid, style, t))) is not None and v.verified for t in texts
+        )
+    ]
+    if unworded and any(c.verified for c in result.counts.values()):
+        err_console.print(
+            f"no verified wording yet: {', '.join(unworded[:8])}"
+            + (f" and {len(unworded) - 8} more" if len(unworded) > 8 else ""),
+            markup=False,
+        )
+
+
+def templates_text(
+    config_path: ConfigOption = None,
+    example: ExampleOption = False,
+    db: DbOption = None,
+    from_reference: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--from-reference",
+            help="STYLE=PATH of a GRAMMAR text_templates_<style>.json (repeatable).",
+        ),
+    ] = None,
+    overwrite: Annotated[
+        bool,
+        typer.Option("--overwrite", help="Word every template again, dropping the file's."),
+    ] = False,
+    generator: Annotated[
+        TextGenerator | None, typer.Option("--generator", help="Overrides the config.")
+    ] = None,
+    no_verify: NoVerifyOption = False,
+    llm: LLMOption = None,
+) -> None:
+    """Word the SQL templates in every style into templates/text.yaml: from the built-in
+    verbalizer (offline), the LLM, or imported reference files. Wordings already in the
+    file are kept; only (template, style) pairs without one are worded. Then every wording
+    without a verdict is verified (templates verify)."""
+    from ragaudit.steps.templates import make_text_templates, require_usable
+
+    config = load_run(config_path, example, db, llm=llm)
+    if generator:
+        config.templates.text_generator = generator.value
+    if no_verify:
+        config.templates.verify = False
+    run = RunDir.from_config(config).create()
+    run.lock("templates text")
+    run.record_step(config, "templates text")
+    references: dict[str, Path] = {}
+    for item in from_reference or []:
+        style, sep, path = item.partition("=")
+        if not sep or not style or not path:
+            raise UserError(f"--from-reference {item!r}: expected STYLE=PATH")
+        references[style] = Path(path)
+    use_llm = (
+        config.templates.text_generator == "llm" and not references
+    ) or config.templates.verify
+    from ragaudit.generate.sql.templates import load_templates
+
+    total = len(load_templates(run.templates_sql).templates)
+    bar = counting_bar()
+    with session_for(config, run) as session, session.llm("templates", use_llm) as client, bar:
+        task = bar.add_task("wording", total=total)
+        result = make_text_templates(
+            config,
+            run,
+            references=references or None,
+            overwrite=overwrite,
+            llm=client,
+            on_template=lambda _t: bar.advance(task),
+        )
+    _print_wordings(result)
+    worded = len(result.worded)
+    console.print(
+        f"{result.path}: {worded} (template, style) pairs worded now, {result.kept} wordings "
+        "kept from the file" + ("" if worded or not result.kept else " (nothing was missing)"),
+        markup=False,
+    )
+    require_usable(result)
+
+
+def templates_verify(
+    config_path: ConfigOption = None,
+    example: ExampleOption = False,
+    db: DbOption = None,
+    recheck: Annotated[
+        bool, typer.Option("--recheck", help="Judge every wording again, even with a verdict.")
+    ] = False,
+    llm: LLMOption = None,
+) -> None:
+    """Check that each wording of templates/text.yaml asks exactly what its SQL template
+    answers, and store the verdict next to it (verified: true, or rejected: why)."""
+    from ragaudit.generate.sql.templates import load_templates
+    from ragaudit.steps.templates import verify_text_templates
+
+    config = load_run(config_path, example, db, llm=llm)
+    run = RunDir.from_config(config)
+    run.lock("templates verify")
+    run.record_step(config, "templates verify")
+    total = len(load_templates(run.templates_sql).templates)
+    bar = counting_bar()
+    with session_for(config, run) as session, session.llm("verify") as client, bar:
+        task = bar.add_task("verifying", total=total)
+        result = verify_text_templates(
+            config, run, client, recheck=recheck, on_template=lambda _t, _n: bar.advance(task)
+        )
+    _print_wordings(result)
+
+
+def templates_check(
+    config_path: ConfigOption = None,
+    example: ExampleOption = False,
+    db: DbOption = None,
+) -> None:
+    """Revalidate templates/sql.yaml and templates/text.yaml against the database; each
+    problem names the file and the line."""
+    from ragaudit.steps.templates import check
+
+    config = load_run(config_path, example, db)
+    run = RunDir.from_config(config)
+    problems = check(config, run)
+    for problem in problems:
+        err_console.print(problem, markup=False)
+    if problems:
+        raise typer.Exit(code=1)
+    console.print("templates are valid", markup=False)

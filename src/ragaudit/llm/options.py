@@ -1,0 +1,108 @@
+"""The ``llm`` section of ragaudit.yaml: which model ragaudit itself uses, and how it is
+called (concurrency, timeouts, retries, sampling, cache)."""
+
+from __future__ import annotations
+
+import os
+from typing import Literal
+
+from pydantic import Field, SecretStr, field_validator
+
+from ragaudit.errors import ConfigError
+from ragaudit.options import StrictOptions
+from ragaudit.secrets import register_secret
+
+
+class LLMConfig(StrictOptions):
+    """The language model ragaudit itself uses (for wording, judging, ...)."""
+
+    model: str = Field(
+        "local",
+        description="'local' (embedded model), 'local:/path/model.gguf', or 'openai:<model>'.",
+    )
+    base_url: str | None = Field(
+        None, description="OpenAI-compatible server; else OPENAI_BASE_URL."
+    )
+    api_key: SecretStr | None = Field(None, description="Else OPENAI_API_KEY. Never printed.")
+    transport: Literal["aiohttp", "openai-sdk"] = Field(
+        "aiohttp",
+        description="HTTP client for openai:<model>: 'aiohttp' (fast, default) or the official "
+        "SDK ('openai-sdk').",
+    )
+    max_concurrency: int = Field(8, ge=1, le=1024)
+    timeout_s: float = Field(120.0, gt=0, description="Per-call timeout.")
+    max_retries: int = Field(4, ge=0, le=50, description="Retries on 429/5xx/timeouts.")
+    max_retry_wait_s: float = Field(60.0, gt=0, description="Cap on one backoff or Retry-After.")
+    temperature: float = Field(0.0, ge=0, le=2)
+    max_tokens: int = Field(512, ge=1)
+    seed: int = 0
+    structured_attempts: int = Field(3, ge=1, le=10, description="Asks for one structured reply.")
+    threads: int | None = Field(None, ge=1, description="Local model CPU threads (default: all).")
+    context_size: int = Field(4096, ge=256, description="Local model context window in tokens.")
+    cache: bool = Field(True, description="Persistent cache of every call in the run directory.")
+
+    @field_validator("model")
+    @classmethod
+    def _known_backend(cls, value: str) -> str:
+        backend, _, rest = value.partition(":")
+        if backend not in {"local", "openai"}:
+            raise ValueError(
+                f"unknown backend '{backend}': use 'local', 'local:/path.gguf' or 'openai:<model>'"
+            )
+        if backend == "openai" and not rest:
+            raise ValueError("'openai:' needs a model name, e.g. 'openai:gpt-4o-mini'")
+        return value
+
+    @field_validator("base_url")
+    @classmethod
+    def _no_credentials(cls, value: str | None) -> str | None:
+        problem = url_credentials_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @property
+    def backend(self) -> str:
+        """The backend kind: ``local`` or ``openai``."""
+        return self.model.partition(":")[0]
+
+    @property
+    def model_name(self) -> str:
+        """What follows the backend: a model name, a GGUF path, or '' for the embedded model."""
+        return self.model.partition(":")[2]
+
+    def resolved_base_url(self) -> str | None:
+        """The server URL: the config's, else ``OPENAI_BASE_URL``, else None (OpenAI's default)."""
+        url = self.base_url or os.environ.get("OPENAI_BASE_URL") or None
+        problem = url_credentials_problem(url)
+        if problem:
+            raise ConfigError(f"OPENAI_BASE_URL: {problem}")
+        return url
+
+    def resolved_api_key(self) -> str | None:
+        """The API key: the config's, else ``OPENAI_API_KEY``; registered for redaction."""
+        key = self.api_key.get_secret_value() if self.api_key else os.environ.get("OPENAI_API_KEY")
+        register_secret(key)
+        return key
+
+
+def url_credentials_problem(url: str | None) -> str | None:
+    """Why an LLM server URL cannot be used as given, or None. A user or password in it
+    (``http://user:pw@host/v1``) is registered as a secret, so that it is masked wherever it
+    could appear, and refused: OpenAI-compatible servers take the key as a Bearer token,
+    which the URL's credentials would clash with."""
+    if not url or "@" not in url:
+        return None
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None  # not a URL: the HTTP client reports that
+    if parts.username is None and parts.password is None:
+        return None
+    register_secret(parts.password)
+    return (
+        "a user or password in the URL is not supported (it is not sent): give the server's "
+        "key as llm.api_key or OPENAI_API_KEY, and the URL without credentials"
+    )

@@ -1,0 +1,175 @@
+"""summary.md: an analysis :class:`~ragaudit.analysis.summary.Summary` as Markdown, and
+the figures as the tables (Markdown, terminal, HTML) show them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ragaudit.analysis.retrieval_metrics import ranking_columns
+from ragaudit.analysis.summary import (
+    SOURCES,
+    LeftOutReason,
+    MeanInterval,
+    Proportion,
+    Summary,
+    VariantFigures,
+)
+
+# The figures of a variant that every table shows, in this order.
+METRIC_NAMES = (
+    "accuracy",
+    "robustness",
+    "accuracy_retrieval",
+    "robustness_retrieval",
+    "gap_fraction",
+    "acc_retrieval_db",
+    "accuracy_balanced",
+)
+
+BLAME_HEADERS = (
+    "system",
+    "variant",
+    "rule",
+    "correct",
+    "knowledge base",
+    "retriever",
+    "language model",
+    "holes answered",
+)
+
+
+def show(value: Proportion | float | None) -> str:
+    """A figure for a table: proportions with their interval, plain numbers to 2 decimals."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    return str(value)
+
+
+def show_mean(entry: MeanInterval) -> str:
+    """A mean with its interval, as in the tables."""
+    if entry.value is None:
+        return "n/a"
+    low, high = entry.ci95
+    return f"{entry.value:.2f} [{low:.2f}, {high:.2f}]"
+
+
+def retrieval_count(n: int, left_out: Mapping[LeftOutReason, int]) -> str:
+    """The queries a retrieval figure counts, and those left out and why, for a table:
+    "150; left out: 318 gold ids unknown"."""
+    if not left_out:
+        return str(n)
+    why = ", ".join(
+        f"{count} {'gold ids ' + reason if reason == 'unknown' else reason}"
+        for reason, count in sorted(left_out.items())
+    )
+    return f"{n}; left out: {why}"
+
+
+def retrieval_queries(m: VariantFigures) -> str:
+    """How many queries the retrieval figures count, and those left out and why."""
+    n = m.accuracy_retrieval.n if m.accuracy_retrieval is not None else 0
+    return retrieval_count(n, m.retrieval_left_out)
+
+
+def metrics_table(summary: Summary) -> str:
+    """One row per system and variant, every metric with its 95% interval."""
+    head = (
+        "| system | variant | queries | groups | errors | retrieval queries | "
+        + " | ".join(METRIC_NAMES)
+        + " |"
+    )
+    lines = [head, "|" + "---|" * (6 + len(METRIC_NAMES))]
+    for system, figures in summary.systems.items():
+        for variant, m in figures.variants.items():
+            cells = [show(getattr(m, name)) for name in METRIC_NAMES]
+            lines.append(
+                f"| {system} | {variant} | {m.n_queries} | {m.n_groups} | {m.n_errors} | "
+                f"{retrieval_queries(m)} | " + " | ".join(cells) + " |"
+            )
+        holes = figures.knowledge_base_holes
+        lines.append(
+            f"| {system} | all variants | | | | | acc_retrieval_db (gap in every variant): "
+            f"{figures.acc_retrieval_db}"
+            + (f"; groups no document answers: {holes}" if holes else "")
+            + " |"
+            + " |" * (len(METRIC_NAMES) - 1)
+        )
+    return "\n".join(lines) + "\n"
+
+
+def blame_rows(summary: Summary) -> list[list[str]]:
+    """Where the answers go wrong, per system and variant: the rule that decided (evidence:
+    gold ids that say which documents state the answer; convention: a gap group is the
+    knowledge base's), each source's share of the queries, and the correct answers to
+    questions no document answers (from the model's own knowledge, or a leak). Variants
+    of a summary written before blame was counted have no row."""
+    rows = []
+    for system, figures in summary.systems.items():
+        for variant, m in figures.variants.items():
+            b = m.blame
+            if b is None:
+                continue
+            total = sum(b.counts.values())
+            shares = [
+                f"{b.counts.get(part, 0) / total:.2f}" if total else "n/a" for part in SOURCES
+            ]
+            holes = str(b.holes_answered) if b.by_evidence else "n/a"
+            rows.append([system, variant, b.rule, *shares, holes])
+    return rows
+
+
+def blame_table(summary: Summary) -> str:
+    """:func:`blame_rows` as a Markdown table."""
+    lines = ["| " + " | ".join(BLAME_HEADERS) + " |", "|" + "---|" * len(BLAME_HEADERS)]
+    lines += ["| " + " | ".join(row) + " |" for row in blame_rows(summary)]
+    return "\n".join(lines) + "\n"
+
+
+def ranking_table(summary: Summary) -> str:
+    """Recall@k, MRR and nDCG per system and variant, as a Markdown table ("" without
+    ranking metrics)."""
+    ranking = summary.retrieval_ranking
+    if not ranking:
+        return ""
+    names = ranking_columns(ranking)
+    lines = [
+        "| system | variant | queries | " + " | ".join(names) + " |",
+        "|" + "---|" * (3 + len(names)),
+    ]
+    for system, entry in ranking.items():
+        for variant, metrics in entry.variants.items():
+            n = next(iter(metrics.values())).n
+            cells = [show_mean(metrics[name]) if name in metrics else "" for name in names]
+            lines.append(f"| {system} | {variant} | {n} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def judge_failed_note(summary: Summary) -> str:
+    """What the figures leave out because the judge could not decide, or nothing."""
+    if not summary.judge_failed:
+        return ""
+    parts = ", ".join(f"{system} {n}" for system, n in sorted(summary.judge_failed.items()))
+    return f"\nLeft out, the LLM judge failed on them (rerun ragaudit judge to retry): {parts}\n"
+
+
+def summary_markdown(summary: Summary) -> str:
+    """summary.md: the outcome when it is retrieval, the warnings, the figures, where the
+    answers go wrong, what the judge left out, the verdicts and the ranking metrics."""
+    verdicts = "".join(f"- {c.verdict}\n" for c in summary.comparisons)
+    ranked = ranking_table(summary)
+    return (
+        (
+            f"Outcome analyzed: retrieval correctness ({summary.retrieval_rule})\n\n"
+            if summary.outcome == "retrieval"
+            else ""
+        )
+        + "".join(f"Warning: {w}\n\n" for w in summary.warnings)
+        + metrics_table(summary)
+        + "\nWhere the answers go wrong (shares of the queries)\n\n"
+        + blame_table(summary)
+        + judge_failed_note(summary)
+        + ("\n" + verdicts if verdicts else "")
+        + ("\nRetrieval ranking (mean [95% CI])\n\n" + ranked if ranked else "")
+    )

@@ -1,0 +1,119 @@
+"""The LLM side of one command over one run: its configuration, the metered and cached
+clients of each step, the one event loop every step's async work runs on, and the rule
+that says which cache file a model's calls go to.
+
+Every step that asks an LLM, or runs async work, does so through the session it is given;
+no step picks an event loop or builds a client itself. The command line makes one session
+per command and says, through :class:`SessionHooks`, what the user sees of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Coroutine, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ragaudit import aio
+from ragaudit.config import Config
+from ragaudit.llm.client import LLMClient
+from ragaudit.llm.usage import UsageMeter
+from ragaudit.rundir import RunDir
+
+T = TypeVar("T")
+
+
+def _assemble_quietly() -> None:
+    from ragaudit.llm.model_assets import ensure_embedded_model
+
+    ensure_embedded_model()
+
+
+@dataclass
+class SessionHooks:
+    """What the user sees of a session: the embedded model being assembled (the first time
+    only), and each step's LLM usage when the step ends."""
+
+    assemble_model: Callable[[], None] = _assemble_quietly
+    show_usage: Callable[[UsageMeter], None] = lambda _meter: None
+
+
+class Session:
+    """One command's LLM work over ``run``. Use it as a context manager: leaving it closes
+    the event loop."""
+
+    def __init__(self, config: Config, run: RunDir, hooks: SessionHooks | None = None) -> None:
+        self.config = config
+        self.run_dir = run
+        self.hooks = hooks or SessionHooks()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The session's event loop (uvloop's where installed), made on first use."""
+        if self._loop is None or self._loop.is_closed():
+            self._loop = aio.new_event_loop()
+        return self._loop
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` to completion on the session's loop, from synchronous code."""
+        return self.loop.run_until_complete(coro)
+
+    def cache_path(self, model: str) -> Path:
+        """Where ``model``'s calls are cached: the run's main model in cache/llm.sqlite, any
+        other in a file of its own, so that two models never answer from each other's."""
+        if model == self.config.llm.model:
+            return self.run_dir.llm_cache
+        from ragaudit.records.models import stable_id
+
+        return self.run_dir.llm_cache.with_name(f"llm-{stable_id(model, length=10)}.sqlite")
+
+    @contextlib.contextmanager
+    def clients(self, step: str, models: list[str]) -> Iterator[dict[str, LLMClient]]:
+        """Cached clients for one step, one per model named (the ``llm`` section's settings,
+        the model swapped), all on the session's loop. Their usage is shown and merged into
+        usage.json when the step ends, even when it fails."""
+        if not models:
+            yield {}
+            return
+        from ragaudit.llm import make_llm
+
+        meter = UsageMeter()
+        made: dict[str, LLMClient] = {}
+        try:
+            for model in dict.fromkeys(models):
+                settings = self.config.llm.model_copy(update={"model": model})
+                settings = type(settings).model_validate(settings.model_dump())  # checks it
+                if settings.backend == "local" and not settings.model_name:
+                    self.hooks.assemble_model()
+                made[model] = make_llm(
+                    settings, cache_path=self.cache_path(model), meter=meter, loop=self.loop
+                )
+            with meter.step(step):
+                yield made
+        finally:
+            for client in made.values():
+                client.close()
+            self.hooks.show_usage(meter)
+            meter.write(self.run_dir.usage)
+
+    @contextlib.contextmanager
+    def llm(self, step: str, needed: bool = True) -> Iterator[LLMClient | None]:
+        """The run's main client for one step, or None when the step needs no LLM."""
+        model = self.config.llm.model
+        with self.clients(step, [model] if needed else []) as made:
+            yield made.get(model)
+
+    def close(self) -> None:
+        """Close the event loop (after the async generators left on it)."""
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.run_until_complete(self._loop.shutdown_asyncgens())
+            self._loop.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

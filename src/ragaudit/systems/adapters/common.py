@@ -1,0 +1,152 @@
+"""What every adapter shares: secrets from the environment, a function's return value read
+as an answer, retrieved items, targets named ``module:attribute``, and the refusal of a
+``k`` the system cannot take."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+import re
+import sys
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from ragaudit.errors import ConfigError
+from ragaudit.records.models import RetrievedItem, TokenUsage
+from ragaudit.secrets import register_secret
+from ragaudit.systems.base import SystemAnswer, SystemFailure, SystemOptions
+
+_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class TargetOptions(SystemOptions):
+    """A system found in the user's code: ``target`` names the object to import."""
+
+    target: str = Field(description="module:attribute of the function or object.")
+
+    @field_validator("target")
+    @classmethod
+    def _module_attribute(cls, value: str) -> str:
+        module, _, attr = value.partition(":")
+        if not module or not attr:
+            raise ValueError(f"target {value!r}: expected 'module:attribute'")
+        return value
+
+
+def expand_env(value: str, where: str) -> str:
+    """``${VAR}`` replaced by the environment variable; the result is treated as a secret
+    (headers carry tokens), so it never shows in logs or records."""
+
+    def sub(m: re.Match[str]) -> str:
+        name = m.group(1)
+        if name not in os.environ:
+            raise ConfigError(f"{where}: environment variable {name} is not set")
+        register_secret(os.environ[name])
+        return os.environ[name]
+
+    return _ENV.sub(sub, value)
+
+
+def _no_k(name: str, what: str) -> ConfigError:
+    """The error for a ``k`` a system cannot be given: ignoring it would report a depth
+    the system never used."""
+    return ConfigError(
+        f"system {name}: k is set, but {what}; remove k and set the depth in the system "
+        "itself, or make it accept one"
+    )
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return value if isinstance(value, list) else [value]
+
+
+def _items(ids: Any, texts: Any = None, scores: Any = None) -> list[RetrievedItem]:
+    id_list, text_list, score_list = _as_list(ids), _as_list(texts), _as_list(scores)
+    if not id_list and text_list:
+        # Contexts without ids: number them so that they still show in the report.
+        id_list = [f"context-{i}" for i in range(1, len(text_list) + 1)]
+    out = []
+    for i, doc_id in enumerate(id_list):
+        text = text_list[i] if i < len(text_list) else None
+        score = score_list[i] if i < len(score_list) else None
+        out.append(
+            RetrievedItem(
+                id=str(doc_id),
+                text=None if text is None else str(text),
+                score=None if score is None else float(score),
+            )
+        )
+    return out
+
+
+def to_answer(value: Any, source: str) -> SystemAnswer:
+    """A callable's return value as an answer: a string; a dict with ``answer`` (or
+    ``response``) and optionally ``retrieved_ids``, ``contexts``, ``scores``, ``usage``; or a
+    tuple ``(answer, ids[, contexts])``."""
+    if isinstance(value, SystemAnswer):
+        return value
+    if value is None or isinstance(value, str):
+        return SystemAnswer(response=value)
+    if isinstance(value, tuple) and 1 <= len(value) <= 3:
+        answer, ids, texts = [*value, None, None][:3]
+        return SystemAnswer(
+            response=None if answer is None else str(answer), retrieved=_items(ids, texts)
+        )
+    if isinstance(value, dict):
+        answer = value.get("answer", value.get("response"))
+        usage = value.get("usage") or {}
+        return SystemAnswer(
+            response=None if answer is None else str(answer),
+            retrieved=_items(
+                value.get("retrieved_ids", value.get("ids")),
+                value.get("contexts"),
+                value.get("scores"),
+            ),
+            usage=TokenUsage(
+                prompt_tokens=int(usage.get("prompt_tokens", 0)),
+                completion_tokens=int(usage.get("completion_tokens", 0)),
+            ),
+        )
+    raise SystemFailure(
+        f"{source} returned {type(value).__name__}: expected a string, a dict with 'answer', "
+        "or (answer, ids[, contexts])"
+    )
+
+
+def load_target(target: str, where: str) -> Any:
+    """The object ``module:attribute`` names (the current directory is importable, as for
+    uvicorn's app strings); a one-line error when it cannot be found."""
+    module_name, _, attr = target.partition(":")
+    if not module_name or not attr:
+        raise ConfigError(f"{where}: target {target!r} must be 'module:attribute'")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(f"{where}: cannot import {module_name}: {exc}") from None
+    obj: Any = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ConfigError(f"{where}: {module_name} has no attribute {attr}")
+        obj = getattr(obj, part)
+    return obj
+
+
+def _built(obj: Any) -> Any:
+    """A factory function is called (without arguments) to build the object."""
+    if inspect.isfunction(obj):
+        return obj()
+    return obj
+
+
+def _doc_item(doc_id: Any, text: Any, score: Any) -> RetrievedItem:
+    return RetrievedItem(
+        id=str(doc_id),
+        text=None if text is None else str(text),
+        score=None if score is None else float(score),
+    )

@@ -1,0 +1,68 @@
+"""A Python function as a system: ``fn(query)`` or ``fn(query, record=QueryRecord)``, sync
+(run in worker threads) or async, returning the answer, or a dict / tuple with the answer,
+the retrieved ids and texts."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Literal
+
+from ragaudit.errors import ConfigError
+from ragaudit.records.models import QueryRecord
+from ragaudit.systems.adapters.common import TargetOptions, _no_k, load_target, to_answer
+from ragaudit.systems.base import SystemAnswer
+
+
+class CallableSystemConfig(TargetOptions):
+    """``kind: callable``: a function of the user's, named by ``target``."""
+
+    kind: Literal["callable"] = "callable"
+
+
+class CallableSystem:
+    """A Python function as a system: ``fn(query)`` or ``fn(query, record=QueryRecord)``."""
+
+    def __init__(self, name: str, fn: Any, *, threads: int = 8, k: int | None = None) -> None:
+        if not callable(fn):
+            raise ConfigError(f"system {name}: target is not callable")
+        self.name = name
+        self.fn = fn
+        self._async = inspect.iscoroutinefunction(fn)
+        params: Mapping[str, inspect.Parameter]
+        try:
+            params = inspect.signature(fn).parameters
+        except (TypeError, ValueError):
+            params = {}
+        self._takes_record = "record" in params
+        takes_k = "k" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+        if k is not None and not takes_k:
+            raise _no_k(name, "the function takes no parameter k")
+        self.k = k
+        self._pool = None if self._async else ThreadPoolExecutor(max_workers=threads)
+
+    async def answer(self, query: QueryRecord) -> SystemAnswer:
+        """Call the function with the query text (and the record, if it asks for one)."""
+        kwargs: dict[str, Any] = {"record": query} if self._takes_record else {}
+        if self.k is not None:
+            kwargs["k"] = self.k
+        if self._async:
+            value = await self.fn(query.query, **kwargs)
+        else:
+            loop = asyncio.get_running_loop()
+            value = await loop.run_in_executor(self._pool, lambda: self.fn(query.query, **kwargs))
+        return to_answer(value, f"system {self.name}")
+
+    async def aclose(self) -> None:
+        """Stop the worker threads (a call still running in one is abandoned)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def build(sc: CallableSystemConfig, *, concurrency: int) -> CallableSystem:
+    """The function ``sc.target`` names, run in ``concurrency`` threads when it is sync."""
+    return CallableSystem(
+        sc.name, load_target(sc.target, f"systems.{sc.name}"), threads=concurrency, k=sc.k
+    )

@@ -1,0 +1,79 @@
+"""A LlamaIndex retriever (retrieval only) or query engine as a system
+(``ragaudit[llamaindex]``)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from ragaudit.errors import ConfigError
+from ragaudit.records.models import QueryRecord, RetrievedItem
+from ragaudit.systems.adapters.common import (
+    TargetOptions,
+    _as_list,
+    _built,
+    _doc_item,
+    _no_k,
+    load_target,
+)
+from ragaudit.systems.base import SystemAnswer
+
+
+class LlamaIndexSystemConfig(TargetOptions):
+    """``kind: llamaindex``: a retriever or query engine of the user's, named by ``target``."""
+
+    kind: Literal["llamaindex"] = "llamaindex"
+    id_field: str = Field("id", description="Metadata key of a retrieved document's id.")
+
+
+class LlamaIndexSystem:
+    """A LlamaIndex retriever (``aretrieve``: retrieval only) or query engine (``aquery``:
+    the answer and its source nodes)."""
+
+    def __init__(self, name: str, obj: Any, *, id_field: str = "id", k: int | None = None) -> None:
+        obj = _built(obj)
+        if not (hasattr(obj, "aretrieve") or hasattr(obj, "aquery")):
+            raise ConfigError(
+                f"system {name}: target is not a LlamaIndex retriever or query engine"
+            )
+        self.name = name
+        self.obj = obj
+        self.id_field = id_field
+        if k is not None:
+            # A query engine retrieves through its retriever.
+            retriever = getattr(obj, "retriever", None) if hasattr(obj, "aquery") else obj
+            if retriever is None or not hasattr(retriever, "similarity_top_k"):
+                raise _no_k(name, f"{type(obj).__name__} has no similarity_top_k to set")
+            retriever.similarity_top_k = k
+
+    def _nodes(self, nodes: Any) -> list[RetrievedItem]:
+        out = []
+        for item in _as_list(nodes):
+            node = getattr(item, "node", item)
+            meta = getattr(node, "metadata", None) or {}
+            doc_id = meta.get(self.id_field) or getattr(node, "ref_doc_id", None) or node.node_id
+            out.append(_doc_item(doc_id, node.get_content(), getattr(item, "score", None)))
+        return out
+
+    async def answer(self, query: QueryRecord) -> SystemAnswer:
+        """Retrieve, or query the engine, with the query text."""
+        if hasattr(self.obj, "aquery"):
+            result = await self.obj.aquery(query.query)
+            answer = getattr(result, "response", result)
+            return SystemAnswer(
+                response=None if answer is None else str(answer),
+                retrieved=self._nodes(getattr(result, "source_nodes", None)),
+            )
+        return SystemAnswer(
+            response=None, retrieved=self._nodes(await self.obj.aretrieve(query.query))
+        )
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
+
+
+def build(sc: LlamaIndexSystemConfig) -> LlamaIndexSystem:
+    """The retriever or query engine ``sc.target`` names (a factory function is called)."""
+    obj = load_target(sc.target, f"systems.{sc.name}")
+    return LlamaIndexSystem(sc.name, obj, id_field=sc.id_field, k=sc.k)
