@@ -152,7 +152,7 @@ END_TO_END = """
 import json, sys, time, resource
 from pathlib import Path
 sys.path.insert(0, {repo!r})
-from ragaudit.config import GenerateOptions
+from ragaudit.generate.options import GenerateOptions
 from ragaudit.db import Database, introspect
 from ragaudit.generate import SqlTemplate, generate, DatasetStats
 from ragaudit.generate.dataset import TextConflicts

@@ -31,8 +31,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from ragaudit import aio  # noqa: E402
-from ragaudit.config import LLMConfig  # noqa: E402
 from ragaudit.llm import make_llm, user  # noqa: E402
+from ragaudit.llm.options import LLMConfig  # noqa: E402
 
 CALLS = 2000
 CONCURRENCY = 32

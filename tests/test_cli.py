@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -52,40 +51,6 @@ def test_a_bad_config_is_one_line_without_traceback(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr + result.stdout
 
 
-def test_doctor_shows_schema_of_the_example_database(tmp_path: Path) -> None:
-    result = ragaudit("doctor", "--example", "--skip-llm", cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
-    for table in ("Client", "Department", "Employee", "Project"):
-        assert table in result.stdout
-    assert "FK→Client" in result.stdout
-    assert (tmp_path / "runs" / "default" / "ragaudit.yaml").is_file()
-
-
-def test_doctor_reports_an_unreadable_database_in_one_line(tmp_path: Path) -> None:
-    (tmp_path / "broken.db").write_text("this is not a database")
-    result = ragaudit(
-        "doctor", "--db", f"sqlite:///{tmp_path / 'broken.db'}", "--skip-llm", cwd=tmp_path
-    )
-    assert result.returncode == 1
-    assert "database check failed" in result.stderr
-    assert "file is not a database" in result.stderr
-    assert "Traceback" not in result.stderr
-
-
-def test_doctor_on_a_duckdb_file(tmp_path: Path) -> None:
-    import duckdb
-
-    conn = duckdb.connect(str(tmp_path / "d.duckdb"))
-    conn.execute("CREATE TABLE city (name VARCHAR PRIMARY KEY, country VARCHAR)")
-    conn.execute("INSERT INTO city VALUES ('Orrin', 'Nowhere')")
-    conn.close()
-    result = ragaudit(
-        "doctor", "--db", f"duckdb:///{tmp_path / 'd.duckdb'}", "--skip-llm", cwd=tmp_path
-    )
-    assert result.returncode == 0, result.stderr
-    assert "city" in result.stdout and "country" in result.stdout
-
-
 def test_unknown_option_is_a_usage_error(tmp_path: Path) -> None:
     result = ragaudit("doctor", "--colour", cwd=tmp_path)
     assert result.returncode == 2
@@ -97,19 +62,6 @@ def test_sqlite_url_with_missing_file(tmp_path: Path) -> None:
     result = ragaudit("doctor", "--db", "sqlite:///nope.db", "--skip-llm", cwd=tmp_path)
     assert result.returncode == 1
     assert "no database file at nope.db" in result.stderr
-
-
-def test_doctor_with_a_table_subset(tmp_path: Path) -> None:
-    db = tmp_path / "two.db"
-    conn = sqlite3.connect(db)
-    conn.execute("CREATE TABLE kept (a TEXT)")
-    conn.execute("CREATE TABLE dropped (b TEXT)")
-    conn.commit()
-    conn.close()
-    (tmp_path / "ragaudit.yaml").write_text(f"database:\n  url: sqlite:///{db}\n  tables: [kept]\n")
-    result = ragaudit("doctor", "--skip-llm", cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
-    assert "kept" in result.stdout and "dropped" not in result.stdout
 
 
 def test_model_output_is_shown_literally_not_as_markup(llm_server, tmp_path: Path) -> None:

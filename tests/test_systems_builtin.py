@@ -7,11 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from ragaudit import aio
-from ragaudit.config import LLMConfig, parse_config
-from ragaudit.errors import ConfigError
+from ragaudit.config import LLMConfig
 from ragaudit.llm import make_llm
 from ragaudit.records.io import read_jsonl
 from ragaudit.records.models import ResponseRecord
@@ -94,31 +91,6 @@ def test_the_reranker_puts_relevant_passages_first(llm_server: ScriptedLLMServer
 def test_yes_detection() -> None:
     assert is_yes("Yes") and is_yes(" **yes**, it does") and is_yes("YES.")
     assert not is_yes("No") and not is_yes("") and not is_yes("yesterday")
-
-
-@pytest.mark.parametrize(
-    ("text", "message"),
-    [
-        ("systems:\n  - {name: a, generator: llm_only, retriever: bm25}\n", "retrieves nothing"),
-        ("systems:\n  - {name: a, retriever: none}\n", "needs a retriever"),
-        ("systems:\n  - {name: a, kind: callable}\n", "systems.0.target: Field required"),
-        ("systems:\n  - {name: a, kind: callable, target: f}\n", "expected 'module:attribute'"),
-        ("systems:\n  - {name: a, kind: grpc}\n", "systems.0: kind must be one of builtin, http"),
-        # an option of another kind is a mistake, not something to ignore
-        ("systems:\n  - {name: a, kind: http, url: x, retriever: bm25}\n", "retriever: unknown"),
-        ("systems:\n  - {name: a}\n  - {name: a}\n", "two systems are named 'a'"),
-        ("systems:\n  - {name: a, k: 0}\n", "systems.0.k: Input should be greater"),
-        ("systems:\n  - {name: a, retriever: fuzzy}\n", "systems.0.retriever"),
-    ],
-)
-def test_system_declarations_are_checked(text: str, message: str) -> None:
-    with pytest.raises(ConfigError, match=message):
-        parse_config(text)
-
-
-def test_llm_only_needs_no_retriever_setting() -> None:
-    config = parse_config("systems:\n  - {name: o, generator: llm_only}\n")
-    assert config.systems[0].retriever == "none"
 
 
 def test_ragaudit_run_with_builtin_systems_end_to_end(

@@ -75,29 +75,27 @@ def judge_cmd(
     for warning in report.warnings:
         err_console.print(f"warning: {warning}", markup=False, style="yellow")
     for name, entry in report.systems.items():
-        methods = ", ".join(f"{m} {n}" for m, n in sorted(entry["methods"].items()))
+        methods = ", ".join(f"{m} {n}" for m, n in sorted(entry.methods.items()))
         console.print(
-            f"{name}: judged {entry['judged_now']} now, {entry['already_judged']} "
+            f"{name}: judged {entry.judged_now} now, {entry.already_judged} "
             f"before ({methods or 'nothing new'})",
             markup=False,
         )
-        if entry.get("llm_sample_agreement") is not None:
+        if entry.llm_sample_agreement is not None:
+            console.print(f"  LLM sample agreement: {entry.llm_sample_agreement:.0%}", markup=False)
+        if entry.audit is not None:
+            a = entry.audit
+            failed = f" ({a.failed} could not be re-judged)" if a.failed else ""
             console.print(
-                f"  LLM sample agreement: {entry['llm_sample_agreement']:.0%}", markup=False
-            )
-        if "audit" in entry:
-            a = entry["audit"]
-            failed = f" ({a['failed']} could not be re-judged)" if a["failed"] else ""
-            console.print(
-                f"  audit: {a['disagreements']} of {a['audited']} deterministic "
+                f"  audit: {a.disagreements} of {a.audited} deterministic "
                 f"decisions disagree with the LLM judge{failed}",
                 markup=False,
             )
-        if entry["judge_failed"]:
-            first = entry["judge_failures"][0]
+        if entry.judge_failed:
+            first = entry.judge_failures[0]
             console.print(
-                f"  {entry['judge_failed']} judgements failed, recorded as judge-failed and "
-                f"left out of the analysis (first: {first['query_id']}: {first['reason']}); "
+                f"  {entry.judge_failed} judgements failed, recorded as judge-failed and "
+                f"left out of the analysis (first: {first.query_id}: {first.reason}); "
                 "rerun ragaudit judge to retry them",
                 markup=False,
             )

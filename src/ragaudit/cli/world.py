@@ -4,23 +4,18 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 from rich.table import Table
 
-from ragaudit.cli.common import session_for
-from ragaudit.cli.console import console, err_console
+from ragaudit.cli.common import session_hooks
+from ragaudit.cli.console import console
 from ragaudit.cli.options import (
     Engine,
     OnFailure,
 )
 from ragaudit.cli.progress import counting_bar
-from ragaudit.config import load_config
-from ragaudit.rundir import RunDir
-
-if TYPE_CHECKING:
-    from ragaudit.steps.world import RewriteSummary
 
 
 def world_cmd(
@@ -55,26 +50,32 @@ def world_cmd(
     ] = OnFailure.template,
 ) -> None:
     """Generate a fictitious company (database and project reports) to test RAG on."""
-    from ragaudit.world.build import WorldSummary, build_world, read_world
+
+    from ragaudit.steps.world import make_world
 
     start = time.perf_counter()
-    summary: WorldSummary | None = None
-    if llm and not force:  # an unfinished rewrite of this very world goes on
-        summary = read_world(out, size=size, seed=seed, engine=engine.value)
-    if summary is None:
-        with err_console.status("generating") as status:
-            summary = build_world(
-                out,
-                size=size,
-                seed=seed,
-                engine=engine.value,
-                force=force,
-                on_step=lambda step: status.update(f"generating: {step}"),
-            )
-    rewrite = None
-    if llm:
-        rewrite = _rewrite_world(out, model, on_failure)
-        summary = read_world(out, size=size, seed=seed, engine=engine.value) or summary
+    bar = counting_bar()
+    making = bar.add_task("generating", total=None)
+    task = bar.add_task("rewriting reports", total=None, visible=False)
+
+    def rewriting(done: int, total: int) -> None:
+        bar.update(making, visible=False)
+        bar.update(task, completed=done, total=total, visible=True)
+
+    with bar:
+        summary, rewrite = make_world(
+            out,
+            size=size,
+            seed=seed,
+            engine=engine.value,
+            force=force,
+            rewrite=llm,
+            model=model,
+            on_failure="drop" if on_failure is OnFailure.drop else "template",
+            hooks=session_hooks(),
+            on_step=lambda step: bar.update(making, description=f"generating: {step}"),
+            progress=rewriting,
+        )
     table = Table(title=f"World -> {out}", title_justify="left")
     table.add_column("")
     table.add_column("count", justify="right")
@@ -98,26 +99,3 @@ def world_cmd(
         "ragaudit templates sql && ragaudit templates text && ragaudit generate",
         markup=False,
     )
-
-
-def _rewrite_world(out: Path, model: str | None, on_failure: OnFailure) -> RewriteSummary:
-    """Rewrite the world's reports with the LLM named by its ragaudit.yaml (or ``model``),
-    with a progress bar; the LLM cache and usage live in the world folder."""
-
-    from ragaudit.steps.world import rewrite_world
-
-    config = load_config(out / "ragaudit.yaml")
-    if model:
-        config.llm.model = model
-    run = RunDir(out)
-    run.llm_cache.parent.mkdir(parents=True, exist_ok=True)
-    bar = counting_bar()
-    task = bar.add_task("rewriting reports", total=None)
-    with session_for(config, run) as session, session.llm("world --llm") as client, bar:
-        assert client is not None
-        return rewrite_world(
-            out,
-            client,
-            on_failure="drop" if on_failure is OnFailure.drop else "template",
-            progress=lambda done, total: bar.update(task, completed=done, total=total),
-        )

@@ -28,7 +28,7 @@ import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from ragaudit.dates import MONTHS, ordinal
 from ragaudit.records.io import RecordFileError, iter_jsonl_dicts
@@ -297,11 +297,27 @@ class FactStats:
 FetchRow = Callable[[str, str], dict[str, Any] | None]
 
 
+class StatedCell(TypedDict):
+    """A database cell a document states: its table, the row's key, and the column."""
+
+    table: str
+    row_key: str
+    column: str
+
+
+class DocumentFacts(TypedDict):
+    """One record of a facts file (``generate.gold_facts``): a document's id and the
+    cells it states."""
+
+    id: str
+    facts: list[StatedCell]
+
+
 def derive_facts(
     rows: Iterable[tuple[str, str, str]],
     texts: dict[str, str],
     fetch_row: FetchRow,
-) -> tuple[list[dict[str, Any]], FactStats]:
+) -> tuple[list[DocumentFacts], FactStats]:
     """The facts-file records (``{"id", "facts": [{"table", "row_key", "column"}]}``, as
     ``generate.gold_facts`` reads them) of the documents in ``rows``: every cell of each
     document's mapped rows whose value the document states (:meth:`DocumentText.states`).
@@ -324,14 +340,14 @@ def derive_facts(
     stats.rows = sum(len(entries) for entries in by_document.values())
 
     fetched: dict[tuple[str, str], dict[str, Any] | None] = {}
-    records: list[dict[str, Any]] = []
+    records: list[DocumentFacts] = []
     for doc_id, entries in by_document.items():
         text = texts.get(doc_id)
         if text is None:
             stats.missing_documents.append(doc_id)
             continue
         document = DocumentText(text)
-        facts: list[dict[str, Any]] = []
+        facts: list[StatedCell] = []
         for table, row_key in entries:
             if (table, row_key) not in fetched:
                 fetched[table, row_key] = fetch_row(table, row_key)

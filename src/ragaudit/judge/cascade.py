@@ -7,6 +7,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from pydantic import BaseModel
+
 from ragaudit.aio import gather_all
 from ragaudit.errors import FATAL_LLM_ERRORS, LLMError
 from ragaudit.judge.llm_judge import llm_judge
@@ -14,6 +16,24 @@ from ragaudit.judge.matchers import match
 from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, retrieval_correct
 from ragaudit.llm.client import LLMClient
 from ragaudit.records.models import JUDGE_FAILED, Judgement, QueryRecord, ResponseRecord
+
+
+class JudgeFailure(BaseModel):
+    """A judgement the LLM judge could not give: the query, and why (its error)."""
+
+    query_id: str
+    reason: str
+
+
+class JudgeCounts(BaseModel):
+    """How one judge run decided a system's answers: the count per method, the mean
+    agreement of the LLM judge's samples (None without ``--samples``), and the
+    judgements the LLM judge failed to give (the first ten named)."""
+
+    methods: dict[str, int]
+    llm_sample_agreement: float | None
+    judge_failed: int
+    judge_failures: list[JudgeFailure]
 
 
 @dataclass
@@ -24,14 +44,15 @@ class JudgeStats:
     agreements: list[float] = field(default_factory=list)
     failures: list[tuple[str, str]] = field(default_factory=list)  # query id, reason
 
-    def as_dict(self) -> dict[str, object]:
+    def counts(self) -> JudgeCounts:
+        """What these stats add up to, as judge.stats.json records it."""
         mean = sum(self.agreements) / len(self.agreements) if self.agreements else None
-        return {
-            "methods": dict(self.methods),
-            "llm_sample_agreement": mean,
-            "judge_failed": len(self.failures),
-            "judge_failures": [{"query_id": q, "reason": r} for q, r in self.failures[:10]],
-        }
+        return JudgeCounts(
+            methods=dict(self.methods),
+            llm_sample_agreement=mean,
+            judge_failed=len(self.failures),
+            judge_failures=[JudgeFailure(query_id=q, reason=r) for q, r in self.failures[:10]],
+        )
 
 
 async def judge_one(

@@ -13,9 +13,10 @@ import json
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError
 
 from ragaudit.records.io import atomic_write_json
 
@@ -41,6 +42,24 @@ class StepUsage:
         """Accumulate ``other`` into this one."""
         for f in fields(self):
             setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
+
+class UsageFile(BaseModel):
+    """usage.json: the usage of every step of a run that called the LLM, by step name
+    (a step run again replaces its entry)."""
+
+    steps: dict[str, StepUsage] = Field(default_factory=dict)
+
+    @classmethod
+    def read(cls, path: Path) -> UsageFile:
+        """The file at ``path``; an empty one where there is none, or it cannot be read
+        (it is then written anew)."""
+        if not path.exists():
+            return cls()
+        try:
+            return cls.model_validate(json.loads(path.read_text(encoding="utf-8")))
+        except (json.JSONDecodeError, ValidationError):
+            return cls()
 
 
 class UsageMeter:
@@ -101,18 +120,13 @@ class UsageMeter:
                 total.add(usage)
         return total
 
-    def to_dict(self) -> dict[str, dict[str, Any]]:
-        """Plain data, one entry per step."""
+    def snapshot(self) -> dict[str, StepUsage]:
+        """A copy of the counters, one entry per step."""
         with self._lock:
-            return {name: asdict(usage) for name, usage in self.steps.items()}
+            return {name: replace(usage) for name, usage in self.steps.items()}
 
     def write(self, path: Path) -> None:
         """Merge this command's steps into ``path`` (a step run again replaces its entry)."""
-        existing: dict[str, Any] = {}
-        if path.exists():
-            try:
-                existing = json.loads(path.read_text(encoding="utf-8")).get("steps", {})
-            except (json.JSONDecodeError, AttributeError):
-                existing = {}
-        existing.update(self.to_dict())
-        atomic_write_json(path, {"steps": existing})
+        usage = UsageFile.read(path)
+        usage.steps.update(self.snapshot())
+        atomic_write_json(path, usage.model_dump())

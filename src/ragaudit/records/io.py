@@ -16,7 +16,7 @@ import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
@@ -77,7 +77,7 @@ def atomic_write_json(path: Path, data: Any) -> None:
 _LINE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-def _dump_line(record: BaseModel | dict[str, Any] | str) -> str:
+def _dump_line(record: BaseModel | Mapping[str, Any] | str) -> str:
     if isinstance(record, str):  # already one JSON document
         return record if record.endswith("\n") else record + "\n"
     if isinstance(record, BaseModel):
@@ -85,7 +85,7 @@ def _dump_line(record: BaseModel | dict[str, Any] | str) -> str:
     return _LINE.encode(record) + "\n"
 
 
-def write_jsonl_atomic(path: Path, records: Iterable[BaseModel | dict[str, Any] | str]) -> int:
+def write_jsonl_atomic(path: Path, records: Iterable[BaseModel | Mapping[str, Any] | str]) -> int:
     """Write every record as one JSON line (a ``str`` is taken as an already serialized
     line), replacing ``path`` atomically; return the count."""
     count = 0
@@ -182,11 +182,11 @@ class JsonlAppender:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def append(self, record: BaseModel | dict[str, Any]) -> None:
+    def append(self, record: BaseModel | Mapping[str, Any]) -> None:
         """Write one record and make it durable before returning."""
         self.append_many([record])
 
-    def append_many(self, records: Iterable[BaseModel | dict[str, Any]]) -> None:
+    def append_many(self, records: Iterable[BaseModel | Mapping[str, Any]]) -> None:
         """Write several records with one flush and fsync (a batch is durable as a whole)."""
         if self._handle is None:
             raise RuntimeError("JsonlAppender used outside its 'with' block")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import BaseModel, ValidationError
 
 from ragaudit.analysis.summary import (
     SOURCES,
@@ -28,11 +29,14 @@ from ragaudit.analysis.summary import (
     Summary,
 )
 from ragaudit.generate.dataset import DatasetOverview, read_overview
-from ragaudit.records.io import atomic_write_text, iter_jsonl_dicts
+from ragaudit.llm.usage import UsageFile
+from ragaudit.records.io import RecordFileError, atomic_write_text, iter_jsonl_dicts
+from ragaudit.records.models import ResponseRecord
 from ragaudit.report import charts
 from ragaudit.report.summary_file import read_summary
 from ragaudit.report.text import retrieval_queries
 from ragaudit.rundir import RunDir
+from ragaudit.world.build import WorldRewrite
 
 DRILL_GROUPS = 20  # per system, variant and tag
 TEXT_CHARS = 400
@@ -110,6 +114,79 @@ class Chart:
     note: str | None = None
 
 
+@dataclass(frozen=True)
+class Passage:
+    """A retrieved passage in the drill-down: its document id and its text, clipped."""
+
+    id: str | None
+    text: str | None
+
+
+@dataclass(frozen=True)
+class DrillQuery:
+    """One query of a drill-down group: its texts (clipped), the system's answer or
+    error, the verdicts, where it went wrong, and the first passages retrieved."""
+
+    query: str | None
+    reference: str | None
+    response: str | None
+    error: str | None
+    correct: bool | None
+    retrieval_correct: bool | None
+    source: str | None
+    retrieved: list[Passage]
+
+
+@dataclass(frozen=True)
+class DrillGroup:
+    """A semantic group of the drill-down, with its queries."""
+
+    group: str | None
+    queries: list[DrillQuery]
+
+
+@dataclass(frozen=True)
+class DrillSection:
+    """The gap or non-robust groups of one system and variant (the first shown)."""
+
+    system: str
+    variant: str
+    tag: str
+    groups: list[DrillGroup]
+
+
+@dataclass(frozen=True)
+class UsageRow:
+    """One step's LLM usage, the times to one decimal."""
+
+    step: str
+    calls: int
+    cache_hits: int
+    prompt_tokens: int
+    completion_tokens: int
+    llm_seconds: str
+    wall_seconds: str
+
+
+class WorldFile(BaseModel):
+    """What the report reads of a generated world's world.json (the rest is ignored)."""
+
+    documents: int
+    facts_stated: int = 0
+    rewrite: WorldRewrite | None = None
+
+
+@dataclass(frozen=True)
+class WorldSection:
+    """The generated world behind the run's corpus: its folder, and what its world.json
+    says of its reports."""
+
+    folder: str
+    documents: int
+    facts_stated: int
+    rewrite: WorldRewrite | None
+
+
 @dataclass
 class ReportData:
     """Everything the template shows."""
@@ -122,9 +199,9 @@ class ReportData:
     charts: list[Chart]
     ranking: list[RankingRow]
     dataset: DatasetOverview | None
-    usage: list[dict[str, Any]]
-    drilldown: list[dict[str, Any]]
-    world: dict[str, Any] | None = None
+    usage: list[UsageRow]
+    drilldown: list[DrillSection]
+    world: WorldSection | None = None
     blame: list[BlameRow] | None = None
     warnings: list[str] = field(default_factory=list)  # where the retrieval rule misfits
 
@@ -204,15 +281,25 @@ def _ranking(summary: Summary) -> list[RankingRow]:
     ]
 
 
-def _responses(run: RunDir, system: str, wanted: set[str]) -> dict[str, dict[str, Any]]:
+def _responses(run: RunDir, system: str, wanted: set[str]) -> dict[str, ResponseRecord]:
+    """The system's responses to the ``wanted`` queries, by query id (only those are
+    validated: the file can hold a million)."""
     path = run.responses(system)
     if not path.exists() or not wanted:
         return {}
-    return {
-        str(row["query_id"]): row
-        for _, row in iter_jsonl_dicts(path)
-        if str(row["query_id"]) in wanted
-    }
+    out = {}
+    for number, row in iter_jsonl_dicts(path):
+        if str(row["query_id"]) not in wanted:
+            continue
+        try:
+            record = ResponseRecord.model_validate(row)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"]) or "(record)"
+            message = "unknown field" if err["type"] == "extra_forbidden" else err["msg"]
+            raise RecordFileError(f"{path}:{number}: {where}: {message}") from None
+        out[record.query_id] = record
+    return out
 
 
 def _clip(text: Any) -> str | None:
@@ -222,7 +309,7 @@ def _clip(text: Any) -> str | None:
     return shown if len(shown) <= TEXT_CHARS else shown[:TEXT_CHARS] + "…"
 
 
-def _scan_drilldown(run: RunDir) -> list[dict[str, Any]]:
+def _scan_drilldown(run: RunDir) -> list[DrillSection]:
     """The rows of the first gap and non-robust groups of each system and variant,
     streamed from drilldown.jsonl."""
     chosen: dict[tuple[str, str, str], list[str]] = defaultdict(list)
@@ -251,30 +338,33 @@ def _scan_drilldown(run: RunDir) -> list[dict[str, Any]]:
             rows = groups[(system, variant, tag, group)]
             queries = []
             for r in rows:
+                # The line of a neutral input, as it was (analyze --neutral), if any.
                 record = r.get("record") or {}
-                answer = answers.get(system, {}).get(str(r["query_id"]), {})
-                retrieved = answer.get("retrieved") or []
+                answer = answers.get(system, {}).get(str(r["query_id"]))
+                retrieved = answer.retrieved if answer is not None else []
                 queries.append(
-                    {
-                        "query": _clip(r.get("query") or record.get("query")),
-                        "reference": _clip(r.get("reference") or record.get("reference")),
-                        "response": _clip(answer.get("response", record.get("response"))),
-                        "error": _clip(answer.get("error")),
-                        "correct": r["correct"],
-                        "retrieval_correct": r.get("retrieval_correct"),
-                        "source": r.get("source"),
-                        "retrieved": [
-                            {"id": _clip(item.get("id")), "text": _clip(item.get("text"))}
+                    DrillQuery(
+                        query=_clip(r.get("query") or record.get("query")),
+                        reference=_clip(r.get("reference") or record.get("reference")),
+                        response=_clip(
+                            answer.response if answer is not None else record.get("response")
+                        ),
+                        error=_clip(answer.error if answer is not None else None),
+                        correct=r["correct"],
+                        retrieval_correct=r.get("retrieval_correct"),
+                        source=r.get("source"),
+                        retrieved=[
+                            Passage(id=_clip(item.id), text=_clip(item.text))
                             for item in retrieved[:3]
                         ]
                         or [
-                            {"id": _clip(i), "text": None}
+                            Passage(id=_clip(i), text=None)
                             for i in record.get("retrieved_ids") or []
                         ],
-                    }
+                    )
                 )
-            entries.append({"group": _clip(group), "queries": queries})
-        sections.append({"system": system, "variant": variant, "tag": tag, "groups": entries})
+            entries.append(DrillGroup(group=_clip(group), queries=queries))
+        sections.append(DrillSection(system=system, variant=variant, tag=tag, groups=entries))
     return sections
 
 
@@ -372,25 +462,25 @@ def _point(entry: Proportion) -> tuple[float, float, float] | None:
     return (entry.value, *entry.ci95)
 
 
-def _usage(run: RunDir) -> list[dict[str, Any]]:
+def _usage(run: RunDir) -> list[UsageRow]:
     if not run.usage.exists():
         return []
-    steps = json.loads(run.usage.read_text(encoding="utf-8")).get("steps", {})
+    usage = UsageFile.model_validate(json.loads(run.usage.read_text(encoding="utf-8")))
     return [
-        {
-            "step": name,
-            "calls": u.get("calls", 0),
-            "cache_hits": u.get("cache_hits", 0),
-            "prompt_tokens": u.get("prompt_tokens", 0),
-            "completion_tokens": u.get("completion_tokens", 0),
-            "llm_seconds": f"{u.get('llm_seconds', 0.0):.1f}",
-            "wall_seconds": f"{u.get('wall_seconds', 0.0):.1f}",
-        }
-        for name, u in steps.items()
+        UsageRow(
+            step=name,
+            calls=u.calls,
+            cache_hits=u.cache_hits,
+            prompt_tokens=u.prompt_tokens,
+            completion_tokens=u.completion_tokens,
+            llm_seconds=f"{u.llm_seconds:.1f}",
+            wall_seconds=f"{u.wall_seconds:.1f}",
+        )
+        for name, u in usage.steps.items()
     ]
 
 
-def _world(run: RunDir) -> dict[str, Any] | None:
+def _world(run: RunDir) -> WorldSection | None:
     """world.json of the generated world the run's corpus comes from, if it does: how many
     reports, and what the LLM rewrite (``ragaudit world --llm``) repaired or failed."""
     try:
@@ -401,12 +491,16 @@ def _world(run: RunDir) -> dict[str, Any] | None:
         return None
     if not isinstance(meta, dict) or "documents" not in meta:
         return None
-    return {
-        "folder": str(corpus.parent),
-        "documents": meta["documents"],
-        "facts_stated": meta.get("facts_stated", 0),
-        "rewrite": meta.get("rewrite"),
-    }
+    try:
+        world = WorldFile.model_validate(meta)
+    except ValidationError:
+        return None
+    return WorldSection(
+        folder=str(corpus.parent),
+        documents=world.documents,
+        facts_stated=world.facts_stated,
+        rewrite=world.rewrite,
+    )
 
 
 def collect(run: RunDir) -> ReportData:

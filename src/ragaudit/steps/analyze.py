@@ -3,19 +3,18 @@ drill-down, with paired comparisons between variants and between systems."""
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from json.encoder import encode_basestring as json_string
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from ragaudit.analysis import Analysis, Example, analyze
 from ragaudit.analysis.comparisons import comparisons
 from ragaudit.analysis.metrics import gold_state, source_of, with_left_out
 from ragaudit.analysis.retrieval_metrics import ranking_summary
-from ragaudit.analysis.summary import Outcome, Summary, SystemFigures, Tag
+from ragaudit.analysis.summary import Outcome, Source, Summary, SystemFigures, Tag
 from ragaudit.errors import UserError
 from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, RuleFit
 from ragaudit.records.io import atomic_write_text, iter_jsonl_dicts, read_jsonl, write_jsonl_atomic
@@ -24,6 +23,7 @@ from ragaudit.report.summary_file import write_summary
 from ragaudit.report.text import summary_markdown
 from ragaudit.rundir import RunDir
 from ragaudit.steps.inputs import from_records, from_responses, read_neutral
+from ragaudit.steps.judge import read_judge_stats
 
 
 @dataclass(frozen=True)
@@ -109,6 +109,23 @@ def load_examples(
     return examples
 
 
+class DrilldownRow(TypedDict):
+    """One line of drilldown.jsonl for a query of the run: its group's tag, its texts and
+    its verdicts, and where it went wrong (``source``). Lines of neutral inputs are
+    written by hand instead (:func:`_neutral_head`), with the input line as ``record``."""
+
+    system: str
+    variant: str
+    group_id: str
+    tag: Tag
+    query_id: str
+    query: str | None
+    reference: str | None
+    correct: bool
+    retrieval_correct: bool | None
+    source: Source
+
+
 _LITERAL = {True: "true", False: "false", None: "null"}
 
 
@@ -132,19 +149,20 @@ def _drilldown_rows(
     examples: list[Example],
     analysis: Analysis,
     dropped: set[int] | None = None,
-) -> Iterator[dict[str, Any] | str]:
+) -> Iterator[DrilldownRow | str]:
     """One line per query with its group's tag. Texts are read again from the inputs as
     they stream out, so those of a million queries are never all in memory."""
     tag = analysis.tag
 
-    def row(ex: Example, texts: dict[str, Any]) -> dict[str, Any]:
+    def row(ex: Example, query: str | None, reference: str | None) -> DrilldownRow:
         return {
             "system": ex.system,
             "variant": ex.variant,
             "group_id": ex.group_id,
             "tag": tag(ex),
             "query_id": ex.query_id,
-            **texts,
+            "query": query,
+            "reference": reference,
             "correct": ex.correct,
             "retrieval_correct": ex.retrieval_correct,
             "source": source_of(ex, tag(ex))[0],
@@ -174,7 +192,7 @@ def _drilldown_rows(
     }
     for ex in examples:
         query, reference = texts.get(ex.query_id, (None, None))
-        yield row(ex, {"query": query, "reference": reference})
+        yield row(ex, query, reference)
 
 
 def run_analysis(
@@ -235,7 +253,9 @@ def run_analysis(
     run.root.mkdir(parents=True, exist_ok=True)
     write_summary(run.summary, summary)
     atomic_write_text(run.summary_md, markdown)
-    write_jsonl_atomic(run.drilldown, _drilldown_rows(run, neutral, examples, analysis, dropped))
+    rows = _drilldown_rows(run, neutral, examples, analysis, dropped)
+    # A DrilldownRow is a plain dict at run time, which the writer encodes as it is.
+    write_jsonl_atomic(run.drilldown, rows)
     return AnalysisResult(summary, markdown)
 
 
@@ -259,12 +279,9 @@ def _judge_rule(run: RunDir) -> tuple[str, list[str]]:
     path = run.judge_stats
     if not path.exists():
         return UNRECORDED_RULE, []
-    try:
-        stats = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise UserError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
-    rules = sorted({e["retrieval_rule"] for e in stats.values() if e.get("retrieval_rule")})
-    warnings = [w for e in stats.values() for w in e.get("rule_warnings") or []]
+    stats = read_judge_stats(path)
+    rules = sorted({e.retrieval_rule for e in stats.values() if e.retrieval_rule})
+    warnings = [w for e in stats.values() for w in e.rule_warnings]
     return (" and ".join(rules) if rules else UNRECORDED_RULE), warnings
 
 

@@ -6,15 +6,18 @@ batches, so a killed run goes on where it stopped.
 
 from __future__ import annotations
 
+import json
 import random
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from ragaudit.aio import gather_all
 from ragaudit.errors import FATAL_LLM_ERRORS, LLMError, UserError
-from ragaudit.judge.cascade import JudgeStats, judge_many
+from ragaudit.judge.cascade import JudgeFailure, JudgeStats, judge_many
 from ragaudit.judge.llm_judge import llm_judge
 from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, RuleFit
 from ragaudit.llm.client import LLMClient
@@ -30,13 +33,82 @@ if TYPE_CHECKING:
 BATCH = 200
 
 
+class AuditDisagreement(BaseModel):
+    """A deterministic decision the LLM judge, asked again by ``--audit``, disagrees
+    with: the matcher's verdict (``match``) and the LLM's (``llm``)."""
+
+    query_id: str
+    method: str
+    match: bool | None
+    llm: bool
+
+
+class AuditResult(BaseModel):
+    """What ``--audit`` found: how many deterministic decisions the LLM judge re-judged,
+    how many it disagrees with (the first ten shown), and those it could not re-judge."""
+
+    audited: int
+    disagreements: int
+    examples: list[AuditDisagreement]
+    # Recorded since issue 13; files of older judges have neither.
+    failed: int = 0
+    failures: list[JudgeFailure] = Field(default_factory=list)
+
+
+class JudgeEntry(BaseModel):
+    """One system's entry of judge.stats.json: what this judge run judged and how
+    (:class:`~ragaudit.judge.cascade.JudgeCounts`), the retrieval rule its retrieval
+    verdicts follow with that rule's warnings, and the audit when one was asked for.
+    Fields that older judges did not record read as their defaults."""
+
+    judged_now: int
+    already_judged: int
+    methods: dict[str, int]
+    llm_sample_agreement: float | None
+    judge_failed: int = 0
+    judge_failures: list[JudgeFailure] = Field(default_factory=list)
+    # None: judged before ragaudit judge recorded its rule (analyze says so).
+    retrieval_rule: str | None = None
+    rule_warnings: list[str] = Field(default_factory=list)
+    audit: AuditResult | None = None  # absent from the file when no audit was run
+
+
 @dataclass
 class JudgeReport:
     """Per system: how answers were decided, and what the audit found; and where the
     retrieval rule does not fit the systems' retrievals (:class:`RuleFit`)."""
 
-    systems: dict[str, dict[str, Any]] = field(default_factory=dict)
+    systems: dict[str, JudgeEntry] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+
+
+_STATS_FILE = TypeAdapter(dict[str, JudgeEntry])
+
+
+def write_judge_stats(path: Path, systems: dict[str, JudgeEntry]) -> None:
+    """judge.stats.json: one entry per system, with ``audit`` only where one was run."""
+    atomic_write_json(
+        path,
+        {
+            name: entry.model_dump(exclude={"audit"} if entry.audit is None else None)
+            for name, entry in systems.items()
+        },
+    )
+
+
+def read_judge_stats(path: Path) -> dict[str, JudgeEntry]:
+    """The entries of judge.stats.json, per system (those of older judges with defaults
+    for what they did not record); a file that is not one is a :class:`UserError`."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+    try:
+        return _STATS_FILE.validate_python(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "(file)"
+        raise UserError(f"{path}: {where}: {err['msg']}") from None
 
 
 def judge_run(
@@ -130,19 +202,23 @@ def _judge_run(
                     on_judged=advance,
                 )
                 sink.append_many(session.run(coro))
-        entry: dict[str, Any] = {
-            "judged_now": len(todo),
-            "already_judged": len(done),
-            **stats.as_dict(),
+        counts = stats.counts()
+        entry = JudgeEntry(
+            judged_now=len(todo),
+            already_judged=len(done),
+            methods=counts.methods,
+            llm_sample_agreement=counts.llm_sample_agreement,
+            judge_failed=counts.judge_failed,
+            judge_failures=counts.judge_failures,
             # What the stored retrieval verdicts mean, for the analysis to say so.
-            "retrieval_rule": rule,
-            "rule_warnings": fit.warnings(),
-        }
-        report.warnings.extend(entry["rule_warnings"])
+            retrieval_rule=rule,
+            rule_warnings=fit.warnings(),
+        )
+        report.warnings.extend(entry.rule_warnings)
         if audit and llm is not None:
-            entry["audit"] = _audit(run, name, queries, responses, llm, audit, seed)
+            entry.audit = _audit(run, name, queries, responses, llm, audit, seed)
         report.systems[name] = entry
-    atomic_write_json(run.judge_stats, report.systems)
+    write_judge_stats(run.judge_stats, report.systems)
     return report
 
 
@@ -177,7 +253,7 @@ def _audit(
     llm: LLMClient,
     n: int,
     seed: int,
-) -> dict[str, Any]:
+) -> AuditResult:
     """Re-judge ``n`` random deterministic decisions with the LLM; report disagreements
     (the judgements themselves are not changed)."""
     by_id = {r.query_id: r for r in responses}
@@ -203,37 +279,37 @@ def _audit(
 
     verdicts = llm.run(gather_all(*(one(j) for j in chosen)))  # on the session's loop
     disagreements = [
-        {"query_id": j.query_id, "method": j.method, "match": j.correct, "llm": v}
+        AuditDisagreement(query_id=j.query_id, method=j.method, match=j.correct, llm=v)
         for j, v in zip(chosen, verdicts, strict=True)
         if isinstance(v, bool) and j.correct != v
     ]
     failed = [
-        {"query_id": j.query_id, "reason": v}
+        JudgeFailure(query_id=j.query_id, reason=v)
         for j, v in zip(chosen, verdicts, strict=True)
         if isinstance(v, str)
     ]
-    return {
-        "audited": len(chosen) - len(failed),
-        "disagreements": len(disagreements),
-        "examples": disagreements[:10],
-        "failed": len(failed),
-        "failures": failed[:10],
-    }
+    return AuditResult(
+        audited=len(chosen) - len(failed),
+        disagreements=len(disagreements),
+        examples=disagreements[:10],
+        failed=len(failed),
+        failures=failed[:10],
+    )
 
 
 def require_judged(report: JudgeReport) -> None:
     """A judge run whose LLM judge failed on every answer it was asked about has judged
     nothing with the LLM: an error that names the first failure, not a silent success."""
-    failed = sum(e["judge_failed"] for e in report.systems.values())
+    failed = sum(e.judge_failed for e in report.systems.values())
     asked = sum(
-        n for e in report.systems.values() for m, n in e["methods"].items() if m.startswith("llm")
+        n for e in report.systems.values() for m, n in e.methods.items() if m.startswith("llm")
     )
     if failed and not asked:
         first = next(
             (
-                f"{e['judge_failures'][0]['query_id']}: {e['judge_failures'][0]['reason']}"
+                f"{e.judge_failures[0].query_id}: {e.judge_failures[0].reason}"
                 for e in report.systems.values()
-                if e["judge_failures"]
+                if e.judge_failures
             ),
             "no reason recorded",
         )

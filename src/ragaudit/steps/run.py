@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+
+from pydantic import BaseModel
 
 from ragaudit.config import Config, SystemConfig
 from ragaudit.errors import ConfigError, UserError
@@ -27,6 +28,37 @@ from ragaudit.systems.retrievers import Retriever
 
 # (system name) -> (on_start(total, done), advance(n)) for a progress display
 ProgressFactory = Callable[[str], tuple[Callable[[int, int], None], Callable[[int], None]]]
+
+
+class SystemRunEntry(BaseModel):
+    """One system's entry of run.stats.json: what this run asked it and how it went
+    (:class:`~ragaudit.run.harness.SystemRunStats`, seconds and rate rounded), and what
+    its retrieved ids say is wrong."""
+
+    asked: int
+    already_done: int
+    errors: int
+    error_examples: list[str]
+    seconds: float
+    queries_per_s: float
+    prompt_tokens: int
+    completion_tokens: int
+    warnings: list[str]
+
+    @classmethod
+    def of(cls, s: SystemRunStats) -> SystemRunEntry:
+        """The entry of one system's run."""
+        return cls(
+            asked=s.asked,
+            already_done=s.already_done,
+            errors=s.errors,
+            error_examples=s.error_examples,
+            seconds=round(s.seconds, 3),
+            queries_per_s=round(s.rate, 2),
+            prompt_tokens=s.prompt_tokens,
+            completion_tokens=s.completion_tokens,
+            warnings=s.warnings,
+        )
 
 
 def selected_systems(config: Config, names: list[str] | None) -> list[SystemConfig]:
@@ -140,7 +172,9 @@ async def _run_systems(
         if retrieved:
             known = known if known is not None else _known_ids(config, queries)
             results[sc.name].warnings = retrieval_warnings(sc, retrieved, depth, *known)
-    atomic_write_json(run.run_stats, _stats_dict(results))
+    atomic_write_json(
+        run.run_stats, {name: SystemRunEntry.of(s).model_dump() for name, s in results.items()}
+    )
     return results
 
 
@@ -206,20 +240,3 @@ def _id_hint(sc: SystemConfig) -> str:
     if isinstance(sc, HTTPSystemConfig):
         return f"check systems.{sc.name}.ids_path"
     return "return the ids the corpus gives its documents"
-
-
-def _stats_dict(results: dict[str, SystemRunStats]) -> dict[str, Any]:
-    return {
-        name: {
-            "asked": s.asked,
-            "already_done": s.already_done,
-            "errors": s.errors,
-            "error_examples": s.error_examples,
-            "seconds": round(s.seconds, 3),
-            "queries_per_s": round(s.rate, 2),
-            "prompt_tokens": s.prompt_tokens,
-            "completion_tokens": s.completion_tokens,
-            "warnings": s.warnings,
-        }
-        for name, s in results.items()
-    }

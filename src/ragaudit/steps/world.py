@@ -28,9 +28,9 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from ragaudit.aio import gather_all
 from ragaudit.errors import StructuredOutputError, UserError
@@ -39,11 +39,14 @@ from ragaudit.judge.matchers import dates, match
 from ragaudit.llm.client import LLMClient
 from ragaudit.records.io import (
     JsonlAppender,
+    RecordFileError,
     atomic_write_json,
     iter_jsonl_dicts,
     write_jsonl_atomic,
 )
 from ragaudit.records.models import Reference
+from ragaudit.steps.session import SessionHooks
+from ragaudit.world.build import OnFailure, WorldRewrite, WorldSummary
 from ragaudit.world.company import make_company
 from ragaudit.world.rewrite import (
     Fact,
@@ -53,8 +56,6 @@ from ragaudit.world.rewrite import (
     split_report,
 )
 
-OnFailure = Literal["template", "drop"]
-Status = Literal["rewritten", "repaired", "failed"]
 ATTEMPTS = 2  # the rewrite, then one repair told what was lost
 # Reports in flight at once, at most: as many as the backend takes calls at once (one
 # for the embedded model, so each report finishes, and is saved, before the next starts).
@@ -63,6 +64,49 @@ IN_FLIGHT = 16
 
 class _Answers(BaseModel):
     answers: list[str]
+
+
+class RewrittenLine(BaseModel):
+    """A rewrite.jsonl line of a report whose rewrite passed the check, at once
+    (``rewritten``) or after the repair (``repaired``): its text, and what the reader
+    found each fact stated as, by fact label."""
+
+    id: str
+    status: Literal["rewritten", "repaired"]
+    attempts: int
+    text: str
+    stated: dict[str, str] = Field(default_factory=dict)
+
+
+class FailedLine(BaseModel):
+    """A rewrite.jsonl line of a report whose rewrite failed the check twice: the facts
+    the last attempt lost (by label), what else was wrong with it, and its text."""
+
+    id: str
+    status: Literal["failed"]
+    attempts: int
+    lost: list[str]
+    problems: list[str]
+    rejected_text: str
+
+
+RewriteLine = Annotated[RewrittenLine | FailedLine, Field(discriminator="status")]
+_REWRITE_LINE: TypeAdapter[RewrittenLine | FailedLine] = TypeAdapter(RewriteLine)
+
+
+def _read_log(path: Path) -> dict[str, RewrittenLine | FailedLine]:
+    """The lines of rewrite.jsonl by document id (a torn last line, from a killed
+    rewrite, is skipped)."""
+    done: dict[str, RewrittenLine | FailedLine] = {}
+    for number, obj in iter_jsonl_dicts(path):
+        try:
+            line = _REWRITE_LINE.validate_python(obj)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"]) or "(record)"
+            raise RecordFileError(f"{path}:{number}: {where}: {err['msg']}") from None
+        done[line.id] = line
+    return done
 
 
 @dataclass
@@ -75,17 +119,17 @@ class RewriteSummary:
     on_failure: OnFailure = "template"
     model: str = ""
 
-    def as_dict(self) -> dict[str, Any]:
+    def entry(self) -> WorldRewrite:
         """The ``rewrite`` entry of world.json."""
-        return {
-            "model": self.model,
-            "rewritten": self.rewritten,
-            "repaired": len(self.repaired),
-            "failed": len(self.failed),
-            "on_failure": self.on_failure,
-            "repaired_ids": self.repaired,
-            "failed_ids": self.failed,
-        }
+        return WorldRewrite(
+            model=self.model,
+            rewritten=self.rewritten,
+            repaired=len(self.repaired),
+            failed=len(self.failed),
+            on_failure=self.on_failure,
+            repaired_ids=self.repaired,
+            failed_ids=self.failed,
+        )
 
 
 @dataclass(frozen=True)
@@ -169,7 +213,7 @@ async def _rewrite_one(
     text: str,
     facts: list[Fact],
     truth: dict[tuple[str, str, str], Any],
-) -> dict[str, Any]:
+) -> RewrittenLine | FailedLine:
     """Rewrite one report, check it, repair once if needed; its rewrite.jsonl line."""
     title, original = split_report(text)
     check = _Check([], {}, [])
@@ -179,22 +223,21 @@ async def _rewrite_one(
         body = clean_rewrite(reply.text)
         check = await _check(llm, original, body, facts, truth)
         if not check.lost and not check.problems:
-            status: Status = "rewritten" if attempt == 1 else "repaired"
-            return {
-                "id": doc_id,
-                "status": status,
-                "attempts": attempt,
-                "text": f"{title}\n\n{body}" if title else body,
-                "stated": check.answers,
-            }
-    return {
-        "id": doc_id,
-        "status": "failed",
-        "attempts": ATTEMPTS,
-        "lost": [f.label for f in check.lost],
-        "problems": check.problems,
-        "rejected_text": body,
-    }
+            return RewrittenLine(
+                id=doc_id,
+                status="rewritten" if attempt == 1 else "repaired",
+                attempts=attempt,
+                text=f"{title}\n\n{body}" if title else body,
+                stated=check.answers,
+            )
+    return FailedLine(
+        id=doc_id,
+        status="failed",
+        attempts=ATTEMPTS,
+        lost=[f.label for f in check.lost],
+        problems=check.problems,
+        rejected_text=body,
+    )
 
 
 def _templates(world: Path) -> tuple[Path, Path]:
@@ -234,9 +277,7 @@ def rewrite_world(
     facts = {d["id"]: [Fact(**f) for f in d["facts"]] for _, d in iter_jsonl_dicts(facts_path)}
     truth = database_values(world)
     log = world / "rewrite.jsonl"
-    done: dict[str, dict[str, Any]] = {}
-    if log.exists():
-        done = {d["id"]: d for _, d in iter_jsonl_dicts(log)}
+    done = _read_log(log) if log.exists() else {}
     todo = [doc_id for doc_id in texts if doc_id not in done]
     total = len(texts)
     if progress:
@@ -249,7 +290,7 @@ def rewrite_world(
             while queue:
                 doc_id = queue.popleft()
                 line = await _rewrite_one(llm, doc_id, texts[doc_id], facts[doc_id], truth)
-                sink.append(line)
+                sink.append(line.model_dump())  # a dict: encoded as every JSON line is
                 done[doc_id] = line
                 if progress:
                     progress(len(done), total)
@@ -268,7 +309,7 @@ def _finish(
     meta: dict[str, Any],
     texts: dict[str, str],
     facts: dict[str, list[Fact]],
-    done: dict[str, dict[str, Any]],
+    done: dict[str, RewrittenLine | FailedLine],
     on_failure: OnFailure,
     model: str,
 ) -> RewriteSummary:
@@ -279,18 +320,18 @@ def _finish(
     for doc_id, text in texts.items():
         line = done[doc_id]
         doc_facts = [f.__dict__ for f in facts[doc_id]]
-        if line["status"] == "failed":
+        if isinstance(line, FailedLine):
             summary.failed.append(doc_id)
             if on_failure == "drop":
                 continue
         else:
-            if line["status"] == "repaired":
+            if line.status == "repaired":
                 summary.repaired.append(doc_id)
             else:
                 summary.rewritten += 1
-            text = line["text"]
+            text = line.text
             # A rewritten report words its facts its own way: record what the reader found.
-            answers = line.get("stated", {})
+            answers = line.stated
             doc_facts = [
                 {**f, "stated": answers.get(Fact(**f).label, f["stated"])} for f in doc_facts
             ]
@@ -302,7 +343,50 @@ def _finish(
         **meta,
         "documents": len(documents),
         "facts_stated": sum(len(s["facts"]) for s in stated),
-        "rewrite": summary.as_dict(),
+        "rewrite": summary.entry().model_dump(),
     }
     atomic_write_json(world / "world.json", meta)
     return summary
+
+
+def make_world(
+    out: Path,
+    *,
+    size: int,
+    seed: int = 0,
+    engine: str = "sqlite",
+    force: bool = False,
+    rewrite: bool = False,
+    model: str | None = None,
+    on_failure: OnFailure = "template",
+    hooks: SessionHooks | None = None,
+    on_step: Callable[[str], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[WorldSummary, RewriteSummary | None]:
+    """``ragaudit world``: generate the world into ``out`` and, with ``rewrite``, rewrite its
+    reports with the LLM its ragaudit.yaml names (or ``model``); the LLM cache and usage
+    live in the world folder. An unfinished rewrite of this very world goes on where it
+    stopped rather than generating the world again (unless ``force``)."""
+    from ragaudit.config import load_config
+    from ragaudit.rundir import RunDir
+    from ragaudit.steps.session import Session
+    from ragaudit.world.build import build_world, read_world
+
+    summary = (
+        read_world(out, size=size, seed=seed, engine=engine) if rewrite and not force else None
+    )
+    if summary is None:
+        summary = build_world(
+            out, size=size, seed=seed, engine=engine, force=force, on_step=on_step
+        )
+    if not rewrite:
+        return summary, None
+    config = load_config(out / "ragaudit.yaml")
+    if model:
+        config.llm.model = model
+    run = RunDir(out)
+    run.llm_cache.parent.mkdir(parents=True, exist_ok=True)
+    with Session(config, run, hooks) as session, session.llm("world --llm") as client:
+        assert client is not None
+        done = rewrite_world(out, client, on_failure=on_failure, progress=progress)
+    return read_world(out, size=size, seed=seed, engine=engine) or summary, done

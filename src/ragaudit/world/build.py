@@ -21,13 +21,33 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel
 
 from ragaudit.errors import UserError
 from ragaudit.world.company import SCHEMA, Company, make_company
 from ragaudit.world.documents import NEVER_STATED, project_reports
 
 TABLES = ("Department", "Employee", "Client", "Project")
+
+# What becomes of a report whose rewrite fails its check twice: keep its template wording,
+# or drop it from the corpus.
+OnFailure = Literal["template", "drop"]
+
+
+class WorldRewrite(BaseModel):
+    """The ``rewrite`` entry of world.json, as ``ragaudit world --llm`` writes it and the
+    report reads it: the model, how many reports passed the check at once, after a repair
+    or failed (and which), and what became of the failed ones (``on_failure``)."""
+
+    model: str
+    rewritten: int
+    repaired: int
+    failed: int
+    on_failure: OnFailure
+    repaired_ids: list[str]
+    failed_ids: list[str]
 
 
 @dataclass(frozen=True)
