@@ -16,6 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ragaudit.records.models import supported_version
+
 SCHEMA_VERSION = 1
 
 Outcome = Literal["answer", "retrieval"]
@@ -270,12 +272,7 @@ class Summary(_Model):
     @field_validator("schema_version")
     @classmethod
     def _supported(cls, value: int) -> int:
-        if value > SCHEMA_VERSION:
-            raise ValueError(
-                f"schema_version {value} is newer than this ragaudit understands "
-                f"({SCHEMA_VERSION}); upgrade ragaudit"
-            )
-        return value
+        return supported_version(value, SCHEMA_VERSION)
 
 
 def summary_schema() -> dict[str, Any]:

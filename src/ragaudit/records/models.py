@@ -25,6 +25,17 @@ def stable_id(*parts: Any, length: int = 16) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:length]
 
 
+def supported_version(value: int, newest: int) -> int:
+    """``value``, a file's ``schema_version``, if this ragaudit reads it (``newest`` or
+    older); a file written by a newer ragaudit is refused rather than half understood."""
+    if value > newest:
+        raise ValueError(
+            f"schema_version {value} is newer than this ragaudit understands "
+            f"({newest}); upgrade ragaudit"
+        )
+    return value
+
+
 class _Record(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -33,12 +44,7 @@ class _Record(BaseModel):
     @field_validator("schema_version")
     @classmethod
     def _supported(cls, value: int) -> int:
-        if value > SCHEMA_VERSION:
-            raise ValueError(
-                f"schema_version {value} is newer than this ragaudit understands "
-                f"({SCHEMA_VERSION}); upgrade ragaudit"
-            )
-        return value
+        return supported_version(value, SCHEMA_VERSION)
 
 
 class Reference(BaseModel):

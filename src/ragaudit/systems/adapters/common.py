@@ -35,6 +35,12 @@ class TargetOptions(SystemOptions):
         return value
 
 
+class RetrieverTargetOptions(TargetOptions):
+    """A LangChain or LlamaIndex object: its documents carry their ids in metadata."""
+
+    id_field: str = Field("id", description="Metadata key of a retrieved document's id.")
+
+
 def expand_env(value: str, where: str) -> str:
     """``${VAR}`` replaced by the environment variable; the result is treated as a secret
     (headers carry tokens), so it never shows in logs or records."""

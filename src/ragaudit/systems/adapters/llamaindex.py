@@ -5,12 +5,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
-
 from ragaudit.errors import ConfigError
 from ragaudit.records.models import QueryRecord, RetrievedItem
 from ragaudit.systems.adapters.common import (
-    TargetOptions,
+    RetrieverTargetOptions,
     _as_list,
     _built,
     _doc_item,
@@ -20,11 +18,10 @@ from ragaudit.systems.adapters.common import (
 from ragaudit.systems.base import SystemAnswer
 
 
-class LlamaIndexSystemConfig(TargetOptions):
+class LlamaIndexSystemConfig(RetrieverTargetOptions):
     """``kind: llamaindex``: a retriever or query engine of the user's, named by ``target``."""
 
     kind: Literal["llamaindex"] = "llamaindex"
-    id_field: str = Field("id", description="Metadata key of a retrieved document's id.")
 
 
 class LlamaIndexSystem:
