@@ -3,7 +3,7 @@ round trip, printed; the checks themselves are :mod:`ragaudit.steps.doctor`'s.""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 import yaml
@@ -19,12 +19,14 @@ from ragaudit.cli.options import (
     LLMOption,
 )
 from ragaudit.cli.progress import prepare_embedded_model
-from ragaudit.db import SchemaInfo
 from ragaudit.errors import UserError
 from ragaudit.llm.usage import UsageMeter
 from ragaudit.rundir import RunDir
 from ragaudit.secrets import redact
 from ragaudit.steps.doctor import check_database, check_llm
+
+if TYPE_CHECKING:
+    from ragaudit.db import SchemaInfo
 
 
 def _schema_table(schema: SchemaInfo) -> Table:
@@ -91,10 +93,14 @@ def doctor(
         console.rule("LLM")
         try:
             # The doctor checks the live model: it never answers from the cache.
-            trip = check_llm(config, prompt, meter, assemble_model=prepare_embedded_model)
-            console.print(f"backend:  {trip.backend}", markup=False)
-            if trip.load_s is not None:
-                console.print(f"loaded:   in {trip.load_s:.2f} s")
+            def ready(backend: str, load_s: float | None) -> None:
+                console.print(f"backend:  {backend}", markup=False)
+                if load_s is not None:
+                    console.print(f"loaded:   in {load_s:.2f} s")
+
+            trip = check_llm(
+                config, prompt, meter, assemble_model=prepare_embedded_model, on_ready=ready
+            )
             console.print(f"question: {trip.question}", markup=False)
             console.print(f"answer:   {trip.answer}", markup=False)
             console.print(

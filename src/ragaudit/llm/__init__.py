@@ -5,12 +5,22 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ragaudit.llm.cache import LLMCache
-from ragaudit.llm.client import Backend, LLMClient
+from ragaudit.lazy import lazy_exports
 from ragaudit.llm.options import LLMConfig
 from ragaudit.llm.types import Completion, GenerationParams, Message, assistant, system, user
 from ragaudit.llm.usage import StepUsage, UsageMeter
+
+if TYPE_CHECKING:
+    from ragaudit.llm.cache import LLMCache
+    from ragaudit.llm.client import Backend, LLMClient
+
+# The client and its cache load on first use: the options and value types above are all a
+# configuration or a usage table needs.
+__getattr__ = lazy_exports(
+    __name__, {"LLMCache": "cache", "Backend": "client", "LLMClient": "client"}
+)
 
 
 def make_backend(config: LLMConfig) -> Backend:
@@ -43,6 +53,9 @@ def make_llm(
 ) -> LLMClient:
     """A ready client: backend from the config, cache at ``cache_path`` when caching is on;
     on ``loop`` when given (a session's), else on a loop of its own."""
+    from ragaudit.llm.cache import LLMCache
+    from ragaudit.llm.client import LLMClient
+
     cache = LLMCache(cache_path) if (config.cache and cache_path is not None) else None
     params = GenerationParams(
         temperature=config.temperature, max_tokens=config.max_tokens, seed=config.seed

@@ -7,10 +7,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ragaudit.config import Config
-from ragaudit.db import SchemaInfo
 from ragaudit.llm.usage import UsageMeter
+
+if TYPE_CHECKING:
+    from ragaudit.db import SchemaInfo
 
 
 @dataclass(frozen=True)
@@ -57,9 +60,12 @@ def check_llm(
     prompt: str,
     meter: UsageMeter,
     assemble_model: Callable[[], None] | None = None,
+    on_ready: Callable[[str, float | None], None] | None = None,
 ) -> LLMCheck:
     """Ask the configured model ``prompt`` once, timing the load and the answer;
-    ``assemble_model`` prepares the embedded model first when it is the one used."""
+    ``assemble_model`` prepares the embedded model first when it is the one used, and
+    ``on_ready(backend, load_s)`` hears which backend answers before it is asked, so that
+    a failure can be read against it."""
     from ragaudit.llm import make_llm, system, user
 
     if config.llm.backend == "local" and not config.llm.model_name and assemble_model:
@@ -71,6 +77,8 @@ def check_llm(
         start = time.perf_counter()
         load()
         load_s = time.perf_counter() - start
+    if on_ready is not None:
+        on_ready(client.backend.describe(), load_s)
     with meter.step("doctor"), client:
         start = time.perf_counter()
         reply = client.complete(

@@ -21,10 +21,10 @@ from ragaudit.systems.adapters import (
     LangChainSystemConfig,
     LlamaIndexSystemConfig,
 )
+from ragaudit.systems.base import Retriever
 from ragaudit.systems.builtin import BuiltinSystemConfig
 from ragaudit.systems.corpus import Chunk, chunk, load_corpus
 from ragaudit.systems.factory import build_system, needs_corpus, needs_llm
-from ragaudit.systems.retrievers import Retriever
 
 # (system name) -> (on_start(total, done), advance(n)) for a progress display
 ProgressFactory = Callable[[str], tuple[Callable[[int, int], None], Callable[[int], None]]]

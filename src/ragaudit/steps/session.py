@@ -14,13 +14,15 @@ import contextlib
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ragaudit import aio
 from ragaudit.config import Config
-from ragaudit.llm.client import LLMClient
 from ragaudit.llm.usage import UsageMeter
 from ragaudit.rundir import RunDir
+
+if TYPE_CHECKING:
+    from ragaudit.llm.client import LLMClient
 
 T = TypeVar("T")
 
@@ -49,17 +51,25 @@ class Session:
         self.run_dir = run
         self.hooks = hooks or SessionHooks()
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._closed = False
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
         """The session's event loop (uvloop's where installed), made on first use."""
-        if self._loop is None or self._loop.is_closed():
+        if self._closed:
+            raise RuntimeError("this session is closed: make a new one")
+        if self._loop is None:
             self._loop = aio.new_event_loop()
         return self._loop
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` to completion on the session's loop, from synchronous code."""
-        return self.loop.run_until_complete(coro)
+        try:
+            loop = self.loop
+        except RuntimeError:
+            coro.close()  # never started: no "was never awaited" warning on top
+            raise
+        return loop.run_until_complete(coro)
 
     def cache_path(self, model: str) -> Path:
         """Where ``model``'s calls are cached: the run's main model in cache/llm.sqlite, any
@@ -107,10 +117,22 @@ class Session:
             yield made.get(model)
 
     def close(self) -> None:
-        """Close the event loop (after the async generators left on it)."""
-        if self._loop is not None and not self._loop.is_closed():
-            self._loop.run_until_complete(self._loop.shutdown_asyncgens())
-            self._loop.close()
+        """Close the event loop, as :func:`asyncio.run` does: what is still running on it
+        (after Ctrl-C, say) is cancelled and awaited first, so that it ends quietly instead
+        of with 'Task was destroyed but it is pending'."""
+        self._closed = True
+        loop, self._loop = self._loop, None
+        if loop is None or loop.is_closed():
+            return
+        try:
+            pending = asyncio.all_tasks(loop)
+            for task in pending:
+                task.cancel()
+            if pending:
+                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            loop.close()
 
     def __enter__(self) -> Session:
         return self

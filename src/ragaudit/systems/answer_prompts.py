@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Literal
 
 from ragaudit.llm.types import Messages, system, user
-from ragaudit.systems.retrievers import Hit
+from ragaudit.systems.base import Hit
 
 GeneratorKind = Literal["concise", "strict", "llm_only", "none"]
 GENERATORS: tuple[str, ...] = ("concise", "strict", "llm_only", "none")

@@ -3,12 +3,32 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ragaudit.options import StrictOptions
 from ragaudit.records.models import QueryRecord, RetrievedItem, TokenUsage
+
+# The keys of the one flat class all systems shared before issue 15, and the values that
+# meant "not set" for a kind that had no use for them.
+FLAT_DEFAULTS: dict[str, Any] = {
+    "retriever": "bm25",
+    "text_weight": 0.5,
+    "rerank_candidates": None,
+    "generator": "concise",
+    "llm": None,
+    "url": None,
+    "method": "POST",
+    "headers": {},
+    "request": {"query": "{query}"},
+    "answer_path": "answer",
+    "ids_path": None,
+    "contexts_path": None,
+    "retries": 2,
+    "target": None,
+    "id_field": "id",
+}
 
 
 class SystemOptions(StrictOptions):
@@ -25,6 +45,21 @@ class SystemOptions(StrictOptions):
         "one that cannot take it is an error.",
     )
     timeout_s: float | None = Field(None, gt=0, description="Per-query timeout (else harness).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _unset_keys_of_other_kinds(cls, data: Any) -> Any:
+        """Before each kind had its own options, every entry carried every key; run
+        directories (ragaudit.yaml, provenance.json) written then hold the other kinds'
+        keys at their "not set" values. Those are dropped so such files still load; a key
+        of another kind with a real value stays an error."""
+        if not isinstance(data, dict):
+            return data
+        return {
+            key: value
+            for key, value in data.items()
+            if key in cls.model_fields or key not in FLAT_DEFAULTS or value != FLAT_DEFAULTS[key]
+        }
 
 
 class SystemFailure(Exception):
@@ -56,4 +91,23 @@ class System(Protocol):
 
     async def aclose(self) -> None:
         """Release connections and threads."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A retrieved document, with the score and text of its best chunk."""
+
+    doc_id: str
+    score: float
+    text: str
+
+
+class Retriever(Protocol):
+    """What a built-in RAG system needs from a retriever."""
+
+    name: str
+
+    def retrieve(self, query: str, k: int = 1) -> list[Hit]:
+        """The top ``k`` documents for ``query``, best first."""
         ...

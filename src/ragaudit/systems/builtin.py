@@ -15,8 +15,7 @@ from ragaudit.llm.client import LLMClient
 from ragaudit.llm.types import GenerationParams
 from ragaudit.records.models import QueryRecord, RetrievedItem, TokenUsage
 from ragaudit.systems.answer_prompts import answer_messages, is_yes, rerank_messages
-from ragaudit.systems.base import SystemAnswer, SystemOptions
-from ragaudit.systems.retrievers import Hit, Retriever
+from ragaudit.systems.base import Hit, Retriever, SystemAnswer, SystemOptions
 
 BUILTIN_K = 3  # documents a built-in system retrieves when its k is not set
 

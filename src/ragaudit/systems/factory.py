@@ -7,11 +7,11 @@ from pathlib import Path
 from ragaudit.errors import ConfigError
 from ragaudit.llm.client import LLMClient
 from ragaudit.systems.adapters import function, http_endpoint, langchain, llamaindex
-from ragaudit.systems.base import System
+from ragaudit.systems.base import Retriever, System
 from ragaudit.systems.builtin import BuiltinSystemConfig, RAGSystem
 from ragaudit.systems.corpus import Chunk
 from ragaudit.systems.options import SystemConfig
-from ragaudit.systems.retrievers import Retriever, make_retriever
+from ragaudit.systems.retrievers import make_retriever
 
 
 def needs_llm(sc: SystemConfig) -> bool:

@@ -26,13 +26,13 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from ragaudit.errors import UserError
+from ragaudit.systems.base import Hit, Retriever
 from ragaudit.systems.corpus import Chunk
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -43,25 +43,6 @@ PREPARE_LIMIT = 200_000  # query embeddings kept ahead: 384 floats each, about 3
 def words(text: str) -> list[str]:
     """Lower-case word tokens."""
     return _WORD.findall(text.lower())
-
-
-@dataclass(frozen=True, slots=True)
-class Hit:
-    """A retrieved document, with the score and text of its best chunk."""
-
-    doc_id: str
-    score: float
-    text: str
-
-
-class Retriever(Protocol):
-    """What a built-in RAG system needs from a retriever."""
-
-    name: str
-
-    def retrieve(self, query: str, k: int = 1) -> list[Hit]:
-        """The top ``k`` documents for ``query``, best first."""
-        ...
 
 
 def fingerprint(chunks: list[Chunk], *settings: object) -> str:
