@@ -128,98 +128,71 @@ def judge_run(
     matchers first, then (``use_llm``) the LLM judge for what they leave undecided;
     ``reasons=False`` asks the LLM judge for its verdict alone (a quarter of the tokens)."""
     with session.llm("judge", use_llm) as llm:
-        return _judge_run(
-            session,
-            llm,
-            systems=systems,
-            samples=samples,
-            audit=audit,
-            closed_domain=closed_domain,
-            rule=rule,
-            seed=seed,
-            reasons=reasons,
-            progress=progress,
-        )
-
-
-def _judge_run(
-    session: Session,
-    llm: LLMClient | None,
-    *,
-    systems: list[str] | None,
-    samples: int,
-    audit: int,
-    closed_domain: bool,
-    rule: RetrievalRule,
-    seed: int,
-    reasons: bool,
-    progress: ProgressFactory | None,
-) -> JudgeReport:
-    run = session.run_dir
-    folder = run.responses_dir
-    files = sorted(folder.glob("*.jsonl"))
-    if systems:
-        files = [f for f in files if f.stem in set(systems)]
-    if not files:
-        raise UserError(f"nothing to judge: no responses in {folder} (run ragaudit run first)")
-    queries = {q.query_id: q for q in read_jsonl(run.dataset, QueryRecord)}
-    report = JudgeReport()
-    for path in files:
-        responses = list(read_jsonl(path, ResponseRecord))
-        if not responses:
-            continue
-        name = responses[0].system
-        fit = RuleFit(rule)
-        for r in responses:
-            if r.error is None and r.query_id in queries:
-                fit.add(name, r.retrieved_ids, queries[r.query_id].gold_ids)
-        ids = [r.query_id for r in responses]
-        if len(set(ids)) < len(ids):
-            twice = next(q for q, n in Counter(ids).items() if n > 1)
-            raise UserError(f"{path}: {duplicate_message('response', twice, name)}")
-        out = run.judgements(name)
-        done = _decided(out, {r.query_id for r in responses if r.error is None})
-        todo = [r for r in responses if r.query_id not in done]
-        unknown = [r.query_id for r in todo if r.query_id not in queries]
-        if unknown:
-            raise UserError(f"{path}: response for unknown query {unknown[0]} (not in dataset)")
-        stats = JudgeStats()
-        advance = None
-        if progress is not None:
-            on_start, advance = progress(name)
-            on_start(len(responses), len(done))
-        with JsonlAppender(out) as sink:
-            for start in range(0, len(todo), BATCH):
-                batch = [(queries[r.query_id], r) for r in todo[start : start + BATCH]]
-                coro = judge_many(
-                    batch,
-                    llm,
-                    samples=samples,
-                    closed_domain=closed_domain,
-                    rule=rule,
-                    stats=stats,
-                    reasons=reasons,
-                    on_judged=advance,
-                )
-                sink.append_many(session.run(coro))
-        counts = stats.counts()
-        entry = JudgeEntry(
-            judged_now=len(todo),
-            already_judged=len(done),
-            methods=counts.methods,
-            llm_sample_agreement=counts.llm_sample_agreement,
-            judge_failed=counts.judge_failed,
-            judge_failures=counts.judge_failures,
-            # What the stored retrieval verdicts mean, for the analysis to say so.
-            retrieval_rule=rule,
-            rule_warnings=fit.warnings(),
-        )
-        report.warnings.extend(entry.rule_warnings)
-        if audit and llm is not None:
-            entry.audit = _audit(run, name, queries, responses, llm, audit, seed)
-        report.systems[name] = entry
-    write_judge_stats(run.judge_stats, report.systems)
-    return report
+        run = session.run_dir
+        folder = run.responses_dir
+        files = sorted(folder.glob("*.jsonl"))
+        if systems:
+            files = [f for f in files if f.stem in set(systems)]
+        if not files:
+            raise UserError(f"nothing to judge: no responses in {folder} (run ragaudit run first)")
+        queries = {q.query_id: q for q in read_jsonl(run.dataset, QueryRecord)}
+        report = JudgeReport()
+        for path in files:
+            responses = list(read_jsonl(path, ResponseRecord))
+            if not responses:
+                continue
+            name = responses[0].system
+            fit = RuleFit(rule)
+            for r in responses:
+                if r.error is None and r.query_id in queries:
+                    fit.add(name, r.retrieved_ids, queries[r.query_id].gold_ids)
+            ids = [r.query_id for r in responses]
+            if len(set(ids)) < len(ids):
+                twice = next(q for q, n in Counter(ids).items() if n > 1)
+                raise UserError(f"{path}: {duplicate_message('response', twice, name)}")
+            out = run.judgements(name)
+            done = _decided(out, {r.query_id for r in responses if r.error is None})
+            todo = [r for r in responses if r.query_id not in done]
+            unknown = [r.query_id for r in todo if r.query_id not in queries]
+            if unknown:
+                raise UserError(f"{path}: response for unknown query {unknown[0]} (not in dataset)")
+            stats = JudgeStats()
+            advance = None
+            if progress is not None:
+                on_start, advance = progress(name)
+                on_start(len(responses), len(done))
+            with JsonlAppender(out) as sink:
+                for start in range(0, len(todo), BATCH):
+                    batch = [(queries[r.query_id], r) for r in todo[start : start + BATCH]]
+                    coro = judge_many(
+                        batch,
+                        llm,
+                        samples=samples,
+                        closed_domain=closed_domain,
+                        rule=rule,
+                        stats=stats,
+                        reasons=reasons,
+                        on_judged=advance,
+                    )
+                    sink.append_many(session.run(coro))
+            counts = stats.counts()
+            entry = JudgeEntry(
+                judged_now=len(todo),
+                already_judged=len(done),
+                methods=counts.methods,
+                llm_sample_agreement=counts.llm_sample_agreement,
+                judge_failed=counts.judge_failed,
+                judge_failures=counts.judge_failures,
+                # What the stored retrieval verdicts mean, for the analysis to say so.
+                retrieval_rule=rule,
+                rule_warnings=fit.warnings(),
+            )
+            report.warnings.extend(entry.rule_warnings)
+            if audit and llm is not None:
+                entry.audit = _audit(run, name, queries, responses, llm, audit, seed)
+            report.systems[name] = entry
+        write_judge_stats(run.judge_stats, report.systems)
+        return report
 
 
 def _decided(path: Path, answered: set[str]) -> set[str]:
