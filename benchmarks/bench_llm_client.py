@@ -40,14 +40,16 @@ LATENCY = 0.05
 TRIALS = 3
 
 
-def start_server() -> tuple[subprocess.Popen[str], str]:
-    """The scripted server in its own process, so it does not share our interpreter."""
+def start_server(reply: str | None = None) -> tuple[subprocess.Popen[str], str]:
+    """The scripted server in its own process, so it does not share our interpreter;
+    ``reply`` is what it answers to every request (default: an echo of the prompt)."""
     proc = subprocess.Popen(
         [
             sys.executable,
             str(REPO / "tests" / "support" / "scripted_llm_server.py"),
             "--latency",
             str(LATENCY),
+            *(["--reply", reply] if reply is not None else []),
         ],
         stdout=subprocess.PIPE,
         text=True,

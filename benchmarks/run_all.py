@@ -16,6 +16,7 @@ sys.path.insert(0, str(HERE.parent))
 from benchmarks import (  # noqa: E402
     bench_analysis,
     bench_generate,
+    bench_labels,
     bench_llm_client,
     bench_systems,
     bench_wordings,
@@ -29,6 +30,7 @@ BENCHMARKS = {
     "systems": bench_systems.run,
     "world": bench_world.run,
     "wordings": bench_wordings.run,
+    "labels": bench_labels.run,
 }
 
 

@@ -93,7 +93,7 @@ def test_every_model_and_field_says_what_it_means() -> None:
 def test_a_real_summary_validates_against_the_schema(analyzed: tuple[RunDir, Summary, str]) -> None:
     run, summary, _ = analyzed
     data = json.loads(run.summary.read_text(encoding="utf-8"), parse_constant=_no_constant)
-    assert data["schema_version"] == SCHEMA_VERSION == 1
+    assert data["schema_version"] == SCHEMA_VERSION == 2
     # The analysis filled every part the schema describes.
     assert data["comparisons"] and data["retrieval_ranking"] and data["systems"]
     assert any(c["undefined"] for c in data["comparisons"])
@@ -155,7 +155,8 @@ def test_a_summary_without_schema_version_reads_as_version_1(
     old = tmp_path / "summary.json"
     old.write_text(json.dumps(data))
     assert read_summary(old).schema_version == 1
-    assert read_summary(old) == summary
+    # Version 1 lacked the label figures and the scan: they read as absent.
+    assert read_summary(old).model_copy(update={"schema_version": SCHEMA_VERSION}) == summary
 
 
 def test_a_summary_from_before_blame_and_errors_still_reads(
@@ -196,9 +197,9 @@ def test_a_summary_from_before_blame_and_errors_still_reads(
             r"summary.json: not a valid summary: extra: unknown field",
         ),
         (
-            '{"schema_version": 2, "retrieval_rule": "any_hit", "systems": {}}',
-            r"summary.json: not a valid summary: schema_version: schema_version 2 is newer than "
-            r"this ragaudit understands \(1\); upgrade ragaudit",
+            '{"schema_version": 3, "retrieval_rule": "any_hit", "systems": {}}',
+            r"summary.json: not a valid summary: schema_version: schema_version 3 is newer than "
+            r"this ragaudit understands \(2\); upgrade ragaudit",
         ),
         (
             '{"retrieval_rule": "x", "systems": {"s": {"system": "s", "acc_retrieval_db": '
@@ -229,7 +230,7 @@ def test_an_undefined_figure_is_null_never_nan(tmp_path: Path) -> None:
     empty = Summary(retrieval_rule="all_gold", systems={})
     write_summary(tmp_path / "summary.json", empty)
     assert json.loads((tmp_path / "summary.json").read_text()) == {
-        "schema_version": 1,
+        "schema_version": 2,
         "outcome": "answer",
         "retrieval_rule": "all_gold",
         "warnings": [],
@@ -237,6 +238,10 @@ def test_an_undefined_figure_is_null_never_nan(tmp_path: Path) -> None:
         "judge_failed": {},
         "comparisons": [],
         "retrieval_ranking": {},
+        "by_label": {},
+        "label_comparisons": [],
+        "labels": None,
+        "weight_scan": None,
     }
 
 

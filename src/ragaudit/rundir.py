@@ -10,6 +10,7 @@ Layout (DESIGN.md)::
       responses/<system>.jsonl judgements/<system>.jsonl
       summary.json             summary.md    drilldown.jsonl    report.html
       run.stats.json           judge.stats.json   gold_facts.jsonl (generate.gold_rows)
+      labels.jsonl             labels/pairs.jsonl labels/contexts.jsonl    scan.json
       usage.json               LLM usage per step
       cache/llm.sqlite         every LLM call, keyed by its full request
       cache/index/             retrieval indexes, by corpus fingerprint
@@ -123,6 +124,26 @@ class RunDir:
     def index_dir(self) -> Path:
         """Where retrieval indexes persist unless ``harness.index_dir`` says otherwise."""
         return self.root / "cache" / "index"
+
+    @property
+    def labels(self) -> Path:
+        """Every rater's label of every (context, question) pair (``ragaudit label``)."""
+        return self.root / "labels.jsonl"
+
+    @property
+    def label_pairs(self) -> Path:
+        """The pairs the labels are of: question, gold (context) ids, the set's own flags."""
+        return self.root / "labels" / "pairs.jsonl"
+
+    @property
+    def label_contexts(self) -> Path:
+        """The contexts of pairs imported from a file, ``{id, text}``: their corpus."""
+        return self.root / "labels" / "contexts.jsonl"
+
+    @property
+    def scan(self) -> Path:
+        """The text-weight scan (``ragaudit scan``)."""
+        return self.root / "scan.json"
 
     @property
     def drilldown(self) -> Path:

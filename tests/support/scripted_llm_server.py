@@ -278,9 +278,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--reply", default=None, help="Answer every request with this text.")
     args = parser.parse_args()
     server = ScriptedLLMServer(latency=args.latency)
     server.port = args.port
+    if args.reply is not None:
+        fixed = args.reply
+        server.responder = lambda _body: fixed
     ready = threading.Event()
 
     async def run() -> None:

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ragaudit.records.models import supported_version
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: by_label, label_comparisons, labels, weight_scan (issue 16)
 
 Outcome = Literal["answer", "retrieval"]
 Tag = Literal["gap", "robust", "non-robust"]
@@ -232,6 +232,141 @@ class SystemRanking(_Model):
     )
 
 
+class Kappa(_Model):
+    """An agreement coefficient (Fleiss' kappa) with its 95% bootstrap interval."""
+
+    value: float | None = Field(
+        description="kappa: 1 is full agreement, 0 what chance gives; null when undefined"
+    )
+    ci95: Interval | None = Field(
+        description="95% percentile bootstrap interval over pairs; null when undefined"
+    )
+    n: int = Field(ge=0, description="pairs the coefficient is computed on")
+    undefined: str | None = Field(None, description="why the coefficient is null, if it is")
+
+    def __str__(self) -> str:
+        """``0.43 [0.38, 0.48]``, or ``n/a`` with the reason."""
+        if self.value is None:
+            return f"n/a ({self.undefined})"
+        if self.ci95 is None:
+            return f"{self.value:.2f}"
+        return f"{self.value:.2f} [{self.ci95[0]:.2f}, {self.ci95[1]:.2f}]"
+
+
+class RaterAgreement(_Model):
+    """One rater against the majority of the others: "Know Your RAG"'s kappa(A_i, M - A_i)."""
+
+    rater: str = Field(description="the rater (model:phrasing#sample, or a human label file)")
+    kappa: Kappa = Field(description="Fleiss' kappa between the rater and the others' majority")
+    discarded: int = Field(
+        ge=0, description="pairs left out because the other raters have no strict majority"
+    )
+    confusion: dict[str, dict[str, int]] = Field(
+        description="the others' majority label -> this rater's label -> pairs"
+    )
+
+
+class LabelFigures(_Model):
+    """The question-type composition of the test set and how far its raters agree
+    (``ragaudit label``; labels.jsonl)."""
+
+    raters: list[str] = Field(description="every rater whose labels were read")
+    pairs: int = Field(ge=0, description="(context, question) pairs labelled")
+    labelled: int = Field(ge=0, description="pairs with a consensus (strict majority) label")
+    no_majority: int = Field(ge=0, description="pairs whose raters tie: no consensus label")
+    unknown_pairs: int = Field(
+        0, ge=0, description="labelled pair ids that are not among the pairs (ignored)"
+    )
+    undecided: dict[str, int] = Field(
+        description="per rater: pairs it gave no usable label (malformed replies, errors)"
+    )
+    composition: dict[str, Proportion] = Field(
+        description="per label: its share of the pairs with a consensus label"
+    )
+    composition_answerable: dict[str, Proportion] | None = Field(
+        None,
+        description="the same over the pairs the set itself flags answerable; null when "
+        "the set has no such flag",
+    )
+    unanswerable_recall: Proportion | None = Field(
+        None,
+        description="pairs the set flags unanswerable (SQuAD 2.0 is_impossible) that are "
+        "labelled unanswerable; null without flags",
+    )
+    unanswerable_false_alarms: Proportion | None = Field(
+        None,
+        description="pairs the set flags answerable that are labelled unanswerable; null "
+        "without flags",
+    )
+    fleiss: Kappa | None = Field(
+        None,
+        description="Fleiss' kappa over all raters, on the pairs every rater decided; null "
+        "with one rater",
+    )
+    per_rater: list[RaterAgreement] = Field(
+        default_factory=list, description="each rater against the others' majority"
+    )
+
+
+class ScanRow(_Model):
+    """One row of the text-weight scan ("Know Your RAG", Table 2): the queries of one label,
+    or all of them (``inclusive``)."""
+
+    label: str = Field(description="the question label, or 'inclusive' for every query")
+    n: int = Field(ge=0, description="queries in the row")
+    recall: dict[str, MeanInterval] = Field(
+        description="text weight (as written, e.g. '0.05') -> Recall@k at that weight"
+    )
+    dense: float | None = Field(None, description="Recall@k at weight 0 (dense only), if scanned")
+    lexical: float | None = Field(
+        None, description="Recall@k at weight 1 (lexical only), if scanned"
+    )
+    best_weight: float | None = Field(
+        description="the weight with the highest Recall@k (the lowest on a tie); null with no "
+        "queries"
+    )
+    best_recall: MeanInterval = Field(description="Recall@k at the best weight")
+    at_inclusive_weight: MeanInterval = Field(
+        description="Recall@k of these queries at the inclusive row's best weight"
+    )
+    difference: float | None = Field(
+        description="best recall minus recall at the inclusive best weight (0 when the "
+        "weights agree)"
+    )
+    difference_ci95: Interval | None = Field(
+        description="95% paired bootstrap interval of that difference over the queries; "
+        "null when the weights agree or there are no queries"
+    )
+    p_value: float | None = Field(
+        None,
+        description="exact sign test: queries that gain at the best weight vs queries that "
+        "lose; null when the weights agree",
+    )
+    differs: bool = Field(
+        description="the label gains significantly (p < 0.05) at its own best weight: tuned "
+        "on all queries, it loses recall"
+    )
+
+
+class WeightScan(_Model):
+    """Recall@k of a hybrid retriever (BM25 and dense, min-max normalized, mixed by the text
+    weight) over several text weights, per label and for all queries (``ragaudit scan``)."""
+
+    k: int = Field(ge=1, description="the cut-off of Recall@k")
+    weights: list[float] = Field(description="the text weights scanned (0 dense, 1 lexical)")
+    documents: int = Field(ge=0, description="documents in the corpus searched")
+    queries: int = Field(ge=0, description="queries scanned")
+    left_out: dict[str, int] = Field(
+        default_factory=dict, description="queries not scanned, by reason"
+    )
+    rows: list[ScanRow] = Field(description="the inclusive row first, then one per label")
+    notes: list[str] = Field(
+        default_factory=list,
+        description="labels whose best weight beats the inclusive one by more than the "
+        "interval allows",
+    )
+
+
 class Summary(_Model):
     """What ``ragaudit analyze`` found: summary.json.
 
@@ -267,6 +402,22 @@ class Summary(_Model):
     retrieval_ranking: dict[str, SystemRanking] = Field(
         default_factory=dict,
         description="ranking metrics per system that returned retrieved ids",
+    )
+    by_label: dict[str, dict[str, VariantFigures]] = Field(
+        default_factory=dict,
+        description="per system, per question label: the figures of the queries with that "
+        "label (empty without labels)",
+    )
+    label_comparisons: list[Comparison] = Field(
+        default_factory=list,
+        description="within each system, each pair of labels compared on accuracy, paired "
+        "by semantic group where groups have queries of both labels",
+    )
+    labels: LabelFigures | None = Field(
+        None, description="the test set's label composition and agreement (labels.jsonl)"
+    )
+    weight_scan: WeightScan | None = Field(
+        None, description="the text-weight scan (scan.json), if one was run"
     )
 
     @field_validator("schema_version")

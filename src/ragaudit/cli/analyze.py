@@ -56,8 +56,11 @@ def analyze_cmd(
     from ragaudit.judge.retrieval import check_rule
     from ragaudit.report.terminal import (
         blame_table,
+        by_label_table,
         judge_failed_lines,
+        label_tables,
         ranking_table,
+        scan_table,
         system_tables,
     )
     from ragaudit.steps.analyze import default_neutral, run_analysis
@@ -94,7 +97,8 @@ def analyze_cmd(
         err_console.print(f"warning: {warning}", markup=False, style="yellow")
     for table in system_tables(summary):
         console.print(table)
-    console.print(blame_table(summary))
+    if summary.systems:
+        console.print(blame_table(summary))
     for line in judge_failed_lines(summary):
         console.print(line, markup=False)
     for comparison in summary.comparisons:
@@ -102,4 +106,19 @@ def analyze_cmd(
     ranking = ranking_table(summary)
     if ranking is not None:
         console.print(ranking)
-    console.print(f"wrote {run.summary}, {run.summary_md}, {run.drilldown}", markup=False)
+    label_table = by_label_table(summary)
+    if label_table is not None:
+        console.print(label_table)
+    for comparison in summary.label_comparisons:
+        console.print(comparison.verdict, markup=False)
+    if summary.labels is not None:
+        for table in label_tables(summary.labels):
+            console.print(table)
+    if summary.weight_scan is not None:
+        console.print(scan_table(summary.weight_scan))
+    written = [run.summary, run.summary_md] + ([run.drilldown] if summary.systems else [])
+    if not summary.systems:
+        console.print(
+            "no system was run yet: the summary holds the labels and the scan", markup=False
+        )
+    console.print("wrote " + ", ".join(str(p) for p in written), markup=False)

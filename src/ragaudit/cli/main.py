@@ -10,7 +10,20 @@ from typing import Annotated
 import typer
 
 from ragaudit import __version__
-from ragaudit.cli import analyze, demo, doctor, generate, init, judge, report, run, templates, world
+from ragaudit.cli import (
+    analyze,
+    demo,
+    doctor,
+    generate,
+    init,
+    judge,
+    label,
+    report,
+    run,
+    scan,
+    templates,
+    world,
+)
 from ragaudit.cli.console import console, err_console
 from ragaudit.errors import UserError
 from ragaudit.rundir import release_locks
@@ -56,7 +69,9 @@ templates_app.command("check")(templates.templates_check)
 app.command("generate")(generate.generate_cmd)
 app.command("run")(run.run_cmd)
 app.command("world")(world.world_cmd)
+app.command("label")(label.label_cmd)
 app.command("judge")(judge.judge_cmd)
+app.command("scan")(scan.scan_cmd)
 app.command("analyze")(analyze.analyze_cmd)
 app.command("demo")(demo.demo_cmd)
 app.command("report")(report.report_cmd)

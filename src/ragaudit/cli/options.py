@@ -40,6 +40,13 @@ class OnFailure(StrEnum):
     drop = "drop"
 
 
+class Phrasing(StrEnum):
+    """How the labeller's prompt is worded (ragaudit.documents.labels.PHRASINGS)."""
+
+    default = "default"
+    steps = "steps"
+
+
 class Outcome(StrEnum):
     """What ``analyze`` counts as the outcome of a query."""
 

@@ -246,6 +246,21 @@ class LLMClient:
             attempts=attempts,
         )
 
+    async def acomplete_parsed(
+        self,
+        messages: Messages,
+        parse: Callable[[str], T],
+        what: str,
+        params: GenerationParams | None = None,
+        *,
+        attempts: int | None = None,
+    ) -> T:
+        """A reply read by ``parse``, which raises ``ValueError`` to reject it: rejected
+        replies are re-asked with the error and ``what`` was expected, up to ``attempts``
+        asks; then :class:`StructuredOutputError`. For replies that JSON schemas cannot
+        describe (e.g. a label to be salvaged from a reply cut at ``max_tokens``)."""
+        return await self._astructured(messages, parse, what, params, attempts)
+
     async def acomplete_json(
         self,
         messages: Messages,

@@ -9,9 +9,13 @@ from ragaudit.records.io import (
     write_jsonl_atomic,
 )
 from ragaudit.records.models import (
+    LABELS,
     SCHEMA_VERSION,
     Judgement,
+    LabelPair,
+    LabelRecord,
     QueryRecord,
+    QuestionLabel,
     Reference,
     ResponseRecord,
     RetrievedItem,
@@ -20,10 +24,14 @@ from ragaudit.records.models import (
 )
 
 __all__ = [
+    "LABELS",
     "SCHEMA_VERSION",
     "JsonlAppender",
     "Judgement",
+    "LabelPair",
+    "LabelRecord",
     "QueryRecord",
+    "QuestionLabel",
     "Reference",
     "ResponseRecord",
     "RetrievedItem",

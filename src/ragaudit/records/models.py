@@ -166,3 +166,33 @@ class Judgement(_Record):
         if (self.correct is None) != (self.method == JUDGE_FAILED):
             raise ValueError(f"correct is null exactly when method is {JUDGE_FAILED!r}")
         return self
+
+
+# The question types of "Know Your RAG": what a context gives as the answer to a question.
+QuestionLabel = Literal["fact_single", "summary", "reasoning", "unanswerable"]
+LABELS: tuple[QuestionLabel, ...] = ("fact_single", "summary", "reasoning", "unanswerable")
+
+
+class LabelPair(_Record):
+    """One (context, question) pair to label: a query of the run's dataset, or a question of
+    an imported set (SQuAD JSON, plain JSONL). ``gold_ids`` are the documents that make up
+    its context (one for an imported pair); ``impossible`` is the set's own flag that the
+    context does not answer it (SQuAD 2.0's ``is_impossible``), when the set has one."""
+
+    pair_id: str = Field(min_length=1)
+    gold_ids: list[str] = Field(min_length=1)
+    question: str = Field(min_length=1)
+    answer: str | None = None
+    impossible: bool | None = None
+    source: Literal["dataset", "squad", "jsonl"] = "dataset"
+
+
+class LabelRecord(_Record):
+    """One rater's label of one pair, with its reason. ``label`` is None only when the rater
+    gave no usable label (an LLM reply that stayed malformed after re-asking): undecided,
+    counted, never guessed; ``reason`` then says why."""
+
+    pair_id: str = Field(min_length=1)
+    rater: str = Field(min_length=1)
+    label: QuestionLabel | None
+    reason: str = ""

@@ -23,15 +23,17 @@ from pydantic import BaseModel, ValidationError
 from ragaudit.analysis.summary import (
     SOURCES,
     BlameRule,
+    LabelFigures,
     MeanInterval,
     Proportion,
     Side,
     Summary,
+    WeightScan,
 )
 from ragaudit.generate.dataset import DatasetOverview, read_overview
 from ragaudit.llm.usage import UsageFile
 from ragaudit.records.io import RecordFileError, atomic_write_text, iter_jsonl_dicts
-from ragaudit.records.models import ResponseRecord
+from ragaudit.records.models import LABELS, ResponseRecord
 from ragaudit.report import charts
 from ragaudit.report.summary_file import read_summary
 from ragaudit.report.text import retrieval_queries
@@ -204,6 +206,76 @@ class ReportData:
     world: WorldSection | None = None
     blame: list[BlameRow] | None = None
     warnings: list[str] = field(default_factory=list)  # where the retrieval rule misfits
+    labels: LabelsSection | None = None
+    scan: WeightScan | None = None
+    by_label: list[ByLabelRow] = field(default_factory=list)
+    label_verdicts: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ByLabelRow:
+    """One system and question label: its counts and figures."""
+
+    system: str
+    label: str
+    queries: int
+    groups: int
+    accuracy: str
+    accuracy_retrieval: str
+
+
+@dataclass(frozen=True)
+class LabelsSection:
+    """The composition of the test set by question label, and the raters' agreement."""
+
+    figures: LabelFigures
+    chart: Chart
+    rows: list[tuple[str, str, str]]  # label, all pairs, answerable by the set's flag
+
+
+def _labels(summary: Summary) -> LabelsSection | None:
+    figures = summary.labels
+    if figures is None:
+        return None
+    names: list[str] = list(LABELS)
+    series: dict[str, list[tuple[float, float, float] | None]] = {
+        "all pairs": [_point(figures.composition[n]) for n in names]
+    }
+    if figures.composition_answerable is not None:
+        series["answerable (set's flag)"] = [
+            _point(figures.composition_answerable[n]) for n in names
+        ]
+    chart = Chart(
+        id="chart-labels",
+        title="Question labels: share of the pairs with a consensus label (95% intervals)",
+        svg=charts.interval_dots(names, series),
+    )
+    rows = [
+        (
+            n,
+            _interval(figures.composition[n]),
+            _interval(figures.composition_answerable[n])
+            if figures.composition_answerable is not None
+            else "",
+        )
+        for n in names
+    ]
+    return LabelsSection(figures=figures, chart=chart, rows=rows)
+
+
+def _by_label(summary: Summary) -> list[ByLabelRow]:
+    return [
+        ByLabelRow(
+            system=system,
+            label=label,
+            queries=m.n_queries,
+            groups=m.n_groups,
+            accuracy=_interval(m.accuracy),
+            accuracy_retrieval=_interval(m.accuracy_retrieval),
+        )
+        for system, labels in summary.by_label.items()
+        for label, m in labels.items()
+    ]
 
 
 def _interval(entry: Proportion | MeanInterval | float | None) -> str:
@@ -519,13 +591,17 @@ def collect(run: RunDir) -> ReportData:
         other_verdicts=rest,
         warnings=list(summary.warnings),
         tables=_tables(summary),
-        charts=_charts(summary, blame),
+        charts=_charts(summary, blame) if summary.systems else [],
         blame=blame,
         ranking=_ranking(summary),
         dataset=dataset,
         usage=_usage(run),
         drilldown=drill,
         world=_world(run),
+        labels=_labels(summary),
+        scan=summary.weight_scan,
+        by_label=_by_label(summary),
+        label_verdicts=[c.verdict for c in summary.label_comparisons],
     )
 
 

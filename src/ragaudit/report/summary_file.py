@@ -35,9 +35,12 @@ def read_summary(path: Path) -> Summary:
     except OSError as exc:
         raise UserError(f"{path}: cannot read it: {exc.strerror}") from None
     try:
-        return Summary.model_validate_json(data)
+        summary = Summary.model_validate_json(data)
     except ValidationError as exc:
         raise UserError(_problem(path, exc)) from None
+    if b'"schema_version"' not in data:  # written before the field existed
+        summary = summary.model_copy(update={"schema_version": 1})
+    return summary
 
 
 def _problem(path: Path, exc: ValidationError) -> str:

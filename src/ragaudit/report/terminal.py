@@ -7,7 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ragaudit.analysis.retrieval_metrics import ranking_columns
-from ragaudit.analysis.summary import Summary
+from ragaudit.analysis.summary import LabelFigures, Proportion, Summary, WeightScan
 from ragaudit.report.text import BLAME_HEADERS, METRIC_NAMES, blame_rows, retrieval_queries, show
 
 
@@ -75,3 +75,110 @@ def judge_failed_lines(summary: Summary) -> list[str]:
         "(rerun ragaudit judge to retry them)"
         for system, n in sorted(summary.judge_failed.items())
     ]
+
+
+def label_tables(figures: LabelFigures) -> list[Table]:
+    """The label composition (and, where the set flags unanswerable questions, its
+    answerable part), then each rater's agreement with the others' majority."""
+    from ragaudit.records.models import LABELS
+
+    title = (
+        f"Question labels: {figures.labelled} of {figures.pairs} pairs with a consensus "
+        f"({figures.no_majority} without a majority)"
+    )
+    table = Table(title=title, title_justify="left")
+    table.add_column("label")
+    table.add_column("all pairs", justify="right")
+    if figures.composition_answerable is not None:
+        table.add_column("answerable (by the set's flag)", justify="right")
+    for label in LABELS:
+        cells = [_share(figures.composition[label])]
+        if figures.composition_answerable is not None:
+            cells.append(_share(figures.composition_answerable[label]))
+        table.add_row(label, *cells)
+    tables = [table]
+    if figures.per_rater or figures.fleiss is not None:
+        fleiss = f"Fleiss' kappa over {len(figures.raters)} raters: {figures.fleiss}"
+        agreement = Table(title=f"Agreement. {escape(fleiss)}", title_justify="left")
+        for header in (
+            "rater",
+            "kappa vs the others' majority",
+            "pairs",
+            "no majority",
+            "undecided",
+        ):
+            agreement.add_column(header, justify="left" if header == "rater" else "right")
+        for row in figures.per_rater:
+            agreement.add_row(
+                escape(row.rater),
+                escape(str(row.kappa)),
+                str(row.kappa.n),
+                str(row.discarded),
+                str(figures.undecided.get(row.rater, 0)),
+            )
+        tables.append(agreement)
+    return tables
+
+
+def _share(p: Proportion) -> str:
+    return f"{p.k}  {p}" if p.n else "0"
+
+
+def scan_table(scan: WeightScan) -> Table:
+    """The text-weight scan in the layout of "Know Your RAG"'s Table 2."""
+    k = scan.k
+    table = Table(
+        title=f"Text-weight scan: Recall@{k}, {scan.queries} queries, {scan.documents} documents",
+        title_justify="left",
+    )
+    headers = (
+        "label",
+        "n",
+        "dense",
+        "lexical",
+        "best recall",
+        "vs inclusive weight",
+        "best weight",
+    )
+    for header in headers:
+        table.add_column(header, justify="left" if header == "label" else "right")
+    for row in scan.rows:
+        diff = (
+            "" if row.difference is None or row.label == "inclusive" else f"{row.difference:+.3f}"
+        )
+        if row.differs:
+            diff += " *"
+        table.add_row(
+            escape(row.label),
+            str(row.n),
+            _fixed(row.dense),
+            _fixed(row.lexical),
+            _fixed(row.best_recall.value),
+            diff,
+            "" if row.best_weight is None else f"{row.best_weight:g}",
+        )
+    return table
+
+
+def _fixed(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def by_label_table(summary: Summary) -> Table | None:
+    """Accuracy and retrieval accuracy per system and question label; None without labels."""
+    if not summary.by_label:
+        return None
+    table = Table(title="By question label", title_justify="left")
+    for header in ("system", "label", "queries", "groups", "accuracy", "accuracy_retrieval"):
+        table.add_column(header, justify="left" if header in ("system", "label") else "right")
+    for system, labels in summary.by_label.items():
+        for label, m in labels.items():
+            table.add_row(
+                escape(system),
+                escape(label),
+                str(m.n_queries),
+                str(m.n_groups),
+                str(m.accuracy),
+                show(m.accuracy_retrieval),
+            )
+    return table

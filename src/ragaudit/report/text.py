@@ -166,10 +166,80 @@ def summary_markdown(summary: Summary) -> str:
             else ""
         )
         + "".join(f"Warning: {w}\n\n" for w in summary.warnings)
-        + metrics_table(summary)
-        + "\nWhere the answers go wrong (shares of the queries)\n\n"
-        + blame_table(summary)
+        + (
+            metrics_table(summary)
+            + "\nWhere the answers go wrong (shares of the queries)\n\n"
+            + blame_table(summary)
+            if summary.systems
+            else "No system has been run on this test set yet.\n"
+        )
         + judge_failed_note(summary)
         + ("\n" + verdicts if verdicts else "")
         + ("\nRetrieval ranking (mean [95% CI])\n\n" + ranked if ranked else "")
+        + label_sections(summary)
     )
+
+
+def label_sections(summary: Summary) -> str:
+    """The figures per question label, the label composition and agreement, and the
+    text-weight scan, as markdown; empty where the run has none of them."""
+    out = ""
+    if summary.by_label:
+        out += (
+            "\nBy question label\n\n| system | label | queries | accuracy | retrieval accuracy |\n"
+        )
+        out += "|---|---|---:|---:|---:|\n"
+        for system, labels in summary.by_label.items():
+            for label, m in labels.items():
+                retrieval = show(m.accuracy_retrieval)
+                out += f"| {system} | {label} | {m.n_queries} | {m.accuracy} | {retrieval} |\n"
+        out += "".join(f"- {c.verdict}\n" for c in summary.label_comparisons)
+    figures = summary.labels
+    if figures is not None:
+        out += (
+            f"\nQuestion labels: {figures.labelled} of {figures.pairs} pairs with a consensus "
+            f"label ({figures.no_majority} without a majority); raters: "
+            f"{', '.join(figures.raters)}\n\n"
+            "| label | all pairs | answerable (by the set's flag) |\n|---|---:|---:|\n"
+        )
+        for label, share in figures.composition.items():
+            answerable = figures.composition_answerable
+            out += f"| {label} | {share} | {answerable[label] if answerable else ''} |\n"
+        if figures.unanswerable_recall is not None:
+            out += (
+                f"\nFlagged unanswerable by the set, labelled unanswerable: "
+                f"{figures.unanswerable_recall} (n = {figures.unanswerable_recall.n}); flagged "
+                f"answerable, labelled unanswerable: {figures.unanswerable_false_alarms}\n"
+            )
+        if figures.fleiss is not None:
+            out += f"\nFleiss' kappa over all raters: {figures.fleiss} (n = {figures.fleiss.n})\n"
+        for r in figures.per_rater:
+            out += (
+                f"- {r.rater} vs the others' majority: kappa {r.kappa} (n = {r.kappa.n}, "
+                f"{r.discarded} without a majority)\n"
+            )
+    scan = summary.weight_scan
+    if scan is not None:
+        out += (
+            f"\nText-weight scan: Recall@{scan.k}, {scan.queries} queries, {scan.documents} "
+            "documents\n\n"
+            "| label | n | dense | lexical | best recall | vs inclusive weight | best weight |\n"
+            "|---|---:|---:|---:|---:|---:|---:|\n"
+        )
+        for row in scan.rows:
+            diff = (
+                ""
+                if row.label == "inclusive" or row.difference is None
+                else f"{row.difference:+.3f}"
+            )
+            out += (
+                f"| {row.label} | {row.n} | {_f3(row.dense)} | {_f3(row.lexical)} | "
+                f"{_f3(row.best_recall.value)} | {diff} | "
+                f"{'n/a' if row.best_weight is None else format(row.best_weight, 'g')} |\n"
+            )
+        out += "".join(f"- {note}\n" for note in scan.notes)
+    return out
+
+
+def _f3(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TypedDict
 
 from ragaudit.analysis import Analysis, Example, analyze
+from ragaudit.analysis.by_label import label_breakdown
 from ragaudit.analysis.comparisons import comparisons
 from ragaudit.analysis.metrics import gold_state, source_of, with_left_out
 from ragaudit.analysis.retrieval_metrics import ranking_summary
@@ -24,6 +25,8 @@ from ragaudit.report.text import summary_markdown
 from ragaudit.rundir import RunDir
 from ragaudit.steps.inputs import from_records, from_responses, read_neutral
 from ragaudit.steps.judge import read_judge_stats
+from ragaudit.steps.label import read_label_figures
+from ragaudit.steps.scan import read_scan
 
 
 @dataclass(frozen=True)
@@ -211,7 +214,17 @@ def run_analysis(
     undecided: Counter[str] = Counter()
     left_out: dict[tuple[str, str], Counter[str]] = {}
     dropped: set[int] = set()
-    examples = load_examples(run, neutral, rule, system, outcome, undecided, left_out, dropped)
+    labels = read_label_figures(run) if not neutral else None
+    scan = read_scan(run) if not neutral else None
+    try:
+        examples = load_examples(run, neutral, rule, system, outcome, undecided, left_out, dropped)
+    except UserError:
+        if labels is None and scan is None:
+            raise
+        # A labelled test set (and its scan) is worth a summary before any system ran.
+        return _write(
+            run, Summary(retrieval_rule=rule, systems={}, labels=labels, weight_scan=scan)
+        )
     if not examples:
         what = (
             "judged answers"
@@ -238,6 +251,7 @@ def run_analysis(
     # Whether the retriever found the gold documents needs no judge: the same comparisons
     # on retrieval correctness say which half of the system breaks.
     both: tuple[Outcome, ...] = ("answer", "retrieval")
+    by_label, label_comparisons = label_breakdown(examples, seed)
     summary = Summary(
         outcome=outcome,
         retrieval_rule=rule,
@@ -248,14 +262,24 @@ def run_analysis(
             examples, seed=seed, outcomes=both if outcome == "answer" else ("answer",)
         ),
         retrieval_ranking=ranking_summary(examples),
+        by_label=by_label,
+        label_comparisons=label_comparisons,
+        labels=labels,
+        weight_scan=scan,
     )
+    result = _write(run, summary)
+    rows = _drilldown_rows(run, neutral, examples, analysis, dropped)
+    # A DrilldownRow is a plain dict at run time, which the writer encodes as it is.
+    write_jsonl_atomic(run.drilldown, rows)
+    return result
+
+
+def _write(run: RunDir, summary: Summary) -> AnalysisResult:
+    """Write summary.json and summary.md."""
     markdown = summary_markdown(summary)
     run.root.mkdir(parents=True, exist_ok=True)
     write_summary(run.summary, summary)
     atomic_write_text(run.summary_md, markdown)
-    rows = _drilldown_rows(run, neutral, examples, analysis, dropped)
-    # A DrilldownRow is a plain dict at run time, which the writer encodes as it is.
-    write_jsonl_atomic(run.drilldown, rows)
     return AnalysisResult(summary, markdown)
 
 

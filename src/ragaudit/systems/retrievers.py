@@ -263,6 +263,16 @@ class DenseRetriever(_ScoringRetriever):
             batch = todo[start : start + 4096]
             self._queries.update(zip(batch, embed(batch), strict=True))
 
+    def score_many(self, queries: list[str]) -> np.ndarray:
+        """Cosine similarity of every chunk (columns) to each query (rows), in one matrix
+        product: much faster per query than :meth:`scores` over a large corpus."""
+        self.prepare(queries)
+        missing = [q for q in queries if q not in self._queries]  # past PREPARE_LIMIT
+        extra = dict(zip(missing, embed(missing), strict=True)) if missing else {}
+        vectors = np.stack([self._queries[q] if q in self._queries else extra[q] for q in queries])
+        scores: np.ndarray = (vectors @ self._matrix.T).astype(np.float64)
+        return scores
+
     def scores(self, query: str) -> np.ndarray:
         """Cosine similarity of every chunk to the query."""
         vector = self._queries.get(query)
