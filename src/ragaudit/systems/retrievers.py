@@ -108,6 +108,27 @@ def _top(scores: np.ndarray, n: int) -> np.ndarray:
     return candidates[np.argsort(-scores[candidates], kind="stable")]
 
 
+def top_documents(chunks: list[Chunk], scores: np.ndarray, k: int) -> list[Hit]:
+    """The ``k`` best documents by the ``scores`` of their chunks (a document counts once,
+    by its best chunk), best first."""
+    n = k
+    while True:
+        # Several chunks of one document may lead: widen until k documents are found.
+        hits = _best_per_document(chunks, scores, _top(scores, n), k)
+        if len(hits) == k or n >= len(scores):
+            return hits
+        n *= 4
+
+
+def minmax(values: np.ndarray) -> np.ndarray:
+    """``values`` scaled to [0, 1] (all zeros when they are all equal): how the hybrid
+    retriever makes lexical and dense scores comparable."""
+    low, high = float(values.min()), float(values.max())
+    if high <= low:
+        return np.zeros_like(values)
+    return (values - low) / (high - low)
+
+
 class _ScoringRetriever:
     """A retriever that scores every chunk; documents are ranked by their best chunk."""
 
@@ -121,15 +142,7 @@ class _ScoringRetriever:
         """The top ``k`` documents for ``query``, best first."""
         if not self.chunks or k < 1:
             return []
-        scores = self.scores(query)
-        n = k
-        while True:
-            # Several chunks of one document may lead: widen until k documents are found.
-            order = _top(scores, n)
-            hits = _best_per_document(self.chunks, scores, order, k)
-            if len(hits) == k or n >= len(scores):
-                return hits
-            n *= 4
+        return top_documents(self.chunks, self.scores(query), k)
 
 
 class KeywordRetriever(_ScoringRetriever):
@@ -282,13 +295,6 @@ class DenseRetriever(_ScoringRetriever):
         return scores
 
 
-def _minmax(values: np.ndarray) -> np.ndarray:
-    low, high = float(values.min()), float(values.max())
-    if high <= low:
-        return np.zeros_like(values)
-    return (values - low) / (high - low)
-
-
 class HybridRetriever(_ScoringRetriever):
     """``w * BM25 + (1 - w) * dense``, each min-max normalized over the corpus per query."""
 
@@ -313,9 +319,9 @@ class HybridRetriever(_ScoringRetriever):
         """The weighted sum of the normalized lexical and dense scores."""
         total = np.zeros(len(self.chunks))
         if self._lexical is not None:
-            total += self.text_weight * _minmax(self._lexical.scores(query))
+            total += self.text_weight * minmax(self._lexical.scores(query))
         if self._dense is not None:
-            total += (1 - self.text_weight) * _minmax(self._dense.scores(query))
+            total += (1 - self.text_weight) * minmax(self._dense.scores(query))
         return total
 
 

@@ -16,26 +16,10 @@ from pathlib import Path
 import numpy as np
 
 from ragaudit.systems.corpus import Chunk
-from ragaudit.systems.retrievers import (
-    BM25Retriever,
-    DenseRetriever,
-    _best_per_document,
-    _minmax,
-    _top,
-)
+from ragaudit.systems.retrievers import BM25Retriever, DenseRetriever, minmax, top_documents
 
 DEFAULT_WEIGHTS: tuple[float, ...] = (0.0, 0.05, 0.1, 0.2, 0.5, 1.0)
 _BATCH = 64
-
-
-def _top_documents(chunks: list[Chunk], scores: np.ndarray, k: int) -> list[str]:
-    """The ids of the ``k`` best documents (by their best chunk), as the retrievers rank."""
-    n = k
-    while True:
-        hits = _best_per_document(chunks, scores, _top(scores, n), k)
-        if len(hits) == k or n >= len(scores):
-            return [h.doc_id for h in hits]
-        n *= 4
 
 
 def scan_recall(
@@ -69,14 +53,15 @@ def scan_recall(
         for j, query in enumerate(batch):
             mixed = np.zeros((len(weights), len(chunks)))
             if lexical is not None:
-                mixed += w * _minmax(lexical.scores(query))
+                mixed += w * minmax(lexical.scores(query))
             if dense_scores is not None:
-                mixed += (1 - w) * _minmax(dense_scores[j])
+                mixed += (1 - w) * minmax(dense_scores[j])
             wanted = set(gold[start + j])
             if not wanted:
                 continue
             for col in range(len(weights)):
-                found = wanted.intersection(_top_documents(chunks, mixed[col], k))
+                top = top_documents(chunks, mixed[col], k)
+                found = wanted.intersection(hit.doc_id for hit in top)
                 out[start + j, col] = len(found) / len(wanted)
         if progress is not None:
             progress(min(start + _BATCH, len(queries)))
