@@ -7,7 +7,13 @@ import math
 
 import pytest
 
-from ragaudit.analysis.retrieval_metrics import ndcg_at_k, recall_at_k, reciprocal_rank
+from ragaudit.analysis.metrics import wilson
+from ragaudit.analysis.retrieval_metrics import (
+    mean_interval,
+    ndcg_at_k,
+    recall_at_k,
+    reciprocal_rank,
+)
 
 
 def test_ranking_metrics() -> None:
@@ -62,3 +68,23 @@ def test_ranking_summary_agrees_with_the_per_query_metrics() -> None:
     assert got["mrr"].value == pytest.approx(mrr)
     ndcg = sum(ndcg_at_k(ex.retrieved, ex.gold, 5) for ex in examples) / 300  # type: ignore[arg-type]
     assert got["ndcg@5"].value == pytest.approx(ndcg)
+
+
+def test_mean_interval_is_never_a_point_and_is_wilson_for_hits() -> None:
+    # 22 of 22 found is not certainty: the normal interval would be [1, 1].
+    all_found = mean_interval([1.0] * 22)
+    assert all_found.value == 1.0 and all_found.ci95 == wilson(22, 22)
+    assert all_found.ci95[0] == pytest.approx(0.8513, abs=1e-4)
+    hits = mean_interval([1, 0, 1, 1, 0, 1, 1])
+    assert hits.ci95 == wilson(5, 7)
+    # Equal fractional scores: the Wilson interval at their mean, not a point.
+    same = mean_interval([0.5] * 10)
+    assert same.ci95[0] < 0.5 < same.ci95[1]
+    assert same.ci95 == pytest.approx(wilson(5, 10))
+    # Varied fractional scores (MRR, nDCG): the normal approximation.
+    scores = [0.2, 0.9, 0.4, 1.0, 0.5]
+    mean = sum(scores) / len(scores)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in scores) / (len(scores) - 1))
+    half = 1.959963984540054 * sd / math.sqrt(len(scores))
+    varied = mean_interval(scores)
+    assert varied.ci95 == pytest.approx((mean - half, min(1.0, mean + half)))

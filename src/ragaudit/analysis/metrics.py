@@ -71,13 +71,20 @@ def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
     """The Wilson score interval of k successes in n trials (95% by default)."""
     if n == 0:
         return (0.0, 1.0)
-    p = k / n
+    return wilson_share(k / n, n, z)
+
+
+def wilson_share(p: float, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """The Wilson score interval of a share ``p`` of ``n`` trials; also a conservative
+    interval for the mean of ``n`` scores in [0, 1], which vary at most as 0/1 ones do."""
+    if n == 0:
+        return (0.0, 1.0)
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
     # Exact at the ends: rounding must not leave 0/n or n/n outside its own interval.
-    low = 0.0 if k == 0 else max(0.0, centre - half)
-    high = 1.0 if k == n else min(1.0, centre + half)
+    low = 0.0 if p <= 0.0 else max(0.0, centre - half)
+    high = 1.0 if p >= 1.0 else min(1.0, centre + half)
     return (low, high)
 
 

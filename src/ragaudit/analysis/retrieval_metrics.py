@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from ragaudit.analysis.metrics import wilson, wilson_share
 from ragaudit.analysis.summary import MeanInterval, RankingMetrics, SystemRanking
 
 if TYPE_CHECKING:
@@ -57,14 +58,21 @@ def ndcg_at_k(retrieved: Sequence[str], gold: Sequence[str], k: int) -> float:
 def mean_interval(
     values: Sequence[float] | npt.NDArray[np.float64], z: float = 1.959963984540054
 ) -> MeanInterval:
-    """The mean of per-query scores in [0, 1] with a normal-approximation 95% interval
-    (clipped to [0, 1]); ``n`` queries."""
+    """The mean of per-query scores in [0, 1] with a 95% interval over ``n`` queries: the
+    Wilson interval where every score is 0 or 1 (e.g. Recall@k with one gold document),
+    else the normal approximation clipped to [0, 1]. Where every score is the same, the
+    normal interval would be a point (22 of 22 found is not certainty), so the Wilson
+    interval at the mean stands in: a score in [0, 1] varies at most as a 0/1 one does."""
     n = len(values)
     if n == 0:
         return MeanInterval(value=None, n=0, ci95=(0.0, 1.0))
     array = np.asarray(values, dtype=np.float64)
     mean = float(array.mean())
     half = z * float(array.std(ddof=1)) / math.sqrt(n) if n > 1 else 0.0
+    if bool(np.all((array == 0.0) | (array == 1.0))):
+        return MeanInterval(value=mean, n=n, ci95=wilson(int(array.sum()), n, z))
+    if half == 0.0:
+        return MeanInterval(value=mean, n=n, ci95=wilson_share(mean, n, z))
     return MeanInterval(value=mean, n=n, ci95=(max(0.0, mean - half), min(1.0, mean + half)))
 
 

@@ -58,13 +58,15 @@ class Proportion(_Model):
 
 
 class MeanInterval(_Model):
-    """The mean of per-query scores in [0, 1], with a 95% normal-approximation interval."""
+    """The mean of per-query scores in [0, 1], with a 95% interval (Wilson for 0/1 scores,
+    else the normal approximation)."""
 
     value: float | None = Field(description="the mean; null when no query was scored")
     n: int = Field(ge=0, description="queries scored")
     ci95: Interval = Field(
-        description="95% interval of the mean (normal approximation, clipped to [0, 1]); "
-        "[0, 1] when no query was scored"
+        description="95% interval of the mean: Wilson where every score is 0 or 1 or all "
+        "are equal, else the normal approximation clipped to [0, 1]; [0, 1] when no query "
+        "was scored"
     )
 
 
