@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sqlite3
 import sys
 import tempfile
 import time
@@ -24,29 +23,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tests.support.replay_llm import Recording  # noqa: E402
 from tests.support.wording_set import evaluate, rates  # noqa: E402
 
 from ragaudit.analysis.metrics import wilson  # noqa: E402
 from ragaudit.config import LLMConfig  # noqa: E402
 from ragaudit.llm import make_llm  # noqa: E402
-from ragaudit.llm.cache import cache_key, request_payload  # noqa: E402
-from ragaudit.llm.client import LLMClient  # noqa: E402
-from ragaudit.llm.types import GenerationParams, Messages  # noqa: E402
 
 REFERENCE = ROOT.parent / "shared" / "reference" / "grammar"
-
-
-class Recording(LLMClient):
-    """The client, noting the cache key of every request it is asked."""
-
-    keys: set[str]
-
-    async def acomplete(self, messages: Messages, params: GenerationParams | None = None):  # type: ignore[no-untyped-def]
-        payload = request_payload(
-            self.backend.kind, self.backend.model, messages, params or self.default_params
-        )
-        self.keys.add(cache_key(payload))
-        return await super().acomplete(messages, params)
 
 
 def main() -> None:
@@ -61,18 +45,12 @@ def main() -> None:
         cache = args.cache or Path(tmp) / "llm.sqlite"
         start = time.perf_counter()
         with make_llm(LLMConfig(model="local"), cache_path=cache) as base:
-            llm = Recording(
-                base.backend, cache=base.cache, meter=base.meter, default_params=base.default_params
-            )
-            llm.keys = set()
+            llm = Recording.around(base)
             outcomes = evaluate(REFERENCE, llm, reading=args.reading)
             meter = llm.meter
-            llm_keys = llm.keys
         seconds = time.perf_counter() - start
         if args.record:
-            used = set(llm_keys)
-            rows = sqlite3.connect(cache).execute("SELECT key, text FROM llm_cache ORDER BY key")
-            replies = {k: t for k, t in rows.fetchall() if k in used}
+            replies = dict(sorted(llm.recorded(cache).items()))
             args.record.write_text(json.dumps(replies, indent=0) + "\n")
     kinds: Counter[tuple[str, str]] = Counter()
     accepted: Counter[tuple[str, str]] = Counter()

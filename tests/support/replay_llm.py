@@ -6,12 +6,14 @@ with the real model's replies, without running the model."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 from ragaudit.errors import LLMError
 from ragaudit.llm.cache import cache_key, request_payload
+from ragaudit.llm.client import LLMClient
 from ragaudit.llm.model_assets import MODEL_FILENAME
-from ragaudit.llm.types import GenerationParams, Messages, RawCompletion
+from ragaudit.llm.types import Completion, GenerationParams, Messages, RawCompletion
 
 
 class ReplayBackend:
@@ -45,3 +47,34 @@ class ReplayBackend:
 
     async def aclose(self) -> None:
         """Nothing to release."""
+
+
+class Recording(LLMClient):
+    """A client that notes the cache key of every request it is asked, so that a script
+    can record exactly the replies a measurement used (for :class:`ReplayBackend`)."""
+
+    keys: set[str]
+
+    @classmethod
+    def around(cls, base: LLMClient) -> Recording:
+        """A recording client with ``base``'s backend, cache, meter and parameters."""
+        client = cls(
+            base.backend, cache=base.cache, meter=base.meter, default_params=base.default_params
+        )
+        client.keys = set()
+        return client
+
+    async def acomplete(
+        self, messages: Messages, params: GenerationParams | None = None, *, fresh: bool = False
+    ) -> Completion:
+        """The client's completion, its request's key noted."""
+        payload = request_payload(
+            self.backend.kind, self.backend.model, messages, params or self.default_params
+        )
+        self.keys.add(cache_key(payload))
+        return await super().acomplete(messages, params, fresh=fresh)
+
+    def recorded(self, cache_path: Path) -> dict[str, str]:
+        """``{cache key: reply}`` of every request this client was asked, from its cache."""
+        rows = sqlite3.connect(cache_path).execute("SELECT key, text FROM llm_cache")
+        return {k: t for k, t in rows.fetchall() if k in self.keys}

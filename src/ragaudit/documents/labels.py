@@ -33,10 +33,11 @@ MAX_TOKENS = 40
 # Sampled raters need different replies to disagree at all; the LLM judge samples so too.
 SAMPLE_TEMPERATURE = 0.7
 
-_REPLY = (
-    'Reply with JSON only: {"label": "fact_single" or "summary" or "reasoning" or '
+_REPLY_SHAPE = (
+    '{"label": "fact_single" or "summary" or "reasoning" or '
     '"unanswerable", "reason": "<at most eight words>"}'
 )
+_REPLY = f"Reply with JSON only: {_REPLY_SHAPE}"
 
 # The instructions come first and never change, and the context comes before the question,
 # so a local model's prompt cache reads the instructions once and each context once for
@@ -180,7 +181,7 @@ async def label_one(
         reply = await llm.acomplete_parsed(
             messages,
             parse_label_reply,
-            _REPLY.removeprefix("Reply with "),
+            f"JSON: {_REPLY_SHAPE}",
             params or rater.params(llm.default_params),
         )
     except LLMError as exc:
