@@ -112,6 +112,13 @@ def _shares(labels: Iterable[str], categories: Sequence[str]) -> dict[str, Propo
     return {c: proportion(counts.get(c, 0), n) for c in categories}
 
 
+def _labelled_unanswerable(consensus: Sequence[str | None]) -> Proportion:
+    """The share of the pairs with a consensus label whose label is ``unanswerable``."""
+    return proportion(
+        sum(c == "unanswerable" for c in consensus), sum(c is not None for c in consensus)
+    )
+
+
 def label_figures(
     pairs: Sequence[LabelPair], records: Iterable[LabelRecord], seed: int = 0
 ) -> LabelFigures:
@@ -154,22 +161,8 @@ def label_figures(
         composition_answerable=(
             _shares([c for c in answerable if c is not None], LABELS) if flagged else None
         ),
-        unanswerable_recall=(
-            proportion(
-                sum(c == "unanswerable" for c in impossible),
-                sum(c is not None for c in impossible),
-            )
-            if flagged
-            else None
-        ),
-        unanswerable_false_alarms=(
-            proportion(
-                sum(c == "unanswerable" for c in answerable),
-                sum(c is not None for c in answerable),
-            )
-            if flagged
-            else None
-        ),
+        unanswerable_recall=_labelled_unanswerable(impossible) if flagged else None,
+        unanswerable_false_alarms=_labelled_unanswerable(answerable) if flagged else None,
         fleiss=fleiss,
         per_rater=per_rater if len(raters) >= 2 else [],
     )
