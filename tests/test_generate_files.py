@@ -37,6 +37,21 @@ def test_offline_path_from_schema_to_dataset(tmp_path: Path) -> None:
     first = json.loads(lines[0])
     assert first["reference"]["values"] and first["bindings"]
     assert "semantic groups" in result.stdout
+    # A document half (generate --documents) in the dataset survives a new SQL half.
+    document = {
+        "query_id": "d1", "group_id": "doc-1", "variant": "generated", "source": "document",
+        "query": "Who manages the Alder Bridge?", "label": "fact_single",
+        "reference": {"values": ["Mira Tessel"], "display": "Mira Tessel"},
+    }  # fmt: skip
+    with (tmp_path / "runs/default/dataset.jsonl").open("a") as handle:
+        handle.write(json.dumps(document) + "\n")
+    again = _make(tmp_path, "generate", "--balanced", "--unverified", "--seed", "3")
+    assert again.returncode == 0, again.stderr
+    rows = [
+        json.loads(x) for x in (tmp_path / "runs/default/dataset.jsonl").read_text().splitlines()
+    ]
+    assert [r for r in rows if r.get("source") == "document"] == [document]
+    assert len(rows) == len(lines) + 1
 
 
 def test_a_rerun_keeps_a_hand_edited_file_unless_overwrite(tmp_path: Path) -> None:

@@ -141,6 +141,16 @@ class RunDir:
         return self.root / "labels" / "contexts.jsonl"
 
     @property
+    def candidates(self) -> Path:
+        """Every pair generated from the corpus, accepted or dropped with its reason."""
+        return self.root / "candidates.jsonl"
+
+    @property
+    def documents_stats(self) -> Path:
+        """The counts and costs of the last generation from documents."""
+        return self.root / "documents.stats.json"
+
+    @property
     def scan(self) -> Path:
         """The text-weight scan (``ragaudit scan``)."""
         return self.root / "scan.json"

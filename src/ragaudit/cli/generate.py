@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -9,14 +11,112 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn
 from rich.table import Table
 
-from ragaudit.cli.common import load_run
+from ragaudit.cli.common import load_run, session_for
 from ragaudit.cli.console import console, err_console
 from ragaudit.cli.options import (
     ConfigOption,
     DbOption,
     ExampleOption,
 )
+from ragaudit.cli.progress import counting_bar
+from ragaudit.errors import UserError
+from ragaudit.records.models import LABELS
 from ragaudit.rundir import RunDir
+
+
+class Strategy(StrEnum):
+    statements = "statements"
+    simple = "simple"
+
+
+def parse_mix(text: str) -> dict[str, float] | None:
+    """``uniform`` (None: the default) or ``label=weight,...`` as a mix; a typo is a
+    :class:`UserError` naming the labels."""
+    if text.strip().lower() == "uniform":
+        return None
+    out: dict[str, float] = {}
+    for part in text.split(","):
+        label, _, weight = part.partition("=")
+        label = label.strip()
+        if label not in LABELS:
+            raise UserError(f"--mix: unknown label {label!r}: use {', '.join(LABELS)}")
+        try:
+            out[label] = float(weight) if weight.strip() else 1.0
+        except ValueError:
+            raise UserError(f"--mix: {part.strip()!r}: the weight must be a number") from None
+    return out
+
+
+def _documents(
+    config_path: Path | None,
+    example: bool,
+    strategy: Strategy | None,
+    size: int | None,
+    mix: str | None,
+    seed: int | None,
+) -> None:
+    """``generate --documents``: pairs from the corpus, with a bar of accepted pairs."""
+    from pydantic import ValidationError
+
+    from ragaudit.documents.options import DocumentOptions
+    from ragaudit.steps.documents import generate_from_documents
+
+    config = load_run(config_path, example)
+    run = RunDir.from_config(config).create()
+    run.lock("generate")
+    updates: dict[str, object] = {
+        "strategy": strategy.value if strategy else None,
+        "size": size,
+        "seed": seed,
+    }
+    data = config.generate.documents.model_dump()
+    data |= {k: v for k, v in updates.items() if v is not None}
+    if mix is not None:
+        data["mix"] = parse_mix(mix)
+    try:
+        options = DocumentOptions.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise UserError(f"generate.documents: {first['msg']}") from None
+    resolved = config.model_copy(deep=True)
+    resolved.generate.documents = options
+    run.record_step(resolved, "generate")
+    with session_for(config, run) as session, counting_bar(rate=False) as bar:
+        task = bar.add_task("pairs accepted", total=options.size)
+        stats = generate_from_documents(
+            session,
+            options,
+            on_candidate=lambda record: bar.advance(task) if record.accepted else None,
+        )
+    table = Table(title=f"Dataset from documents -> {run.dataset}", title_justify="left")
+    table.add_column("")
+    table.add_column("count", justify="right")
+    table.add_row("strategy", stats.strategy)
+    table.add_row("contexts", str(stats.contexts))
+    table.add_row("candidates", str(stats.candidates))
+    table.add_row("accepted", f"{stats.accepted} of {stats.size}")
+    for why, n in sorted(stats.dropped.items(), key=lambda item: -item[1]):
+        table.add_row(f"dropped: {escape(why)}", str(n))
+    for label, n in stats.accepted_by_label.items():
+        wanted = stats.requested.get(label)
+        table.add_row(f"accepted {escape(label)}", f"{n}" + (f" of {wanted}" if wanted else ""))
+    for style, counts in stats.wordings.items():
+        listed = ", ".join(f"{n} {why}" for why, n in counts.items() if why != "kept")
+        table.add_row(
+            f"wordings ({escape(style)}) kept",
+            str(counts.get("kept", 0)) + (f" ({listed} dropped)" if listed else ""),
+        )
+    table.add_row("queries", str(stats.queries))
+    if stats.calls_per_pair is not None and stats.tokens_per_pair is not None:
+        table.add_row("LLM requests per accepted pair", f"{stats.calls_per_pair:.1f}")
+        table.add_row("tokens per accepted pair", f"{stats.tokens_per_pair:.0f}")
+    console.print(table)
+    shortfall = stats.shortfall()
+    if shortfall:
+        err_console.print(f"warning: {shortfall}", markup=False, style="yellow")
+    for warning in stats.warnings:
+        err_console.print(f"warning: {warning}", markup=False, style="yellow")
+    console.print(f"every candidate, with why it was dropped: {run.candidates}", markup=False)
 
 
 def generate_cmd(
@@ -49,13 +149,42 @@ def generate_cmd(
         bool | None,
         typer.Option("--unverified", help="Also ask wordings never verified (not rejected ones)."),
     ] = None,
+    documents: Annotated[
+        bool,
+        typer.Option(
+            "--documents",
+            help="Write the questions from the corpus's documents instead of the database "
+            "(generate.documents in ragaudit.yaml).",
+        ),
+    ] = False,
+    strategy: Annotated[
+        Strategy | None,
+        typer.Option("--strategy", help="With --documents: statements or simple."),
+    ] = None,
+    size: Annotated[
+        int | None, typer.Option("--size", min=1, help="With --documents: pairs to accept.")
+    ] = None,
+    mix: Annotated[
+        str | None,
+        typer.Option(
+            "--mix",
+            help="With --documents: label shares, 'uniform' or e.g. "
+            "'fact_single=2,summary=1,reasoning=1'.",
+        ),
+    ] = None,
 ) -> None:
     """Instantiate the templates into dataset.jsonl: one semantic group per instantiated SQL
-    query, each asked in every verified wording, with answers executed on the database."""
+    query, each asked in every verified wording, with answers executed on the database.
+    With --documents, write checked question-answer pairs from the corpus instead."""
     from rich.progress import MofNCompleteColumn, TimeElapsedColumn
 
     from ragaudit.steps.generate import generate_dataset
 
+    if documents:
+        _documents(config_path, example, strategy, size, mix, seed)
+        return
+    if strategy or size or mix:
+        raise UserError("--strategy, --size and --mix go with --documents")
     config = load_run(config_path, example, db)
     run = RunDir.from_config(config).create()
     run.lock("generate")

@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from ragaudit.documents.options import DocumentOptions
 from ragaudit.options import StrictOptions
 
 _Target = Literal["tables", "foreign_keys", "associations"]
@@ -97,6 +98,11 @@ class GenerateOptions(StrictOptions):
         "{id: {table, row_key}}): which row each document of corpus.path is about. Each "
         "document's facts are the cells of its rows whose value it states (checked in its "
         "text), written to <run>/gold_facts.jsonl and used as gold_facts.",
+    )
+
+    documents: DocumentOptions = Field(
+        default_factory=DocumentOptions,
+        description="Test sets written from the corpus (ragaudit generate --documents).",
     )
 
     @model_validator(mode="after")

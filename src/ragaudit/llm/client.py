@@ -29,7 +29,7 @@ from ragaudit.llm.types import (
     assistant,
     user,
 )
-from ragaudit.llm.usage import UsageMeter
+from ragaudit.llm.usage import UsageMeter, count_request
 from ragaudit.secrets import redact, redact_known
 
 T = TypeVar("T")
@@ -140,6 +140,7 @@ class LLMClient:
             elif hit is not None:
                 hit = dataclasses.replace(hit, text=redact_known(hit.text) or "")
                 self.meter.record_cache_hit()
+                count_request(hit.prompt_tokens, hit.completion_tokens)
                 return Completion(
                     text=hit.text,
                     prompt_tokens=hit.prompt_tokens,
@@ -157,6 +158,7 @@ class LLMClient:
                     self.meter.record_failure()
                     raise
                 seconds = time.perf_counter() - call_start
+            count_request(raw.prompt_tokens, raw.completion_tokens)
             self.meter.record_call(
                 prompt_tokens=raw.prompt_tokens,
                 completion_tokens=raw.completion_tokens,

@@ -26,6 +26,42 @@ _current_step: contextvars.ContextVar[str] = contextvars.ContextVar(
 
 
 @dataclass
+class CallTally:
+    """The requests made inside one :func:`tally` block, cached ones included, with their
+    tokens: what one piece of work (e.g. one generated pair) costs, however much of it a
+    rerun finds in the cache."""
+
+    calls: int = 0
+    tokens: int = 0
+
+
+# Every tally open in this context, innermost last: a request counts in each of them.
+_open_tallies: contextvars.ContextVar[tuple[CallTally, ...]] = contextvars.ContextVar(
+    "ragaudit_tallies", default=()
+)
+
+
+@contextlib.contextmanager
+def tally() -> Iterator[CallTally]:
+    """Count every LLM request made inside the block (in this task and the tasks it
+    starts), answered by the backend or by the cache. Tallies nest: a request counts in
+    every open one."""
+    counter = CallTally()
+    token = _open_tallies.set((*_open_tallies.get(), counter))
+    try:
+        yield counter
+    finally:
+        _open_tallies.reset(token)
+
+
+def count_request(prompt_tokens: int, completion_tokens: int) -> None:
+    """Add one request to every open :func:`tally`."""
+    for counter in _open_tallies.get():
+        counter.calls += 1
+        counter.tokens += prompt_tokens + completion_tokens
+
+
+@dataclass
 class StepUsage:
     """Counters of one step. ``calls`` are real backend calls; cache hits cost none."""
 

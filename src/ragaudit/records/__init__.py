@@ -11,6 +11,8 @@ from ragaudit.records.io import (
 from ragaudit.records.models import (
     LABELS,
     SCHEMA_VERSION,
+    CandidateRecord,
+    CritiqueRating,
     Judgement,
     LabelPair,
     LabelRecord,
@@ -20,12 +22,15 @@ from ragaudit.records.models import (
     ResponseRecord,
     RetrievedItem,
     TokenUsage,
+    WordingCheck,
     stable_id,
 )
 
 __all__ = [
     "LABELS",
     "SCHEMA_VERSION",
+    "CandidateRecord",
+    "CritiqueRating",
     "JsonlAppender",
     "Judgement",
     "LabelPair",
@@ -36,6 +41,7 @@ __all__ = [
     "ResponseRecord",
     "RetrievedItem",
     "TokenUsage",
+    "WordingCheck",
     "atomic_write_json",
     "atomic_write_text",
     "export_parquet",

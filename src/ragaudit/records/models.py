@@ -196,3 +196,63 @@ class LabelRecord(_Record):
     rater: str = Field(min_length=1)
     label: QuestionLabel | None
     reason: str = ""
+
+
+class CritiqueRating(BaseModel):
+    """One critique of a generated pair: a rating from 1 (bad) to 5 (good) and why."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rating: int = Field(ge=1, le=5)
+    reason: str = ""
+
+
+class WordingCheck(BaseModel):
+    """One wording of a generated question in one style, and whether it was kept (it fits
+    the style and asks for the same answer) or why not."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    style: str = Field(min_length=1)
+    text: str | None = None
+    kept: bool
+    reason: str | None = None
+
+
+class CandidateRecord(_Record):
+    """One question-answer pair generated from a context (``candidates.jsonl``), accepted
+    or not: what was asked for, what the checks found, and, when dropped, the first check
+    it failed (``dropped``, as ``<check>: <why>``). Accepted candidates become the
+    document half of dataset.jsonl, one semantic group each."""
+
+    candidate_id: str = Field(min_length=1)
+    context_id: str = Field(min_length=1, description="the chunk: <document id>#<chunk index>")
+    gold_ids: list[str] = Field(min_length=1, description="the document the chunk is from")
+    strategy: Literal["simple", "statements"]
+    requested_label: QuestionLabel | None = Field(
+        None, description="the label asked for (statements); null for simple"
+    )
+    theme: str | None = None
+    statement_kind: Literal["fact", "summary", "conclusion"] | None = None
+    statement: str | None = None
+    question: str | None = None
+    answer: str | None = Field(None, description="the reference; null for unanswerable")
+    support: str | None = Field(
+        None, description="how the answer was found supported: words, critique, or why not"
+    )
+    critiques: dict[str, CritiqueRating] | None = None
+    observed_label: QuestionLabel | None = Field(None, description="the labeller's label")
+    accepted: bool = False
+    dropped: str | None = None
+    round: int = Field(0, ge=0, description="the pass over the contexts that wrote it (from 0)")
+    wordings: list[WordingCheck] = Field(
+        default_factory=list, description="the accepted question in each style, checked"
+    )
+    calls: int = Field(0, ge=0, description="LLM requests this candidate made (cached or not)")
+    tokens: int = Field(0, ge=0, description="their prompt and completion tokens")
+
+    @model_validator(mode="after")
+    def _accepted_or_dropped(self) -> CandidateRecord:
+        if self.accepted == (self.dropped is not None):
+            raise ValueError("a candidate is either accepted or dropped with a reason")
+        return self

@@ -1,0 +1,371 @@
+"""The checks a generated question-answer pair passes before it is accepted, cheapest first
+(pure; ``ragaudit.steps.documents`` calls the LLM):
+
+1. :func:`question_problem` (in :mod:`.generation`): the question stands without its text.
+2. :func:`answer_support`: the answer's content words are looked up in the context. All
+   found decides *supported*; a number the context does not hold decides *unsupported*;
+   anything else is left to the critique's ``answer_grounding`` rating.
+3. :func:`critique_prompt`: four critiques in one structured call (stand-alone, question
+   specificity, question-context grounding, answer-context grounding), each 1-5 with a
+   reason, against thresholds in the configuration.
+4. The labeller (:mod:`.labels`) says which label the pair has, whatever was requested.
+5. For a requested ``unanswerable`` question, :func:`reading_prompt`: the model, given the
+   context and the corpus passages that rank highest for the question, says whether any of
+   them answers it.
+6. :func:`near_duplicate`: a question too close (cosine of embeddings) to one accepted
+   before is dropped.
+
+A generated wording of an accepted question is checked by :func:`same_answer_prompt`: the
+model, given the context, the question and its answer, says whether the wording asks for
+that same answer.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ValidationError, field_validator
+
+from ragaudit.llm.parsing import extract_json
+from ragaudit.llm.types import Messages, system, user
+from ragaudit.records.models import CritiqueRating
+
+# The four critiques of "Know Your RAG" section 6.2, in the order they are asked.
+CRITIQUES: tuple[str, ...] = (
+    "stand_alone",
+    "specificity",
+    "question_grounding",
+    "answer_grounding",
+)
+CRITIQUE_MEANING = {
+    "stand_alone": "the question makes sense without its context",
+    "specificity": "the question is specific enough to find its context among many",
+    "question_grounding": "the context answers the question clearly and unambiguously",
+    "answer_grounding": "what the answer says is in the context or follows from it",
+}
+
+# Function words: a content word is any other word of two letters or more, or a number.
+_STOP_WORDS = (
+    "a an the and or but nor of to in on at by for from with without into onto over under "
+    "about above below between among through during before after since until than then as "
+    "is are was were be been being am do does did done has have had having will would "
+    "shall should can could may might must it its it's this that these those there here "
+    "which who whom whose what when where why how not no yes so such very also only just "
+    "both either neither each every all any some most more less many much few other "
+    "another same own he she they them their his her hers him we us our you your i me my "
+    "mine one ones if while because although though whether up down out off again further "
+    "once "
+)
+_STOP = frozenset(_STOP_WORDS.split())
+_WORD = re.compile(r"[a-z0-9]+(?:[.,][0-9]+)*")
+_NUMBER = re.compile(r"^[0-9]+(?:[.,][0-9]+)*$")
+
+Support = Literal["supported", "unsupported"]
+# Up to this many content words, an answer is a value or a name: all of them missing from
+# the context decides that it is not supported.
+SHORT_ANSWER_WORDS = 3
+
+
+def _words(text: str) -> list[str]:
+    """The words of ``text``, accents dropped and case folded; a number keeps its decimal
+    point and loses its thousands separators' commas only where they separate groups of
+    three (1,200 -> 1200)."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    plain = "".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold()
+    words = []
+    for word in _WORD.findall(plain):
+        if re.fullmatch(r"[0-9]{1,3}(?:,[0-9]{3})+", word):
+            word = word.replace(",", "")
+        words.append(word)
+    return words
+
+
+def _stem(word: str) -> str:
+    """A crude stem, enough to find "founded" where the context says "founding" or
+    "projects" where it says "project"."""
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def content_words(text: str) -> list[str]:
+    """The words of ``text`` that carry its content: numbers and non-function words."""
+    return [w for w in _words(text) if w not in _STOP and (len(w) > 1 or w.isdigit())]
+
+
+def answer_support(context: str, answer: str) -> tuple[Support | None, str]:
+    """Whether ``context`` supports ``answer``, when looking its words up decides it, with
+    the reason: *unsupported* when the answer holds a number the context does not, or is
+    short (a value, a name) and none of its words is in the context; *supported* when the
+    context holds every content word of the answer; else None (the critique's
+    answer-grounding rating decides)."""
+    found = _words(context)
+    numbers = {w for w in found if _NUMBER.match(w)}
+    stems = {_stem(w) for w in found}
+    wanted = content_words(answer)
+    if not wanted:
+        return None, "the answer has no content word to look up"
+    for word in wanted:
+        if _NUMBER.match(word) and word not in numbers:
+            return "unsupported", f"the context does not hold the answer's number {word}"
+    distinct = list(dict.fromkeys(wanted))
+    missing = [w for w in distinct if _stem(w) not in stems]
+    if not missing:
+        return "supported", "every content word of the answer is in the context"
+    if len(missing) == len(distinct) <= SHORT_ANSWER_WORDS:
+        # A short answer (a name, a value) none of whose words is in the context was not
+        # read there, whatever a critique says.
+        return "unsupported", "no word of the short answer is in the context"
+    share = 1 - len(missing) / len(set(wanted))
+    return None, f"{share:.0%} of the answer's content words are in the context"
+
+
+# -- critiques -----------------------------------------------------------------------------
+
+
+class Critique(CritiqueRating):
+    """One critique as the model replies it: a rating from 1 (bad) to 5 (good), forgiving
+    how a number is written, and why."""
+
+    @field_validator("rating", mode="before")
+    @classmethod
+    def _number(cls, value: object) -> object:
+        # "4", "4/5" and 4.0 are all a four; anything else is refused and re-asked.
+        if isinstance(value, str):
+            found = re.match(r"\s*([1-5])(?:\.0+)?\s*(?:/\s*5)?\s*$", value)
+            return int(found.group(1)) if found else value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        return value
+
+
+_CRITIQUE_SHAPE = (
+    "{" + ", ".join(f'"{name}": [<1-5>, "<reason in a few words>"]' for name in CRITIQUES) + "}"
+)
+
+
+def critique_prompt(context: str, question: str, answer: str | None) -> Messages:
+    """Ask for the four critiques of a question-answer pair written from ``context``, in
+    one reply (``answer`` None: a question meant to be unanswered, whose stand-alone and
+    specificity ratings alone are used). The instructions come first and never change (a
+    cached prefix)."""
+    return [
+        system(
+            "You review test questions written from a context. Rate the question and answer "
+            "below on four criteria, each from 1 (bad) to 5 (good):\n"
+            "stand_alone: 5 when someone who never saw the context understands what the "
+            "question asks about, because it names its subject; 1 when it needs the context "
+            "to be understood (it says 'the passage' or 'the text', or 'it' for an unnamed "
+            "subject).\n"
+            "specificity: the question is specific enough to find this context among many "
+            "others; a question so general that many texts answer it gets 1.\n"
+            "question_grounding: the context answers the question clearly and unambiguously; "
+            "a question the context does not answer gets 1.\n"
+            "answer_grounding: everything the answer says is stated in the context or follows "
+            "from it; an answer the context does not support gets 1.\n"
+            f"Reply with JSON only: {_CRITIQUE_SHAPE}"
+        ),
+        user(
+            f"Context:\n{context.strip()}\n\nQuestion: {question}"
+            + (f"\nAnswer: {answer}" if answer is not None else "")
+        ),
+    ]
+
+
+def parse_critiques(reply: str) -> dict[str, Critique]:
+    """The four critiques of a :func:`critique_prompt` reply; each as ``[rating, reason]``
+    or ``{"rating": ..., "reason": ...}`` (or a bare rating). Raises ``ValueError`` naming
+    what is missing or out of range, so that it is re-asked."""
+    value = extract_json(reply)
+    if not isinstance(value, dict):
+        raise ValueError(f"expected a JSON object: {_CRITIQUE_SHAPE}")
+    lowered = {
+        str(k).strip().lower().replace(" ", "_").replace("-", "_"): v for k, v in value.items()
+    }
+    out: dict[str, Critique] = {}
+    for name in CRITIQUES:
+        if name not in lowered:
+            raise ValueError(f"no rating for {name}")
+        item = lowered[name]
+        if isinstance(item, list | tuple):
+            item = {"rating": item[0] if item else None, "reason": " ".join(map(str, item[1:]))}
+        elif not isinstance(item, dict):
+            item = {"rating": item}
+        try:
+            out[name] = Critique.model_validate(item)
+        except ValidationError:
+            raise ValueError(f"{name}: the rating must be a whole number from 1 to 5") from None
+    return out
+
+
+def failed_critiques(critiques: dict[str, Critique], thresholds: dict[str, int]) -> list[str]:
+    """The critiques rated below their threshold, as ``name rating<threshold (reason)``."""
+    out = []
+    for name in CRITIQUES:
+        floor = thresholds.get(name, 1)
+        got = critiques[name]
+        if got.rating < floor:
+            why = f" ({got.reason.strip()[:80]})" if got.reason.strip() else ""
+            out.append(f"{name} {got.rating}<{floor}{why}")
+    return out
+
+
+# -- reading checks --------------------------------------------------------------------------
+
+_UNKNOWN = frozenset(
+    {"", "unknown", "none", "n/a", "na", "not stated", "not mentioned", "not given", "no answer"}
+)
+
+
+def reading_prompt(passages: Sequence[str], question: str) -> Messages:
+    """Ask whether any of ``passages`` answers ``question``: the answer and the passage's
+    number, or unknown. Checks that a question meant to be unanswerable is not answered by
+    its context nor by the corpus passages most like it."""
+    numbered = "\n\n".join(f"[{i}] {p.strip()}" for i, p in enumerate(passages, start=1))
+    return [
+        system(
+            "You answer a question from numbered passages only. If a passage states or "
+            "implies the answer, give the answer and that passage's number. If none does, "
+            "the answer is unknown. Reply with JSON only: "
+            '{"answer": "<the answer, or unknown>", "passage": <number, or null>}'
+        ),
+        user(f"Passages:\n{numbered}\n\nQuestion: {question}"),
+    ]
+
+
+class ReadingReply(BaseModel):
+    """A reading: the answer found (None when unknown) and in which passage."""
+
+    answer: str | None = None
+    passage: int | None = None
+
+    @field_validator("answer", mode="before")
+    @classmethod
+    def _unknown(cls, value: object) -> object:
+        if value is None:
+            return None
+        text = " ".join(str(value).split()).strip(" .\"'")
+        return None if text.casefold() in _UNKNOWN else text
+
+    @field_validator("passage", mode="before")
+    @classmethod
+    def _number(cls, value: object) -> object:
+        if isinstance(value, str):
+            found = re.search(r"\d+", value)
+            return int(found.group(0)) if found else None
+        return value
+
+
+def parse_reading(reply: str) -> ReadingReply:
+    """The answer of a :func:`reading_prompt` reply; a bare "unknown" is read as such.
+    Raises ``ValueError`` for anything else that is not the JSON asked for."""
+    if reply.strip().strip(" .\"'").casefold() in _UNKNOWN:
+        return ReadingReply()
+    value = extract_json(reply)
+    if not isinstance(value, dict) or "answer" not in value:
+        raise ValueError('expected {"answer": ..., "passage": ...}')
+    try:
+        return ReadingReply.model_validate({k: value.get(k) for k in ("answer", "passage")})
+    except ValidationError:
+        raise ValueError("passage must be a passage number or null") from None
+
+
+def same_answer_prompt(context: str, question: str, answer: str, wording: str) -> Messages:
+    """Ask whether ``wording`` asks for the same thing as ``question``, whose answer from
+    ``context`` is ``answer``: the document half's wording check, a yes-or-no question
+    about one passage that suits a small model."""
+    return [
+        system(
+            "You check rewordings of a question. Given a context, a question and its answer, "
+            "decide whether the reworded question asks for exactly the same information, so "
+            "that the same answer from the context is complete and correct for it. A "
+            "rewording that asks for more, for less, or about something else is not the "
+            'same. Reply with JSON only: {"same": true or false, "reason": "<a few words>"}'
+        ),
+        user(
+            f"Context:\n{context.strip()}\n\nQuestion: {question}\nAnswer: {answer}\n"
+            f"Reworded question: {wording}"
+        ),
+    ]
+
+
+class SameReply(BaseModel):
+    """Whether a rewording asks the same thing, and why."""
+
+    same: bool
+    reason: str = ""
+
+    @field_validator("same", mode="before")
+    @classmethod
+    def _yes_no(cls, value: object) -> object:
+        if isinstance(value, str):
+            word = value.strip().strip(".").casefold()
+            if word in {"yes", "true", "same"}:
+                return True
+            if word in {"no", "false", "different", "not same"}:
+                return False
+        return value
+
+
+_CUT_SAME = re.compile(r'\{\s*"same"\s*:\s*(true|false)\b', re.IGNORECASE)
+
+
+def parse_same(reply: str) -> SameReply:
+    """The verdict of a :func:`same_answer_prompt` reply: JSON, the start of such JSON cut
+    at the token limit (the verdict comes first, so it is complete), or a bare yes or no.
+    Raises ``ValueError`` for anything else."""
+    bare = reply.strip().strip(" .\"'").casefold()
+    if bare in {"yes", "no", "true", "false"}:
+        return SameReply(same=bare in {"yes", "true"})
+    try:
+        value = extract_json(reply)
+    except ValueError:
+        cut = _CUT_SAME.search(reply)
+        if cut is None:
+            raise
+        return SameReply(same=cut.group(1).lower() == "true", reason="(cut)")
+    if not isinstance(value, dict):
+        raise ValueError('expected {"same": true or false, "reason": ...}')
+    try:
+        return SameReply.model_validate(value)
+    except ValidationError:
+        raise ValueError('"same" must be true or false') from None
+
+
+# -- near-duplicates -------------------------------------------------------------------------
+
+
+def near_duplicate(
+    vector: np.ndarray, kept: np.ndarray, threshold: float
+) -> tuple[int, float] | None:
+    """The row of ``kept`` (unit vectors, one per accepted question) closest to ``vector``
+    and its cosine, when that cosine reaches ``threshold``; else None."""
+    if kept.size == 0:
+        return None
+    sims = kept @ vector
+    best = int(np.argmax(sims))
+    return (best, float(sims[best])) if sims[best] >= threshold else None
+
+
+__all__ = [
+    "CRITIQUES",
+    "CRITIQUE_MEANING",
+    "Critique",
+    "ReadingReply",
+    "SameReply",
+    "answer_support",
+    "content_words",
+    "critique_prompt",
+    "failed_critiques",
+    "near_duplicate",
+    "parse_critiques",
+    "parse_reading",
+    "parse_same",
+    "reading_prompt",
+    "same_answer_prompt",
+]

@@ -1,0 +1,107 @@
+"""The ``generate.documents`` section of ragaudit.yaml: how test sets are written from the
+corpus (strategy, size, label mix, the checks' thresholds)."""
+
+from __future__ import annotations
+
+from pydantic import Field, field_validator, model_validator
+
+from ragaudit.documents.checks import CRITIQUES
+from ragaudit.documents.generation import Strategy
+from ragaudit.options import StrictOptions
+from ragaudit.records.models import LABELS, QuestionLabel
+
+
+def _default_thresholds() -> dict[str, int]:
+    return dict.fromkeys(CRITIQUES, 3)
+
+
+class DocumentOptions(StrictOptions):
+    """How question-answer pairs are generated from the corpus (``generate.documents``)."""
+
+    strategy: Strategy = Field(
+        "statements",
+        description="statements: theme, statements, then a question per statement (a label "
+        "mix is honoured); simple: one ask per context for factoid pairs (the baseline).",
+    )
+    size: int = Field(20, ge=1, description="Accepted pairs wanted.")
+    mix: dict[QuestionLabel, float] | None = Field(
+        None,
+        description="Requested share of each label (statements), e.g. {fact_single: 1, "
+        "summary: 1}; normalized; default: uniform over the four labels.",
+    )
+    per_context: int = Field(
+        1, ge=1, le=10, description="Pairs asked per context and round (simple)."
+    )
+    rounds: int = Field(
+        2,
+        ge=1,
+        le=10,
+        description="Passes over the contexts while fewer than size pairs are accepted.",
+    )
+    thresholds: dict[str, int] = Field(
+        default_factory=_default_thresholds,
+        description="Lowest accepted rating (1-5) of each critique: stand_alone, "
+        "specificity, question_grounding, answer_grounding.",
+    )
+    check_label: bool = Field(
+        True,
+        description="Ask the labeller for each pair's label; drop an answerable request it "
+        "calls unanswerable.",
+    )
+    corpus_check: int = Field(
+        2,
+        ge=0,
+        le=10,
+        description="Corpus passages (BM25's top ranks) read with the context to check that "
+        "an unanswerable question is answered by none of them.",
+    )
+    near_duplicate: float = Field(
+        0.9,
+        gt=0,
+        le=1,
+        description="Cosine similarity (dense embeddings) at which a question is a near "
+        "duplicate of one accepted before.",
+    )
+    styles: list[str] | None = Field(
+        None,
+        description="Wording styles each accepted question is also asked in (default: "
+        "templates.styles); [] for the generated question only.",
+    )
+    max_contexts: int | None = Field(None, ge=1, description="Use at most this many contexts.")
+    seed: int = 0
+
+    @field_validator("thresholds")
+    @classmethod
+    def _known_critiques(cls, value: dict[str, int]) -> dict[str, int]:
+        for name, rating in value.items():
+            if name not in CRITIQUES:
+                raise ValueError(f"unknown critique {name!r}: use {', '.join(CRITIQUES)}")
+            if not 1 <= rating <= 5:
+                raise ValueError(f"{name}: a threshold is a rating from 1 to 5")
+        return _default_thresholds() | value
+
+    @field_validator("mix")
+    @classmethod
+    def _weights(
+        cls, value: dict[QuestionLabel, float] | None
+    ) -> dict[QuestionLabel, float] | None:
+        if value is None:
+            return None
+        if any(w < 0 for w in value.values()) or not sum(value.values()) > 0:
+            raise ValueError("weights must be >= 0, and one of them > 0")
+        return value
+
+    @model_validator(mode="after")
+    def _mix_needs_statements(self) -> DocumentOptions:
+        if self.mix is not None and self.strategy == "simple":
+            raise ValueError("a label mix needs strategy: statements (simple asks for facts)")
+        return self
+
+    def shares(self) -> dict[QuestionLabel, float]:
+        """The requested share of each label, summing to 1 (statements only)."""
+        weights = self.mix or dict.fromkeys(LABELS, 1.0)
+        total = sum(weights.values())
+        return {label: weights.get(label, 0.0) / total for label in LABELS if weights.get(label)}
+
+
+__all__ = ["DocumentOptions"]

@@ -1,0 +1,246 @@
+"""The pure parts of generation from documents: reading the model's replies strictly, the
+deterministic checks a pair passes first, and the label quotas."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ragaudit.documents import checks
+from ragaudit.documents import generation as gen
+from ragaudit.documents.options import DocumentOptions
+from ragaudit.steps.documents import quotas
+
+CONTEXT = (
+    "Tiandrul Tramway is being built in Cheismouth, Tusland. Work got under way on "
+    "2022-06-14. Completion is planned for 13 December 2023. The project employs 1,200 "
+    "people. Truxin Geirkwick manages the project."
+)
+
+
+def test_a_facts_reply_gives_the_theme_and_the_statements() -> None:
+    reply = (
+        "Theme: the Tiandrul Tramway project\n\n> Tiandrul Tramway is built in Cheismouth.\n"
+        "> Work got under way on 2022-06-14.\n- Truxin Geirkwick manages the project.\n"
+        "> Tiandrul Tramway is built in Cheismouth.\nStatements:"
+    )
+    facts = gen.parse_facts_reply(reply)
+    assert facts.theme == "the Tiandrul Tramway project"
+    assert facts.facts == (
+        "Tiandrul Tramway is built in Cheismouth.",
+        "Work got under way on 2022-06-14.",
+        "Truxin Geirkwick manages the project.",
+    )  # the repeated statement once, the heading line dropped
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "> Tiandrul Tramway is built in Cheismouth.",  # no theme
+        "Theme: a long theme that says everything and lists nothing",  # no statement
+    ],
+)
+def test_a_facts_reply_without_theme_or_statements_is_refused(reply: str) -> None:
+    with pytest.raises(ValueError):
+        gen.parse_facts_reply(reply)
+
+
+def test_statements_are_complete_sentences() -> None:
+    reply = "Here are three:\n> A and B were built in 2020 by C.\n> short one\n> Is this one?"
+    assert gen.parse_statements(reply) == ["A and B were built in 2020 by C."]
+    with pytest.raises(ValueError):
+        gen.parse_statements("Here are three:\n> ok")
+
+
+@pytest.mark.parametrize(
+    ("reply", "question"),
+    [
+        ("When did work on Tiandrul Tramway start?", "When did work on Tiandrul Tramway start?"),
+        ('Question: "Who manages Tiandrul Tramway?"', "Who manages Tiandrul Tramway?"),
+        ("> Where is it built?\nThis asks for the place.", "Where is it built?"),
+    ],
+)
+def test_one_question_is_read(reply: str, question: str) -> None:
+    assert gen.parse_question(reply) == question
+
+
+@pytest.mark.parametrize("reply", ["The tramway started in 2022.", "Who? \nWhere?"])
+def test_no_question_or_several_are_refused(reply: str) -> None:
+    with pytest.raises(ValueError):
+        gen.parse_question(reply)
+
+
+@pytest.mark.parametrize(
+    ("question", "bad"),
+    [
+        ("According to the passage, who manages the project?", True),
+        ("What does the context say about Tiandrul Tramway?", True),
+        ("Who?", True),
+        ("Who manages the Tiandrul Tramway project?", False),
+        ("Which text editor does Truxin Geirkwick use?", False),  # "text" alone is fine
+    ],
+)
+def test_a_question_that_leans_on_its_context_is_a_problem(question: str, bad: bool) -> None:
+    assert (gen.question_problem(question) is not None) == bad
+
+
+def test_simple_replies_give_pairs_up_to_n() -> None:
+    reply = (
+        'Sure: {"pairs": [{"question": "Who manages Tiandrul Tramway?", "answer": '
+        '"Truxin Geirkwick"}, {"question": "How many people work on it?", "answer": 1200}]}'
+    )
+    pairs = gen.parse_simple_reply(reply, 2)
+    assert [(p.question, p.answer) for p in pairs][1] == ("How many people work on it?", "1200")
+    assert len(gen.parse_simple_reply(reply, 1)) == 1
+    one = gen.parse_simple_reply('{"question": "Q here?", "answer": "A"}', 3)
+    assert one[0].answer == "A"
+    for bad in ('{"pairs": []}', '{"pairs": [{"question": "Q?"}]}', "no json"):
+        with pytest.raises(ValueError):
+            gen.parse_simple_reply(bad, 2)
+
+
+@pytest.mark.parametrize(
+    ("answer", "verdict"),
+    [
+        ("Truxin Geirkwick manages the project.", "supported"),
+        ("Completion is planned for 13 December 2023.", "supported"),
+        ("The project employs 1200 people.", "supported"),  # 1,200 in the context
+        ("The project employs 1,300 people.", "unsupported"),  # a number it does not hold
+        ("Work started in 2021.", "unsupported"),
+        ("Norhaven", "unsupported"),  # a short answer none of whose words is there
+        ("Cheismouth and Norhaven", None),
+        ("The tramway will ease congestion in the city centre.", None),  # the critique decides
+    ],
+)
+def test_answer_support_decides_by_content_words_where_it_can(
+    answer: str, verdict: str | None
+) -> None:
+    assert checks.answer_support(CONTEXT, answer)[0] == verdict
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '{"stand_alone": [5, "names it"], "specificity": [4, "x"], '
+        '"question_grounding": [3, "y"], "answer_grounding": [2, "z"]}',
+        '```json\n{"Stand alone": {"rating": "5", "reason": "names it"}, "specificity": "4/5",'
+        ' "question-grounding": 3.0, "answer_grounding": [2]}\n```',
+    ],
+)
+def test_critiques_are_read_in_the_shapes_models_write(reply: str) -> None:
+    got = checks.parse_critiques(reply)
+    assert [got[name].rating for name in checks.CRITIQUES] == [5, 4, 3, 2]
+    assert checks.failed_critiques(got, dict.fromkeys(checks.CRITIQUES, 3)) == [
+        "answer_grounding 2<3 (z)" if "z" in reply else "answer_grounding 2<3",
+    ]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '{"stand_alone": [5, "a"], "specificity": [4, "b"], "question_grounding": [3, "c"]}',
+        '{"stand_alone": [9, "a"], "specificity": [4, "b"], "question_grounding": [3, "c"], '
+        '"answer_grounding": [2, "d"]}',
+        '{"stand_alone": ["high"], "specificity": [4], "question_grounding": [3], '
+        '"answer_grounding": [2]}',
+        "[5, 4, 3, 2]",
+    ],
+)
+def test_critiques_missing_or_out_of_range_are_refused(reply: str) -> None:
+    with pytest.raises(ValueError):
+        checks.parse_critiques(reply)
+
+
+@pytest.mark.parametrize(
+    ("reply", "answer", "passage"),
+    [
+        ('{"answer": "unknown", "passage": null}', None, None),
+        ("Unknown.", None, None),
+        ('{"answer": "Truxin Geirkwick", "passage": "[2]"}', "Truxin Geirkwick", 2),
+        ('{"answer": "Not stated", "passage": 1}', None, 1),
+    ],
+)
+def test_readings_say_what_was_found_and_where(
+    reply: str, answer: str | None, passage: int | None
+) -> None:
+    got = checks.parse_reading(reply)
+    assert (got.answer, got.passage) == (answer, passage)
+
+
+def test_a_reading_that_is_not_the_json_asked_is_refused() -> None:
+    with pytest.raises(ValueError):
+        checks.parse_reading('{"result": "x"}')
+
+
+@pytest.mark.parametrize(
+    ("reply", "same"),
+    [
+        ('{"same": true, "reason": "x"}', True),
+        ('{"same": "no"}', False),
+        ("Yes", True),
+        ('{"same": false, "reason": "The reworded question asks for the', False),  # cut
+    ],
+)
+def test_same_answer_verdicts_are_read(reply: str, same: bool) -> None:
+    assert checks.parse_same(reply).same is same
+
+
+def test_a_same_answer_reply_without_a_verdict_is_refused() -> None:
+    for reply in ('{"same": "maybe"}', "I think so"):
+        with pytest.raises(ValueError):
+            checks.parse_same(reply)
+
+
+def test_a_wording_is_read_without_wrapping() -> None:
+    assert gen.parse_wording('Here it is:\n"Tiandrul Tramway manager?"') == (
+        "Tiandrul Tramway manager?"
+    )
+    with pytest.raises(ValueError):
+        gen.parse_wording("Here it is:")
+
+
+@pytest.mark.parametrize(
+    ("wording", "leaks"),
+    [
+        ("Tiandrul Tramway manager?", False),
+        ("Is Truxin Geirkwick the manager of Tiandrul Tramway?", True),  # the name
+        ("Tiandrul Tramway completion in 2023?", True),  # the year
+    ],
+)
+def test_a_wording_that_gives_the_answer_away_is_caught(wording: str, leaks: bool) -> None:
+    question = "Who manages the Tiandrul Tramway project?"
+    answer = "Truxin Geirkwick manages the project, due in 2023."
+    assert (gen.answer_leak(question, wording, answer) is not None) == leaks
+
+
+def test_near_duplicates_are_found_by_cosine() -> None:
+    kept = np.array([[1.0, 0.0], [0.6, 0.8]], dtype=np.float32)
+    close = np.array([0.62, 0.78], dtype=np.float32)
+    close /= np.linalg.norm(close)
+    found = checks.near_duplicate(close, kept, 0.99)
+    assert found is not None and found[0] == 1
+    assert checks.near_duplicate(np.array([0.0, 1.0], dtype=np.float32), kept, 0.9) is None
+    assert checks.near_duplicate(close, np.zeros((0, 0), dtype=np.float32), 0.5) is None
+
+
+def test_quotas_split_the_size_by_largest_remainders() -> None:
+    uniform = DocumentOptions().shares()
+    assert quotas(uniform, 10) == {
+        "fact_single": 3,
+        "summary": 3,
+        "reasoning": 2,
+        "unanswerable": 2,
+    }
+    assert sum(quotas(uniform, 7).values()) == 7
+    skewed = DocumentOptions(mix={"fact_single": 3, "reasoning": 1}).shares()
+    assert quotas(skewed, 4) == {"fact_single": 3, "reasoning": 1}
+
+
+def test_document_options_refuse_what_cannot_work() -> None:
+    with pytest.raises(ValueError, match="needs strategy: statements"):
+        DocumentOptions(strategy="simple", mix={"summary": 1})
+    with pytest.raises(ValueError, match="unknown critique"):
+        DocumentOptions(thresholds={"fluency": 3})
+    with pytest.raises(ValueError, match="one of them > 0"):
+        DocumentOptions(mix={"summary": 0})
+    assert DocumentOptions(thresholds={"specificity": 4}).thresholds["stand_alone"] == 3

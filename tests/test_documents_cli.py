@@ -1,0 +1,308 @@
+"""ragaudit generate --documents against the scripted LLM server over real HTTP: pairs
+written from the corpus, checked, worded and written into the document half of the
+dataset; replies that stay malformed are dropped candidates with their reason; a rerun
+asks nothing; a generation that accepts nothing fails and leaves the dataset as it was."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ragaudit.records import QueryRecord, read_jsonl
+from ragaudit.records.models import CandidateRecord
+from tests.support.cli import ragaudit
+from tests.support.scripted_llm_server import Reply, ScriptedLLMServer
+
+DOCS = {
+    "Alder Bridge": "Alder Bridge is being built in Norhaven. Work began on 3 May 2021. "
+    "Completion is planned for 9 June 2023. Mira Tessel manages the project.",
+    "Birch Tunnel": "Birch Tunnel is being built in Eastmoor. Work began on 12 March 2019. "
+    "The client is Copperline Group. Oren Vail directs the project.",
+    "Cedar Depot": "Cedar Depot is being built in Southfield. Work began on 1 April 2020. "
+    "The client is Larkspur Trust. Ines Morrow manages the project.",
+}
+
+
+def _facts(context: str) -> str:
+    name = next(n for n in DOCS if n in context)
+    sentences = [s.strip() + "." for s in DOCS[name].split(".") if s.strip()]
+    return f"Theme: the {name} project\n" + "\n".join(f"> {s}" for s in sentences)
+
+
+def _question(prompt: str) -> str:
+    name = next(n for n in DOCS if n in prompt)
+    statement = prompt.split("Statement: ", 1)[1]
+    if "Conclusion" in statement:
+        return f"Why does {name} matter to its region?"
+    if "Summary" in statement:
+        return f"Where and when was {name} built?"
+    if "began" in statement:
+        return f"When did work on {name} begin?"
+    if "built in" in statement:
+        return f"Where is {name} being built?"
+    if "client" in statement:
+        return f"Who is the client of {name}?"
+    if "Completion" in statement:
+        return f"When is {name} due to be complete?"
+    return f"Who leads the {name} project?"
+
+
+class Script:
+    """What the scripted model answers, by the system prompt of each ask; ``broken``
+    names the kinds of ask whose every reply is malformed."""
+
+    def __init__(self, broken: frozenset[str] = frozenset()) -> None:
+        self.broken = broken
+        self.kinds: Counter[str] = Counter()
+
+    def __call__(self, body: dict[str, Any]) -> str:
+        system = body["messages"][0]["content"]
+        last = body["messages"][-1]["content"]
+        first_user = body["messages"][1]["content"]
+        kind = next(
+            k
+            for k, marker in (
+                ("facts", "You extract facts"),
+                ("combined", "You work with statements"),
+                ("unanswerable", "that the given statements cannot"),
+                ("question", "You write one question"),
+                ("critique", "You review test questions"),
+                ("label", "You sort questions"),
+                ("reading", "You answer a question from numbered passages"),
+                ("wording", "You reword questions"),
+                ("same", "You check rewordings"),
+                ("simple", "You write test questions"),
+            )
+            if marker in system
+        )
+        self.kinds[kind] += 1
+        if kind in self.broken:
+            return "Sorry, I cannot help with that."
+        if kind == "facts":
+            return _facts(first_user)
+        if kind == "combined":
+            name = next(n for n in DOCS if n in first_user)
+            word = "Summary" if "Merge" in first_user else "Conclusion"
+            return "\n".join(f"> {word} {i} of {name} holds several facts." for i in "ABC")
+        if kind == "unanswerable":
+            name = next(n for n in DOCS if n in first_user)
+            return f"How much did {name} cost?"
+        if kind == "question":
+            return _question(first_user)
+        if kind == "critique":
+            low = "Why does" in first_user  # conclusions: ungrounded, by this script
+            grounding = 2 if low else 5
+            return json.dumps(
+                {
+                    "stand_alone": [5, "names its subject"],
+                    "specificity": [4, "one project"],
+                    "question_grounding": [grounding, "stated"],
+                    "answer_grounding": [grounding, "stated"],
+                }
+            )
+        if kind == "label":
+            question = first_user.rsplit("Question: ", 1)[1]
+            label = "summary" if "Where and when" in question else "fact_single"
+            return json.dumps({"label": label, "reason": "scripted"})
+        if kind == "reading":
+            return '{"answer": "unknown", "passage": null}'
+        if kind == "wording":
+            question = last.rsplit("Question: ", 1)[1]
+            words = re.sub(r"[?]", "", question).split()
+            return " ".join(words[-4:]) + "?"  # short: a few words
+        if kind == "same":
+            return '{"same": true, "reason": "same thing"}'
+        name = next(n for n in DOCS if n in first_user)
+        return json.dumps(
+            {"pairs": [{"question": f"Where is {name} being built?", "answer": "Norhaven"}]}
+        )
+
+
+def _setup(
+    tmp_path: Path, server: ScriptedLLMServer, extra: str = "", llm: str = ""
+) -> dict[str, str]:
+    docs = [{"id": k, "text": v} for k, v in DOCS.items()]
+    (tmp_path / "docs.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    (tmp_path / "ragaudit.yaml").write_text(
+        f"llm:\n  model: openai:scripted\n{llm}corpus:\n  path: docs.jsonl\n"
+        "templates:\n  styles: [short]\n" + extra
+    )
+    return {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-t-0000000000"}
+
+
+def _candidates(tmp_path: Path) -> list[CandidateRecord]:
+    return list(read_jsonl(tmp_path / "runs/default/candidates.jsonl", CandidateRecord))
+
+
+def _dataset(tmp_path: Path) -> list[QueryRecord]:
+    return list(read_jsonl(tmp_path / "runs/default/dataset.jsonl", QueryRecord))
+
+
+def test_statements_fill_the_label_quotas_and_reruns_ask_nothing(
+    llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    script = Script()
+    llm_server.responder = script
+    env = _setup(tmp_path, llm_server)
+    # An SQL half already in the dataset stays.
+    sql = {
+        "query_id": "q1", "group_id": "g1", "variant": "short", "query": "Alder Bridge place?",
+        "reference": {"values": ["Norhaven"], "display": "Norhaven"},
+    }  # fmt: skip
+    (tmp_path / "runs/default").mkdir(parents=True)
+    (tmp_path / "runs/default/dataset.jsonl").write_text(json.dumps(sql) + "\n")
+    args = (
+        "generate",
+        "--documents",
+        "--size",
+        "6",
+        "--mix",
+        "fact_single=2,summary=1,unanswerable=1",
+    )
+    result = ragaudit(*args, cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    candidates = _candidates(tmp_path)
+    accepted = [c for c in candidates if c.accepted]
+    assert Counter(c.requested_label for c in accepted) == {
+        "fact_single": 3, "summary": 2, "unanswerable": 1,
+    }  # fmt: skip
+    for c in accepted:
+        assert c.critiques is not None and c.question and c.gold_ids == [c.context_id[:-2]]
+        assert c.calls >= 3 and c.tokens > 0
+        if c.requested_label == "fact_single":
+            assert c.statement_kind == "fact" and c.answer == c.statement
+            assert c.support and c.support.startswith("words: every content word")
+            assert c.observed_label == "fact_single"
+        if c.requested_label == "unanswerable":
+            assert c.answer is None and c.support.startswith("unanswerable: none of 3")
+    dataset = _dataset(tmp_path)
+    assert [q.query_id for q in dataset if q.source == "sql"] == ["q1"]
+    documents = [q for q in dataset if q.source == "document"]
+    groups = Counter(q.group_id for q in documents)
+    assert len(groups) == 6 and set(groups.values()) == {2}  # generated + short
+    assert {q.variant for q in documents} == {"generated", "short"}
+    unanswerable = [q for q in documents if q.label == "unanswerable"]
+    assert unanswerable and all(q.reference.values == [] and q.gold_ids == [] for q in unanswerable)
+    facts = [q for q in documents if q.label == "fact_single"]
+    assert all(q.gold_ids and q.gold_ids[0] in DOCS for q in facts)
+    stats = json.loads((tmp_path / "runs/default/documents.stats.json").read_text())
+    assert stats["accepted"] == 6 and stats["calls_per_pair"] > 3
+    assert "LLM requests per accepted pair" in result.stdout
+    asked = llm_server.request_count
+    again = ragaudit(*args, cwd=tmp_path, env=env)
+    assert again.returncode == 0, again.stderr
+    assert llm_server.request_count == asked  # every reply came from the cache
+    assert _candidates(tmp_path) == candidates
+    # The SQL half is kept by a rerun of the SQL generation too: see test_generate_files.
+
+
+def test_malformed_replies_are_reasked_then_dropped_with_the_reason(
+    llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    script = Script(broken=frozenset({"critique"}))
+    llm_server.responder = script
+    env = _setup(tmp_path, llm_server)
+    result = ragaudit(
+        "generate", "--documents", "--size", "2", "--mix", "fact_single", cwd=tmp_path, env=env
+    )
+    assert result.returncode != 0
+    assert "no pair accepted" in result.stderr and "llm" in result.stderr
+    assert "Traceback" not in result.stderr
+    candidates = _candidates(tmp_path)
+    assert candidates and not any(c.accepted for c in candidates)
+    assert all(c.dropped and c.dropped.startswith("llm: check:") for c in candidates)
+    assert script.kinds["critique"] == 3 * len(candidates)  # asked three times each
+    assert not (tmp_path / "runs/default/dataset.jsonl").exists()
+
+
+def test_a_shortfall_is_explained_per_reason(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
+    llm_server.responder = Script()
+    env = _setup(tmp_path, llm_server, "generate:\n  documents:\n    rounds: 1\n")
+    # Conclusions are rated ungrounded by the script: reasoning questions all fail.
+    result = ragaudit(
+        "generate", "--documents", "--size", "4", "--mix", "fact_single=1,reasoning=1",
+        cwd=tmp_path, env=env,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert re.search(
+        r"warning: 2 of 4 pairs accepted .*short: reasoning 0/2.*critique", result.stderr
+    )
+    dropped = [c for c in _candidates(tmp_path) if not c.accepted]
+    assert dropped and all(
+        c.dropped and c.dropped.startswith("critique: question_grounding 2<3") for c in dropped
+    )
+
+
+def test_simple_pairs_are_checked_and_labelled_by_the_labeller(
+    llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    llm_server.responder = Script()
+    env = _setup(tmp_path, llm_server)
+    result = ragaudit(
+        "generate", "--documents", "--strategy", "simple", "--size", "3", cwd=tmp_path, env=env
+    )
+    assert result.returncode == 0, result.stderr
+    candidates = _candidates(tmp_path)
+    # Two rounds over three contexts; the script writes the same pair for a context each
+    # time, with the answer "Norhaven", which only Alder Bridge's report holds.
+    assert len(candidates) == 6
+    first = [c for c in candidates if c.round == 0]
+    again = [c for c in candidates if c.round == 1]
+    by_context = {c.context_id: c for c in first}
+    assert by_context["Alder Bridge#0"].accepted
+    for name in ("Birch Tunnel#0", "Cedar Depot#0"):
+        assert by_context[name].dropped == "support: no word of the short answer is in the context"
+    assert [c.dropped for c in again if c.context_id == "Alder Bridge#0"] == [
+        f"near-duplicate: of {by_context['Alder Bridge#0'].candidate_id} (cosine 1.00)"
+    ]
+    assert "1 of 3 pairs accepted" in result.stderr
+    labels = {q.label for q in _dataset(tmp_path) if q.source == "document"}
+    assert labels == {"fact_single"}  # the labeller's label: no label was requested
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--documents", "--mix", "trivia=1"), "unknown label 'trivia'"),
+        (("--documents", "--strategy", "simple", "--mix", "summary"), "needs strategy: statements"),
+        (("--size", "3"), "go with --documents"),
+    ],
+)
+def test_bad_generation_options_are_one_line_errors(
+    tmp_path: Path, llm_server: ScriptedLLMServer, args: tuple[str, ...], message: str
+) -> None:
+    env = _setup(tmp_path, llm_server)
+    result = ragaudit("generate", *args, cwd=tmp_path, env=env)
+    assert result.returncode != 0
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert llm_server.request_count == 0
+
+
+def test_no_corpus_is_a_clear_error(tmp_path: Path, llm_server: ScriptedLLMServer) -> None:
+    (tmp_path / "ragaudit.yaml").write_text("llm:\n  model: openai:scripted\n")
+    env = {"OPENAI_BASE_URL": llm_server.base_url, "OPENAI_API_KEY": "sk-t-0000000000"}
+    result = ragaudit("generate", "--documents", cwd=tmp_path, env=env)
+    assert result.returncode != 0 and "needs a corpus" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_server_errors_are_dropped_candidates_not_a_crash(
+    llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    script = Script()
+    llm_server.responder = lambda body: (
+        Reply(status=500)
+        if "You sort questions" in body["messages"][0]["content"]
+        else script(body)
+    )
+    env = _setup(tmp_path, llm_server, llm="  max_retries: 0\n")
+    result = ragaudit(
+        "generate", "--documents", "--size", "2", "--mix", "fact_single", cwd=tmp_path, env=env
+    )
+    assert result.returncode != 0 and "no pair accepted" in result.stderr
+    assert all(c.dropped and c.dropped.startswith("label:") for c in _candidates(tmp_path))
