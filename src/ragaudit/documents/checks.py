@@ -41,12 +41,6 @@ CRITIQUES: tuple[str, ...] = (
     "question_grounding",
     "answer_grounding",
 )
-CRITIQUE_MEANING = {
-    "stand_alone": "the question makes sense without its context",
-    "specificity": "the question is specific enough to find its context among many",
-    "question_grounding": "the context answers the question clearly and unambiguously",
-    "answer_grounding": "what the answer says is in the context or follows from it",
-}
 
 # Function words: a content word is any other word of two letters or more, or a number.
 _STOP_WORDS = (
@@ -354,7 +348,6 @@ def near_duplicate(
 
 __all__ = [
     "CRITIQUES",
-    "CRITIQUE_MEANING",
     "Critique",
     "ReadingReply",
     "SameReply",

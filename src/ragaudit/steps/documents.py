@@ -178,7 +178,6 @@ class DocumentGenerator:
         self.records: list[CandidateRecord] = []
         self.accepted_vectors = np.zeros((0, 0), dtype=np.float32)
         self.accepted_ids: list[str] = []
-        self.size = options.size
         self.wanted: dict[QuestionLabel | None, int] = {None: options.size}
         if options.strategy == "statements":
             self.wanted = {k: v for k, v in quotas(options.shares(), options.size).items()}
