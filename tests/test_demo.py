@@ -10,6 +10,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.support.cli import ragaudit
 from tests.support.scripted_llm_server import ScriptedLLMServer
 
@@ -124,3 +126,53 @@ def _blame_follows_the_evidence(demo: Path, run: Path, summary: dict[str, Any]) 
     ]
     assert missed, "the scripted demo should have stated facts that top-1 never retrieved"
     assert all(r["source"] == "retriever" for group in missed for r in group)
+
+
+def test_the_demo_adds_pairs_from_the_reports_once_and_goes_on_without_them(
+    llm_server: ScriptedLLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The document half joins the SQL half of the dataset; a rerun asks nothing; when
+    nothing is accepted the demo says so and keeps the SQL half alone."""
+    from ragaudit.records import QueryRecord, Reference, read_jsonl, write_jsonl_atomic
+    from ragaudit.rundir import RunDir
+    from ragaudit.steps.demo import DOCUMENT_PAIRS, _document_half, demo_config
+    from ragaudit.world.build import build_world
+    from tests.test_documents_cli import Script
+
+    monkeypatch.setenv("OPENAI_BASE_URL", llm_server.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-t-0000000000")
+    world = tmp_path / "world"
+    build_world(world, size=30, seed=1, force=True)
+    sql = QueryRecord(
+        query_id="q-sql",
+        group_id="g-sql",
+        variant="short",
+        query="Where is project X?",
+        reference=Reference.from_values(["Oslo"]),
+    )
+
+    def half(out: Path, script: Script) -> tuple[RunDir, dict[str, tuple[float, str]]]:
+        config = demo_config(world, out, groups=1, use_llm=True, llm="openai:scripted")
+        run = RunDir.from_config(config).create()
+        write_jsonl_atomic(run.dataset, [sql])
+        llm_server.responder = script
+        timings: dict[str, tuple[float, str]] = {}
+        _document_half(config, run, None, lambda _s: None, timings)
+        return run, timings
+
+    run, timings = half(tmp_path / "ok", Script())
+    queries = list(read_jsonl(run.dataset, QueryRecord))
+    assert queries[0] == sql
+    documents = [q for q in queries if q.source == "document"]
+    assert len({q.group_id for q in documents}) == DOCUMENT_PAIRS
+    assert {q.variant for q in documents} == {"generated", "short"}
+    assert timings["documents"][1].startswith(f"{DOCUMENT_PAIRS} of {DOCUMENT_PAIRS} pairs")
+    asked = llm_server.request_count
+    config = demo_config(world, tmp_path / "ok", groups=1, use_llm=True, llm="openai:scripted")
+    again: dict[str, tuple[float, str]] = {}
+    _document_half(config, run, None, lambda _s: None, again)
+    assert llm_server.request_count == asked and again["documents"][1] == "written before"
+
+    broken, timings = half(tmp_path / "broken", Script(broken=frozenset({"facts"})))
+    assert list(read_jsonl(broken.dataset, QueryRecord)) == [sql]
+    assert timings["documents"][1].startswith("none kept (no pair accepted")

@@ -29,14 +29,21 @@ DOCS = {
 
 
 def _facts(context: str) -> str:
-    name = next(n for n in DOCS if n in context)
+    name = next((n for n in DOCS if n in context), None)
+    if name is None:  # another corpus (a generated company's reports): its first sentences
+        text = context.rsplit("\n\n", 1)[-1]
+        sentences = [s.strip() + "." for s in text.split(". ") if len(s.split()) > 3][:4]
+        return "Theme: a construction project\n" + "\n".join(f"> {s}" for s in sentences)
     sentences = [s.strip() + "." for s in DOCS[name].split(".") if s.strip()]
     return f"Theme: the {name} project\n" + "\n".join(f"> {s}" for s in sentences)
 
 
 def _question(prompt: str) -> str:
-    name = next(n for n in DOCS if n in prompt)
     statement = prompt.split("Statement: ", 1)[1]
+    name = next((n for n in DOCS if n in prompt), None)
+    if name is None:
+        words = re.sub(r"[^\w ]", "", statement).split()
+        return "What is stated about " + " ".join(words[:6]) + "?"
     if "Conclusion" in statement:
         return f"Why does {name} matter to its region?"
     if "Summary" in statement:
@@ -86,11 +93,11 @@ class Script:
         if kind == "facts":
             return _facts(first_user)
         if kind == "combined":
-            name = next(n for n in DOCS if n in first_user)
+            name = next((n for n in DOCS if n in first_user), "the project")
             word = "Summary" if "Merge" in first_user else "Conclusion"
             return "\n".join(f"> {word} {i} of {name} holds several facts." for i in "ABC")
         if kind == "unanswerable":
-            name = next(n for n in DOCS if n in first_user)
+            name = next((n for n in DOCS if n in first_user), "the project")
             return f"How much did {name} cost?"
         if kind == "question":
             return _question(first_user)

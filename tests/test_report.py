@@ -21,6 +21,7 @@ from ragaudit.records import (
     RetrievedItem,
     write_jsonl_atomic,
 )
+from ragaudit.records.models import CandidateRecord, CritiqueRating
 from tests.conftest import IN_CI
 from tests.support.cli import ragaudit
 
@@ -30,9 +31,10 @@ PLANTED = (
 )
 
 
-def _run(tmp_path: Path) -> Path:
+def _run(tmp_path: Path, documents: bool = False) -> Path:
     """A judged and analyzed run of two systems and two variants, with a planted script in
-    a retrieved document and in a response."""
+    a retrieved document and in a response. With ``documents``, half the groups come from
+    a generation from documents, whose candidates are there too."""
     root = tmp_path / "runs" / "default"
     queries, responses = [], {"kw": [], "dense": []}
     for g in range(12):
@@ -47,6 +49,7 @@ def _run(tmp_path: Path) -> Path:
                         query=f"Who manages project {g}? ({variant} wording {i})",
                         reference=Reference.from_values([f"Person {g}"]),
                         gold_ids=[f"doc{g}"],
+                        source="document" if documents and g >= 6 else "sql",
                     )
                 )
                 for system in responses:
@@ -68,10 +71,69 @@ def _run(tmp_path: Path) -> Path:
     write_jsonl_atomic(root / "dataset.jsonl", queries)
     for system, records in responses.items():
         write_jsonl_atomic(root / "responses" / f"{system}.jsonl", records)
+    if documents:
+        write_jsonl_atomic(root / "candidates.jsonl", _candidates())
     for step in (("judge", "--no-llm"), ("analyze",), ("report",)):
         done = ragaudit(*step, cwd=tmp_path)
         assert done.returncode == 0, done.stderr
     return root / "report.html"
+
+
+def _candidates() -> list[CandidateRecord]:
+    """Six statements candidates (one dropped by its critique) and their ratings."""
+    out = []
+    for g in range(6, 12):
+        requested = ("fact_single", "summary")[g % 2]
+        low = g == 11
+        out.append(
+            CandidateRecord(
+                candidate_id=f"c{g}",
+                context_id=f"doc{g}#0",
+                gold_ids=[f"doc{g}"],
+                strategy="statements",
+                requested_label=requested,
+                question=f"Who manages project {g}?",
+                answer=f"Person {g}",
+                critiques={
+                    n: CritiqueRating(rating=2 if low and n == "specificity" else 5, reason="")
+                    for n in (
+                        "stand_alone",
+                        "specificity",
+                        "question_grounding",
+                        "answer_grounding",
+                    )
+                },
+                observed_label="fact_single",
+                accepted=not low,
+                dropped="critique: specificity 2" if low else None,
+                calls=5,
+                tokens=900,
+            )
+        )
+    return out
+
+
+def test_report_splits_the_sources_and_shows_the_generation(tmp_path: Path) -> None:
+    html = _run(tmp_path, documents=True).read_text()
+    summary = json.loads((tmp_path / "runs" / "default" / "summary.json").read_text())
+    assert set(summary["by_source"]) == {"document", "sql"}
+    document = summary["by_source"]["document"]["systems"]["dense"]["variants"]["short"]
+    assert document["n_queries"] == 12  # 6 groups of 2 short wordings
+    statements = summary["documents"]["strategies"]["statements"]
+    assert (statements["candidates"], statements["accepted"]) == (6, 5)
+    assert statements["calls_per_pair"] == 6.0  # 30 calls for 5 accepted pairs
+    assert statements["confusion"] == {
+        "fact_single": {"fact_single": 3},
+        "summary": {"fact_single": 3},
+    }
+    section = html.split('id="by-source"', 1)[1].split("<h2", 1)[0]
+    assert "SQL-grounded questions" in section and "Questions from the documents" in section
+    generation = html.split('id="documents"', 1)[1].split("<h2", 1)[0]
+    assert 'id="chart-critiques"' in generation and "<svg" in generation
+    row = re.search(r"<tr><td>summary</td>(.*?)</tr>", generation)
+    assert row is not None  # Figure 2: summary was asked, fact_single observed
+    assert re.findall(r'<td class="num">(\d+)</td>', row.group(1)) == ["3", "0", "0", "0"]
+    assert "0.67 [" in generation  # specificity passed 2 of 3 summary candidates
 
 
 def test_report_escapes_data_and_states_the_verdicts(tmp_path: Path) -> None:

@@ -57,6 +57,7 @@ class Example:
     # "states": gold lists the documents that state the answer ([]: none does), the
     # evidence that blame uses; "entity" or None: the GRAMMAR convention decides.
     gold_kind: str | None = None
+    origin: str = "sql"  # the query's source: "sql" (grounded by SQL) or "document"
 
 
 def gold_state(gold: Iterable[str] | None) -> str:

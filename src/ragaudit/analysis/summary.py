@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ragaudit.records.models import supported_version
 
-SCHEMA_VERSION = 2  # 2: by_label, label_comparisons, labels, weight_scan (issue 16)
+SCHEMA_VERSION = 3  # 2: by_label, labels, weight_scan (issue 16); 3: by_source, documents
 
 Outcome = Literal["answer", "retrieval"]
 Tag = Literal["gap", "robust", "non-robust"]
@@ -369,6 +369,74 @@ class WeightScan(_Model):
     )
 
 
+class Distance(_Model):
+    """The total variation distance between a label composition and the uniform one (half
+    the summed absolute differences of the shares: 0 is uniform, 0.75 is one label only),
+    with a 95% bootstrap interval."""
+
+    value: float | None = Field(description="the distance; null when nothing was labelled")
+    n: int = Field(ge=0, description="labels the composition is over")
+    ci95: Interval = Field(description="95% percentile bootstrap interval; [0, 1] when n is 0")
+
+    def __str__(self) -> str:
+        """``0.42 [0.30, 0.55] (n=40)``, or ``n/a`` when nothing was labelled."""
+        if self.value is None:
+            return "n/a (nothing labelled)"
+        return f"{self.value:.2f} [{self.ci95[0]:.2f}, {self.ci95[1]:.2f}] (n={self.n})"
+
+
+class CritiqueStat(_Model):
+    """One critique's ratings over the candidates of one strategy and label."""
+
+    mean: float | None = Field(description="mean rating 1-5; null when none was rated")
+    passed: Proportion = Field(description="ratings at or above the critique's threshold")
+
+
+class StrategyFigures(_Model):
+    """What one generation strategy wrote from the documents, checked and labelled
+    (candidates.jsonl)."""
+
+    candidates: int = Field(ge=0, description="pairs written, accepted or dropped")
+    accepted: int = Field(ge=0, description="pairs that passed every check")
+    dropped: dict[str, int] = Field(description="dropped candidates by the check that failed")
+    calls: int = Field(ge=0, description="LLM requests of the candidates (wordings excluded)")
+    tokens: int = Field(ge=0, description="their prompt and completion tokens")
+    calls_per_pair: float | None = Field(
+        description="calls per accepted pair; null when none was accepted"
+    )
+    tokens_per_pair: float | None = Field(
+        description="tokens per accepted pair; null when none was accepted"
+    )
+    confusion: dict[str, dict[str, int]] = Field(
+        description="requested label (``any`` for simple, which asks for none) -> the "
+        "labeller's label -> candidates: the paper's Figure 2"
+    )
+    composition: dict[str, Proportion] = Field(
+        description="the labeller's labels of the candidates it labelled, as shares"
+    )
+    distance: Distance = Field(description="how far that composition is from uniform")
+    critiques: dict[str, dict[str, CritiqueStat]] = Field(
+        description="label (requested; the labeller's for simple) -> critique -> ratings: "
+        "the paper's Figure 3"
+    )
+
+
+class DocumentFigures(_Model):
+    """Test sets generated from documents: per strategy, cost, labels and critiques."""
+
+    strategies: dict[str, StrategyFigures] = Field(description="figures per strategy")
+
+
+class SourceFigures(_Model):
+    """The figures of the queries of one source (SQL-grounded or document-generated)."""
+
+    systems: dict[str, SystemFigures] = Field(description="figures per system")
+    comparisons: list[Comparison] = Field(
+        default_factory=list,
+        description="the paired comparisons among this source's queries only",
+    )
+
+
 class Summary(_Model):
     """What ``ragaudit analyze`` found: summary.json.
 
@@ -420,6 +488,14 @@ class Summary(_Model):
     )
     weight_scan: WeightScan | None = Field(
         None, description="the text-weight scan (scan.json), if one was run"
+    )
+    by_source: dict[str, SourceFigures] = Field(
+        default_factory=dict,
+        description="per source of the queries (sql, document), their own figures; empty "
+        "when the dataset has queries of one source only",
+    )
+    documents: DocumentFigures | None = Field(
+        None, description="generation from documents (candidates.jsonl), if it ran"
     )
 
     @field_validator("schema_version")

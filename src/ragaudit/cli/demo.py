@@ -65,12 +65,19 @@ def demo_cmd(
     for step, (seconds, note) in result.timings.items():
         table.add_row(step, f"{seconds:.1f}", escape(note))
     console.print(table)
+    from ragaudit.report.build import SOURCE_NAMES
     from ragaudit.report.summary_file import read_summary
 
-    for c in read_summary(result.run.summary).comparisons:
-        # keyword-top1, short vs long: accuracy and R of its answers and of its retrieval
-        if c.a.system == c.b.system == "keyword-top1":
-            console.print(c.verdict, markup=False)
+    summary = read_summary(result.run.summary)
+    # Each half on its own (the pooled comparisons pair wordings of different halves,
+    # which share no group): keyword-top1's wordings compared, answers and retrieval.
+    halves = {name: f.comparisons for name, f in summary.by_source.items()}
+    for name, found in (halves or {"": summary.comparisons}).items():
+        if name:
+            console.print(f"{SOURCE_NAMES.get(name, name)}:", markup=False)
+        for c in found:
+            if c.a.system == c.b.system == "keyword-top1":
+                console.print(c.verdict, markup=False)
     console.print(
         f"demo finished in {time.perf_counter() - start:.0f} s; report: {result.report}",
         markup=False,

@@ -23,13 +23,16 @@ from pydantic import BaseModel, ValidationError
 from ragaudit.analysis.summary import (
     SOURCES,
     BlameRule,
+    DocumentFigures,
     LabelFigures,
     MeanInterval,
     Proportion,
     Side,
     Summary,
+    SystemFigures,
     WeightScan,
 )
+from ragaudit.documents.checks import CRITIQUES
 from ragaudit.generate.dataset import DatasetOverview, read_overview
 from ragaudit.llm.usage import UsageFile
 from ragaudit.records.io import RecordFileError, atomic_write_text, iter_jsonl_dicts
@@ -210,6 +213,55 @@ class ReportData:
     scan: WeightScan | None = None
     by_label: list[ByLabelRow] = field(default_factory=list)
     label_verdicts: list[str] = field(default_factory=list)
+    sources: list[SourceSection] = field(default_factory=list)
+    documents: DocumentsSection | None = None
+
+
+SOURCE_NAMES = {"sql": "SQL-grounded questions", "document": "Questions from the documents"}
+
+
+@dataclass(frozen=True)
+class SourceSection:
+    """The figures of one source's queries on their own (SQL-grounded or generated from
+    the documents), and the verdicts of the comparisons that are significant among them."""
+
+    source: str
+    title: str
+    tables: list[MetricsTable]
+    verdicts: list[str]
+
+
+@dataclass(frozen=True)
+class StrategyRow:
+    """One generation strategy: what it wrote, kept and cost, and its label balance."""
+
+    strategy: str
+    candidates: int
+    accepted: int
+    dropped: str
+    calls_per_pair: str
+    tokens_per_pair: str
+    distance: str
+
+
+@dataclass(frozen=True)
+class Confusion:
+    """Requested against observed labels of one strategy (Figure 2 of Know Your RAG)."""
+
+    strategy: str
+    columns: list[str]
+    rows: list[tuple[str, list[int]]]
+
+
+@dataclass(frozen=True)
+class DocumentsSection:
+    """Generation from documents: per strategy, cost, balance, labels and critiques."""
+
+    strategies: list[StrategyRow]
+    confusions: list[Confusion]
+    critiques: list[tuple[str, str, str, list[str]]]  # strategy, label, n, cells
+    critique_names: list[str]
+    chart: Chart | None
 
 
 @dataclass(frozen=True)
@@ -314,9 +366,9 @@ def _headlines(summary: Summary) -> tuple[list[Headline], list[str]]:
     return significant, rest
 
 
-def _tables(summary: Summary) -> list[MetricsTable]:
+def _tables(systems: dict[str, SystemFigures]) -> list[MetricsTable]:
     out = []
-    for name, system in summary.systems.items():
+    for name, system in systems.items():
         rows = [
             MetricsRow(
                 variant=variant,
@@ -528,6 +580,90 @@ def _charts(summary: Summary, blame: list[BlameRow]) -> list[Chart]:
     return out
 
 
+def _sources(summary: Summary) -> list[SourceSection]:
+    return [
+        SourceSection(
+            source=name,
+            title=SOURCE_NAMES.get(name, name),
+            tables=_tables(figures.systems),
+            verdicts=[
+                c.verdict for c in figures.comparisons if c.p_value is not None and c.p_value < 0.05
+            ],
+        )
+        for name, figures in summary.by_source.items()
+    ]
+
+
+def _per_pair(value: float | None) -> str:
+    return "n/a (none accepted)" if value is None else f"{value:,.1f}"
+
+
+def _documents(figures: DocumentFigures | None) -> DocumentsSection | None:
+    """The generation figures as tables, and the mean critique ratings as a chart."""
+    if figures is None or not figures.strategies:
+        return None
+    rows, confusions, critiques = [], [], []
+    names = list(CRITIQUES)
+    groups: list[str] = []
+    series: dict[str, list[float | None]] = {n: [] for n in names}
+    for strategy, f in figures.strategies.items():
+        rows.append(
+            StrategyRow(
+                strategy=strategy,
+                candidates=f.candidates,
+                accepted=f.accepted,
+                dropped=", ".join(f"{n} {why}" for why, n in sorted(f.dropped.items())) or "none",
+                calls_per_pair=_per_pair(f.calls_per_pair),
+                tokens_per_pair=_per_pair(f.tokens_per_pair),
+                distance=str(f.distance),
+            )
+        )
+        if f.confusion:
+            columns: list[str] = list(LABELS)
+            confusions.append(
+                Confusion(
+                    strategy=strategy,
+                    columns=columns,
+                    rows=[
+                        (requested, [observed.get(c, 0) for c in columns])
+                        for requested, observed in f.confusion.items()
+                    ],
+                )
+            )
+        for label, stats in f.critiques.items():
+            n = max((s.passed.n for s in stats.values()), default=0)
+            critiques.append(
+                (
+                    strategy,
+                    label,
+                    str(n),
+                    [
+                        f"{stats[c].mean:.1f}; {stats[c].passed}"
+                        if c in stats and stats[c].mean is not None
+                        else "n/a"
+                        for c in names
+                    ],
+                )
+            )
+            groups.append(f"{strategy}\n{label}")
+            for c in names:
+                series[c].append(stats[c].mean if c in stats else None)
+    chart = None
+    if groups:
+        chart = Chart(
+            id="chart-critiques",
+            title="Mean critique ratings (1-5) per strategy and label",
+            svg=charts.grouped_bars(groups, series, "mean rating", 5.0),
+        )
+    return DocumentsSection(
+        strategies=rows,
+        confusions=confusions,
+        critiques=critiques,
+        critique_names=names,
+        chart=chart,
+    )
+
+
 def _point(entry: Proportion) -> tuple[float, float, float] | None:
     if entry.value is None:
         return None
@@ -590,7 +726,7 @@ def collect(run: RunDir) -> ReportData:
         headlines=headlines,
         other_verdicts=rest,
         warnings=list(summary.warnings),
-        tables=_tables(summary),
+        tables=_tables(summary.systems),
         charts=_charts(summary, blame) if summary.systems else [],
         blame=blame,
         ranking=_ranking(summary),
@@ -602,6 +738,8 @@ def collect(run: RunDir) -> ReportData:
         scan=summary.weight_scan,
         by_label=_by_label(summary),
         label_verdicts=[c.verdict for c in summary.label_comparisons],
+        sources=_sources(summary),
+        documents=_documents(summary.documents),
     )
 
 

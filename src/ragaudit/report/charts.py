@@ -84,3 +84,20 @@ def interval_dots(
     ax.invert_yaxis()
     ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.08), ncol=len(series), frameon=False)
     return _svg(fig)
+
+
+def grouped_bars(
+    groups: list[str], series: dict[str, list[float | None]], ylabel: str, top: float
+) -> str:
+    """Vertical bars: one cluster per group, one bar per series (None: no bar)."""
+    fig, ax = _figure(max(5.0, 1.1 * len(groups) + 2.0), 3.2)
+    width = 0.8 / max(1, len(series))
+    for i, (name, values) in enumerate(series.items()):
+        xs = [g + (i - (len(series) - 1) / 2) * width for g in range(len(groups))]
+        shown = [(x, v) for x, v in zip(xs, values, strict=True) if v is not None]
+        ax.bar([x for x, _ in shown], [v for _, v in shown], width=width, label=name)
+    ax.set_xticks(range(len(groups)), groups)
+    ax.set_ylim(0, top)
+    ax.set_ylabel(ylabel)
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.02), ncol=len(series), frameon=False)
+    return _svg(fig)

@@ -12,6 +12,7 @@ from ragaudit.analysis.summary import (
     MeanInterval,
     Proportion,
     Summary,
+    SystemFigures,
     VariantFigures,
 )
 
@@ -73,15 +74,17 @@ def retrieval_queries(m: VariantFigures) -> str:
     return retrieval_count(n, m.retrieval_left_out)
 
 
-def metrics_table(summary: Summary) -> str:
-    """One row per system and variant, every metric with its 95% interval."""
+def metrics_table(summary: Summary | Mapping[str, SystemFigures]) -> str:
+    """One row per system and variant, every metric with its 95% interval (of a summary,
+    or of the systems of one source)."""
+    systems = summary.systems if isinstance(summary, Summary) else summary
     head = (
         "| system | variant | queries | groups | errors | retrieval queries | "
         + " | ".join(METRIC_NAMES)
         + " |"
     )
     lines = [head, "|" + "---|" * (6 + len(METRIC_NAMES))]
-    for system, figures in summary.systems.items():
+    for system, figures in systems.items():
         for variant, m in figures.variants.items():
             cells = [show(getattr(m, name)) for name in METRIC_NAMES]
             lines.append(
@@ -176,8 +179,35 @@ def summary_markdown(summary: Summary) -> str:
         + judge_failed_note(summary)
         + ("\n" + verdicts if verdicts else "")
         + ("\nRetrieval ranking (mean [95% CI])\n\n" + ranked if ranked else "")
+        + source_sections(summary)
         + label_sections(summary)
     )
+
+
+def source_sections(summary: Summary) -> str:
+    """Each source's own figures and significant verdicts (when the dataset has both
+    halves), and the generation from documents; empty where the run has neither."""
+    out = ""
+    for source, figures in summary.by_source.items():
+        out += f"\nQueries of source {source} on their own\n\n" + metrics_table(figures.systems)
+        out += "".join(
+            f"- {c.verdict}\n"
+            for c in figures.comparisons
+            if c.p_value is not None and c.p_value < 0.05
+        )
+    documents = summary.documents
+    if documents is not None and documents.strategies:
+        out += (
+            "\nGeneration from documents\n\n| strategy | candidates | accepted | calls per "
+            "pair | tokens per pair | label distance to uniform |\n|---|---:|---:|---:|---:|---:|\n"
+        )
+        for name, f in documents.strategies.items():
+            calls = "n/a" if f.calls_per_pair is None else f"{f.calls_per_pair:.1f}"
+            tokens = "n/a" if f.tokens_per_pair is None else f"{f.tokens_per_pair:,.0f}"
+            out += (
+                f"| {name} | {f.candidates} | {f.accepted} | {calls} | {tokens} | {f.distance} |\n"
+            )
+    return out
 
 
 def label_sections(summary: Summary) -> str:

@@ -3,6 +3,7 @@ drill-down, with paired comparisons between variants and between systems."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
@@ -13,13 +14,21 @@ from typing import TypedDict
 from ragaudit.analysis import Analysis, Example, analyze
 from ragaudit.analysis.by_label import label_breakdown
 from ragaudit.analysis.comparisons import comparisons
+from ragaudit.analysis.documents import generation_figures, source_breakdown
 from ragaudit.analysis.metrics import gold_state, source_of, with_left_out
 from ragaudit.analysis.retrieval_metrics import ranking_summary
-from ragaudit.analysis.summary import Outcome, Source, Summary, SystemFigures, Tag
+from ragaudit.analysis.summary import (
+    DocumentFigures,
+    Outcome,
+    Source,
+    Summary,
+    SystemFigures,
+    Tag,
+)
 from ragaudit.errors import UserError
 from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, RuleFit
 from ragaudit.records.io import atomic_write_text, iter_jsonl_dicts, read_jsonl, write_jsonl_atomic
-from ragaudit.records.models import Judgement, QueryRecord, ResponseRecord
+from ragaudit.records.models import CandidateRecord, Judgement, QueryRecord, ResponseRecord
 from ragaudit.report.summary_file import write_summary
 from ragaudit.report.text import summary_markdown
 from ragaudit.rundir import RunDir
@@ -216,14 +225,23 @@ def run_analysis(
     dropped: set[int] = set()
     labels = read_label_figures(run) if not neutral else None
     scan = read_scan(run) if not neutral else None
+    documents = read_document_figures(run, seed) if not neutral else None
     try:
         examples = load_examples(run, neutral, rule, system, outcome, undecided, left_out, dropped)
     except UserError:
-        if labels is None and scan is None:
+        if labels is None and scan is None and documents is None:
             raise
-        # A labelled test set (and its scan) is worth a summary before any system ran.
+        # A labelled or generated test set (and its scan) is worth a summary before any
+        # system ran.
         return _write(
-            run, Summary(retrieval_rule=rule, systems={}, labels=labels, weight_scan=scan)
+            run,
+            Summary(
+                retrieval_rule=rule,
+                systems={},
+                labels=labels,
+                weight_scan=scan,
+                documents=documents,
+            ),
         )
     if not examples:
         what = (
@@ -253,6 +271,10 @@ def run_analysis(
     both: tuple[Outcome, ...] = ("answer", "retrieval")
     by_label, label_comparisons = label_breakdown(examples, seed)
     summary = Summary(
+        by_source=source_breakdown(
+            examples, seed, outcomes=both if outcome == "answer" else ("answer",)
+        ),
+        documents=documents,
         outcome=outcome,
         retrieval_rule=rule,
         warnings=warnings,
@@ -272,6 +294,20 @@ def run_analysis(
     # A DrilldownRow is a plain dict at run time, which the writer encodes as it is.
     write_jsonl_atomic(run.drilldown, rows)
     return result
+
+
+def read_document_figures(run: RunDir, seed: int = 0) -> DocumentFigures | None:
+    """The figures of the run's generation from documents (candidates.jsonl, with the
+    critique thresholds it ran with), or None when it has not run."""
+    if not run.candidates.exists():
+        return None
+    thresholds: dict[str, int] = {}
+    try:
+        stats = json.loads(run.documents_stats.read_text(encoding="utf-8"))
+        thresholds = {str(k): int(v) for k, v in stats["options"]["thresholds"].items()}
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        pass  # no stats (or unreadable ones): the pass rates use the default thresholds
+    return generation_figures(read_jsonl(run.candidates, CandidateRecord), thresholds, seed)
 
 
 def _write(run: RunDir, summary: Summary) -> AnalysisResult:

@@ -4,8 +4,10 @@ world -> SQL templates (schema enumerator, the project questions) -> text templa
 (short wordings by the LLM, long ones by the verbalizer, every one verified by the LLM:
 it reads each wording back as SQL, and only wordings whose reading gives the template's
 answers are asked; ``use_llm=False`` verbalizes both, unverified) -> a balanced
-dataset -> two built-in systems, keyword top-1 and hybrid top-3, answering with the LLM ->
-judging (matchers first) -> analysis -> report.html.
+dataset -> the document half: a few pairs written from the company's reports by the
+``statements`` strategy, checked and worded briefly (skipped without the LLM) -> two
+built-in systems, keyword top-1 and hybrid top-3, answering with the LLM -> judging
+(matchers first) -> analysis (each half also on its own) -> report.html.
 
 Each step writes the run's usual files and is skipped when its output exists, so a killed
 demo resumes where it stopped (the LLM cache makes repeated calls free).
@@ -20,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ragaudit.config import Config, load_config
+from ragaudit.documents.options import DocumentOptions
+from ragaudit.errors import UserError
 from ragaudit.generate.sql.templates import load_templates, save_templates
 from ragaudit.llm.client import LLMClient
 from ragaudit.rundir import RunDir
@@ -38,6 +42,9 @@ PREFERRED = (
     "employee-name-by-project-name-via-projectmanager",
     "employee-name-by-project-name-via-projectdirector",
 )
+
+DOCUMENT_PAIRS = 4
+DOCUMENT_CONTEXTS = 8
 
 # step name -> (seconds, note)
 Timings = dict[str, tuple[float, str]]
@@ -73,6 +80,15 @@ def demo_config(world: Path, out: Path, *, groups: int, use_llm: bool, llm: str)
             name="hybrid-top3", retriever="hybrid", text_weight=0.5, k=3, generator="concise"
         ),
     ]
+    # The document half: one pair of each label from the first reports, worded briefly.
+    # Small, since each pair costs about six calls of the embedded model.
+    config.generate.documents = DocumentOptions(
+        strategy="statements",
+        size=DOCUMENT_PAIRS,
+        rounds=1,
+        max_contexts=DOCUMENT_CONTEXTS,
+        styles=["short"],
+    )
     config.harness.concurrency = 1  # one llama.cpp slot: in order, so its prompt cache works
     config.harness.timeout_s = 600
     config.harness.store_texts = True  # the report shows the passages each answer was given
@@ -165,7 +181,37 @@ def demo_dataset(
         progress("generate")
         if not run.dataset.exists():
             generate_dataset(config, run, config.generate)
+    if use_llm:
+        _document_half(config, run, hooks, progress, timings)
     return config, run
+
+
+def _document_half(
+    config: Config,
+    run: RunDir,
+    hooks: SessionHooks | None,
+    progress: Callable[[str], None],
+    timings: Timings,
+) -> None:
+    """Pairs written from the reports join the dataset (once: candidates.jsonl says it is
+    done). Nothing accepted is said, and the demo goes on with the SQL half alone."""
+    from ragaudit.steps.documents import generate_from_documents
+
+    options = config.generate.documents
+    if run.candidates.exists():
+        timings["documents"] = (0.0, "written before")
+        return
+    progress("documents")
+    start = time.perf_counter()
+    try:
+        with Session(config, run, hooks) as session:
+            stats = generate_from_documents(session, options)
+    except UserError as err:
+        note = f"none kept ({err}); the SQL half alone"
+        progress(f"documents: {err}")
+    else:
+        note = f"{stats.accepted} of {stats.size} pairs from the reports, {stats.calls} calls"
+    timings["documents"] = (time.perf_counter() - start, note)
 
 
 def run_demo(

@@ -107,6 +107,7 @@ def from_records(
             label=q.label,
             errored=errored,
             gold_kind=q.gold_kind,
+            origin=q.source,
         )
 
 
@@ -156,4 +157,5 @@ def from_responses(
             label=q.label,
             errored=r.error is not None,
             gold_kind=q.gold_kind,
+            origin=q.source,
         )

@@ -1,0 +1,183 @@
+"""Figures of test sets generated from documents, and of the queries split by source. Pure.
+
+From candidates.jsonl: per strategy, what the candidates cost per accepted pair, the
+requested label against the labeller's (the confusion table of "Know Your RAG", Figure 2),
+the critique ratings per label (its Figure 3), and how far the labeller's composition is
+from uniform (total variation distance, with a bootstrap interval), which says whether a
+strategy balances its question types.
+
+From judged examples: each source's figures on its own (SQL-grounded queries and
+document-generated ones are different test sets over the same systems).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from ragaudit.analysis.comparisons import comparisons
+from ragaudit.analysis.metrics import Example, analyze, proportion
+from ragaudit.analysis.summary import (
+    CritiqueStat,
+    Distance,
+    DocumentFigures,
+    Outcome,
+    SourceFigures,
+    StrategyFigures,
+)
+from ragaudit.records.models import LABELS, CandidateRecord
+
+DEFAULT_THRESHOLD = 3
+ANY = "any"  # the requested label of a strategy that asks for none (simple)
+_BOOTSTRAP = 2000
+
+
+def total_variation(counts: Sequence[int] | np.ndarray) -> float:
+    """Half the summed absolute differences between the shares of ``counts`` and equal
+    shares over as many categories."""
+    shares = np.asarray(counts, dtype=float)
+    shares = shares / shares.sum()
+    return float(0.5 * np.abs(shares - 1.0 / len(shares)).sum())
+
+
+def composition_distance(
+    labels: Sequence[str], *, categories: Sequence[str] = LABELS, seed: int = 0
+) -> Distance:
+    """The total variation distance of ``labels``' composition to uniform over
+    ``categories``, with a 95% percentile bootstrap interval (labels resampled)."""
+    index = {c: i for i, c in enumerate(categories)}
+    coded = np.array([index[label] for label in labels if label in index], dtype=int)
+    n = len(coded)
+    if n == 0:
+        return Distance(value=None, n=0, ci95=(0.0, 1.0))
+    k = len(categories)
+    value = total_variation(np.bincount(coded, minlength=k))
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, n, size=(_BOOTSTRAP, n))
+    counts = np.stack([np.bincount(row, minlength=k) for row in coded[draws]])
+    shares = counts / n
+    resampled = 0.5 * np.abs(shares - 1.0 / k).sum(axis=1)
+    low, high = np.percentile(resampled, [2.5, 97.5])
+    return Distance(value=value, n=n, ci95=(float(low), float(high)))
+
+
+def distance_difference(
+    a: Sequence[str], b: Sequence[str], *, categories: Sequence[str] = LABELS, seed: int = 0
+) -> tuple[float, tuple[float, float]] | None:
+    """How much closer to uniform ``a``'s composition is than ``b``'s (b's distance minus
+    a's), with a 95% bootstrap interval (each side resampled on its own); None when either
+    side has no label. An interval above 0 says ``a`` is measurably closer."""
+    index = {c: i for i, c in enumerate(categories)}
+    sides = [np.array([index[x] for x in s if x in index], dtype=int) for s in (a, b)]
+    if any(len(s) == 0 for s in sides):
+        return None
+    k = len(categories)
+    rng = np.random.default_rng(seed)
+    distances = []
+    for side in sides:
+        draws = side[rng.integers(0, len(side), size=(_BOOTSTRAP, len(side)))]
+        shares = np.stack([np.bincount(row, minlength=k) for row in draws]) / len(side)
+        distances.append(0.5 * np.abs(shares - 1.0 / k).sum(axis=1))
+    point = total_variation(np.bincount(sides[1], minlength=k)) - total_variation(
+        np.bincount(sides[0], minlength=k)
+    )
+    low, high = np.percentile(distances[1] - distances[0], [2.5, 97.5])
+    return point, (float(low), float(high))
+
+
+def _label_of(c: CandidateRecord) -> str:
+    """The label a candidate's critiques are filed under: the one asked for, else the
+    labeller's, else "unlabelled"."""
+    return str(c.requested_label or c.observed_label or "unlabelled")
+
+
+def _drop_kind(reason: str) -> str:
+    return reason.split(":", 1)[0].strip() or "dropped"
+
+
+def strategy_figures(
+    candidates: Sequence[CandidateRecord],
+    thresholds: Mapping[str, int] | None = None,
+    seed: int = 0,
+) -> StrategyFigures:
+    """The figures of one strategy's candidates."""
+    thresholds = thresholds or {}
+    accepted = sum(c.accepted for c in candidates)
+    calls = sum(c.calls for c in candidates)
+    tokens = sum(c.tokens for c in candidates)
+    confusion: dict[str, Counter[str]] = defaultdict(Counter)
+    labels: list[str] = []
+    ratings: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+    for c in candidates:
+        if c.observed_label is not None:
+            labels.append(str(c.observed_label))
+            confusion[str(c.requested_label or ANY)][str(c.observed_label)] += 1
+        for name, critique in (c.critiques or {}).items():
+            ratings[_label_of(c)][name].append(critique.rating)
+    counted = Counter(labels)
+    critiques = {
+        label: {
+            name: CritiqueStat(
+                mean=sum(values) / len(values),
+                passed=proportion(
+                    sum(v >= thresholds.get(name, DEFAULT_THRESHOLD) for v in values),
+                    len(values),
+                ),
+            )
+            for name, values in by_name.items()
+        }
+        for label, by_name in ratings.items()
+    }
+    return StrategyFigures(
+        candidates=len(candidates),
+        accepted=accepted,
+        dropped=dict(Counter(_drop_kind(c.dropped) for c in candidates if c.dropped)),
+        calls=calls,
+        tokens=tokens,
+        calls_per_pair=calls / accepted if accepted else None,
+        tokens_per_pair=tokens / accepted if accepted else None,
+        confusion={k: dict(v) for k, v in confusion.items()},
+        composition={label: proportion(counted[label], len(labels)) for label in LABELS},
+        distance=composition_distance(labels, seed=seed),
+        critiques=critiques,
+    )
+
+
+def generation_figures(
+    candidates: Iterable[CandidateRecord],
+    thresholds: Mapping[str, int] | None = None,
+    seed: int = 0,
+) -> DocumentFigures:
+    """Per strategy, the figures of its candidates (:func:`strategy_figures`)."""
+    by: dict[str, list[CandidateRecord]] = defaultdict(list)
+    for c in candidates:
+        by[c.strategy].append(c)
+    return DocumentFigures(
+        strategies={
+            name: strategy_figures(found, thresholds, seed) for name, found in sorted(by.items())
+        }
+    )
+
+
+def source_breakdown(
+    examples: Sequence[Example],
+    seed: int = 0,
+    outcomes: tuple[Outcome, ...] = ("answer", "retrieval"),
+) -> dict[str, SourceFigures]:
+    """Each source's queries analyzed on their own, with the comparisons among them (for
+    ``outcomes``); empty when every query comes from one source (the whole analysis is
+    that source's)."""
+    by: dict[str, list[Example]] = defaultdict(list)
+    for ex in examples:
+        by[ex.origin].append(ex)
+    if len(by) < 2:
+        return {}
+    return {
+        origin: SourceFigures(
+            systems=analyze(found).systems,
+            comparisons=comparisons(found, seed=seed, outcomes=outcomes),
+        )
+        for origin, found in sorted(by.items())
+    }
