@@ -151,6 +151,24 @@ def test_critiques_missing_or_out_of_range_are_refused(reply: str) -> None:
         checks.parse_critiques(reply)
 
 
+def test_a_critique_cut_after_its_four_ratings_is_read_from_them() -> None:
+    """A small model's long reasons run into the token limit; asking again gets the same
+    long reasons, so the ratings before the cut are used."""
+    long = "the question names its subject and the context states it plainly " * 3
+    whole = (
+        f'{{"stand_alone": [5, "{long}"], "specificity": [4, "{long}"], '
+        f'"question_grounding": [3, "{long}"], "answer_grounding": [2, "{long}"]}}'
+    )
+    cut = whole[: whole.index('"answer_grounding"') + 30]
+    got = checks.parse_critiques(cut)
+    assert [got[name].rating for name in checks.CRITIQUES] == [5, 4, 3, 2]
+    assert got["answer_grounding"].reason == "(cut)"
+    with pytest.raises(ValueError):  # cut before the fourth rating: asked again
+        checks.parse_critiques(whole[: whole.index('"answer_grounding"')])
+    with pytest.raises(ValueError):  # an out-of-range rating is no rating
+        checks.parse_critiques(cut.replace("[5,", "[7,"))
+
+
 @pytest.mark.parametrize(
     ("reply", "answer", "passage"),
     [

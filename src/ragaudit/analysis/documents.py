@@ -169,11 +169,14 @@ def source_breakdown(
     """Each source's queries analyzed on their own, with the comparisons among them (for
     ``outcomes``); empty when every query comes from one source (the whole analysis is
     that source's)."""
+    if not examples:
+        return {}
+    first = examples[0].origin
+    if all(ex.origin == first for ex in examples):  # the usual case, a million long
+        return {}
     by: dict[str, list[Example]] = defaultdict(list)
     for ex in examples:
         by[ex.origin].append(ex)
-    if len(by) < 2:
-        return {}
     return {
         origin: SourceFigures(
             systems=analyze(found).systems,

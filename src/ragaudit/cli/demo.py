@@ -71,7 +71,10 @@ def demo_cmd(
     summary = read_summary(result.run.summary)
     # Each half on its own (the pooled comparisons pair wordings of different halves,
     # which share no group): keyword-top1's wordings compared, answers and retrieval.
-    halves = {name: f.comparisons for name, f in summary.by_source.items()}
+    halves = {
+        name: summary.by_source[name].comparisons
+        for name in sorted(summary.by_source, key=lambda name: name != "sql")  # SQL first
+    }
     for name, found in (halves or {"": summary.comparisons}).items():
         if name:
             console.print(f"{SOURCE_NAMES.get(name, name)}:", markup=False)

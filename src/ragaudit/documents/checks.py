@@ -141,6 +141,11 @@ class Critique(CritiqueRating):
 _CRITIQUE_SHAPE = (
     "{" + ", ".join(f'"{name}": [<1-5>, "<reason in a few words>"]' for name in CRITIQUES) + "}"
 )
+# A rating as the reply starts it, when the reply was cut before its JSON closed.
+_CUT_RATING = {
+    name: re.compile(rf'"{name}"\s*:\s*(?:\[\s*|\{{\s*"rating"\s*:\s*)?"?([1-5])\b')
+    for name in CRITIQUES
+}
 
 
 def critique_prompt(context: str, question: str, answer: str | None) -> Messages:
@@ -162,6 +167,7 @@ def critique_prompt(context: str, question: str, answer: str | None) -> Messages
             "a question the context does not answer gets 1.\n"
             "answer_grounding: everything the answer says is stated in the context or follows "
             "from it; an answer the context does not support gets 1.\n"
+            "Keep each reason under ten words. "
             f"Reply with JSON only: {_CRITIQUE_SHAPE}"
         ),
         user(
@@ -173,10 +179,17 @@ def critique_prompt(context: str, question: str, answer: str | None) -> Messages
 
 def parse_critiques(reply: str) -> dict[str, Critique]:
     """The four critiques of a :func:`critique_prompt` reply; each as ``[rating, reason]``
-    or ``{"rating": ..., "reason": ...}`` (or a bare rating). Raises ``ValueError`` naming
-    what is missing or out of range, so that it is re-asked."""
-    value = extract_json(reply)
+    or ``{"rating": ..., "reason": ...}`` (or a bare rating). A reply cut at the token limit
+    after its four ratings is read from them (asking again gets the same long reasons).
+    Raises ``ValueError`` naming what is missing or out of range, so that it is re-asked."""
+    try:
+        value = extract_json(reply)
+    except ValueError:
+        value = None
     if not isinstance(value, dict):
+        cut = _cut_critiques(reply)
+        if cut is not None:
+            return cut
         raise ValueError(f"expected a JSON object: {_CRITIQUE_SHAPE}")
     lowered = {
         str(k).strip().lower().replace(" ", "_").replace("-", "_"): v for k, v in value.items()
@@ -195,6 +208,19 @@ def parse_critiques(reply: str) -> dict[str, Critique]:
         except ValidationError:
             raise ValueError(f"{name}: the rating must be a whole number from 1 to 5") from None
     return out
+
+
+def _cut_critiques(reply: str) -> dict[str, Critique] | None:
+    """The four ratings of a reply cut before its JSON closed, if all four came before
+    the cut (their reasons are lost); else None."""
+    found = {name: pattern.search(reply) for name, pattern in _CUT_RATING.items()}
+    if not all(found.values()):
+        return None
+    return {
+        name: Critique(rating=int(m.group(1)), reason="(cut)")
+        for name, m in found.items()
+        if m is not None
+    }
 
 
 def failed_critiques(critiques: dict[str, Critique], thresholds: dict[str, int]) -> list[str]:

@@ -594,8 +594,8 @@ def _sources(summary: Summary) -> list[SourceSection]:
     ]
 
 
-def _per_pair(value: float | None) -> str:
-    return "n/a (none accepted)" if value is None else f"{value:,.1f}"
+def _per_pair(value: float | None, digits: int = 1) -> str:
+    return "n/a (none accepted)" if value is None else f"{value:,.{digits}f}"
 
 
 def _documents(figures: DocumentFigures | None) -> DocumentsSection | None:
@@ -614,7 +614,7 @@ def _documents(figures: DocumentFigures | None) -> DocumentsSection | None:
                 accepted=f.accepted,
                 dropped=", ".join(f"{n} {why}" for why, n in sorted(f.dropped.items())) or "none",
                 calls_per_pair=_per_pair(f.calls_per_pair),
-                tokens_per_pair=_per_pair(f.tokens_per_pair),
+                tokens_per_pair=_per_pair(f.tokens_per_pair, 0),
                 distance=str(f.distance),
             )
         )
