@@ -1,0 +1,172 @@
+"""Measure document generation with the embedded model and print what docs/documents.md
+quotes:
+
+* ``precision``: on a generated company of 40 reports, the accepted fact_single pairs
+  whose question asks for a fact of the report's fact map, and the share whose reference
+  states the database's value (Wilson interval);
+* ``reading``: the check that an unanswerable question is answered by no passage, on
+  SQuAD's unanswerable and answerable questions (``--size`` of each);
+* ``balance``: on the SQuAD 2.0 subset's 83 paragraphs, the labeller's composition of
+  what ``statements`` (uniform mix) and ``simple`` write, each one's total variation
+  distance to uniform with a bootstrap interval, and the critiques' pass rates.
+
+``--record FILE`` writes the model's replies (keyed by request) for
+tests/test_document_rates.py, which replays them. The LLM cache (``--cache``) keeps what
+was asked, so a killed measurement resumes.
+
+    .venv/bin/python scripts/measure_documents.py precision \
+        --record tests/data/document_precision_replies.json
+    .venv/bin/python scripts/measure_documents.py balance --size 24 \
+        --record tests/data/document_balance_replies.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.support.document_set import (  # noqa: E402
+    WORLD_SEED,
+    WORLD_SIZE,
+    balance_options,
+    generate,
+    grounded,
+    observed,
+    precision_options,
+    read_all,
+    reading_cases,
+    squad_contexts,
+    world_contexts,
+)
+from tests.support.replay_llm import Recording  # noqa: E402
+
+from ragaudit.analysis.metrics import proportion  # noqa: E402
+from ragaudit.config import LLMConfig  # noqa: E402
+from ragaudit.llm import make_llm  # noqa: E402
+from ragaudit.records.models import CandidateRecord  # noqa: E402
+from ragaudit.world.build import build_world  # noqa: E402
+
+SQUAD = ROOT.parent / "shared" / "reference" / "squad2-subset"
+
+
+def _run(cache: Path, job: object) -> tuple[list[CandidateRecord], dict[str, str], int]:
+    """Candidates from ``job(llm)``, the replies it used, and the calls the model answered."""
+    with make_llm(LLMConfig(model="local"), cache_path=cache) as base:
+        llm = Recording.around(base)
+        records = job(llm)  # type: ignore[operator]
+        total = llm.meter.total()
+        calls = total.calls
+    return records, dict(sorted(llm.recorded(cache).items())), calls
+
+
+def precision(args: argparse.Namespace) -> dict[str, str]:
+    """Grounded precision of fact_single pairs on a generated company."""
+    world = Path(tempfile.mkdtemp(prefix="ragaudit-world-"))
+    build_world(world, size=WORLD_SIZE, seed=WORLD_SEED, force=True)
+    contexts = world_contexts(world)
+    options = precision_options(args.size or 40)
+    records, replies, calls = _run(
+        args.cache, lambda llm: generate(llm, options, contexts, contexts)
+    )
+    checked, skipped = grounded(world, records)
+    k = sum(c.correct for c in checked)
+    share = proportion(k, len(checked))
+    accepted = sum(r.accepted for r in records)
+    print(f"contexts: {len(contexts)}; candidates: {len(records)}; accepted: {accepted}")
+    for why, questions in skipped.items():
+        print(f"not counted, {why}: {len(questions)}")
+        for q in questions:
+            print(f"  {q}")
+    print(f"grounded precision: {k}/{len(checked)} = {share}")
+    for c in checked:
+        mark = "ok " if c.correct else "BAD"
+        print(f"  {mark} [{c.column}={c.value}] {c.question} -> {c.reference}")
+    print(f"model calls: {calls}")
+    return replies
+
+
+def balance(args: argparse.Namespace) -> dict[str, str]:
+    """Label composition and critique pass rates of both strategies on SQuAD."""
+    from ragaudit.analysis.documents import composition_distance, generation_figures
+
+    if not SQUAD.is_dir():
+        sys.exit(f"the SQuAD reference subset is not at {SQUAD}")
+    contexts = squad_contexts(SQUAD)
+    size = args.size or 24
+    replies: dict[str, str] = {}
+    every: list[CandidateRecord] = []
+    for strategy in ("statements", "simple"):
+        options = balance_options(strategy, size)
+        records, got, calls = _run(
+            args.cache, lambda llm, o=options: generate(llm, o, contexts, contexts)
+        )
+        replies |= got
+        every += records
+        labels = observed(records)
+        distance = composition_distance(labels, seed=0)
+        print(
+            f"{strategy}: {len(records)} candidates, {sum(r.accepted for r in records)} "
+            f"accepted, {len(labels)} labelled; model calls {calls}"
+        )
+        print(f"  composition: {distance.composition}")
+        print(f"  distance to uniform: {distance}")
+    figures = generation_figures(every)
+    print(json.dumps(figures.model_dump(mode="json"), indent=1))
+    return replies
+
+
+def reading(args: argparse.Namespace) -> dict[str, str]:
+    """The unanswerable reading on SQuAD's unanswerable and answerable questions."""
+    if not SQUAD.is_dir():
+        sys.exit(f"the SQuAD reference subset is not at {SQUAD}")
+    contexts = squad_contexts(SQUAD)
+    cases = reading_cases(SQUAD, args.size or 40)
+    found: list[bool | None] = []
+
+    def job(llm: object) -> list[CandidateRecord]:
+        found.extend(read_all(llm, cases, contexts))  # type: ignore[arg-type]
+        return []
+
+    _, replies, calls = _run(args.cache, job)
+    for answerable in (False, True):
+        got = [f for c, f in zip(cases, found, strict=True) if c.answerable == answerable]
+        answered = sum(1 for f in got if f)
+        failed = sum(1 for f in got if f is None)
+        kind = "answerable" if answerable else "unanswerable (is_impossible)"
+        print(
+            f"{kind}: {len(got)} questions; answered by a passage {proportion(answered, len(got))}"
+            f" ({answered}); malformed {failed}"
+        )
+    print(f"model calls: {calls}")
+    return replies
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("what", choices=("precision", "balance", "reading"))
+    parser.add_argument("--size", type=int, help="accepted pairs wanted (per strategy)")
+    parser.add_argument("--record", type=Path, help="write the replies to this JSON file")
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "ragaudit-measure-documents.sqlite",
+        help="the LLM cache (kept: a rerun asks only what is missing)",
+    )
+    args = parser.parse_args()
+    start = time.perf_counter()
+    replies = {"precision": precision, "balance": balance, "reading": reading}[args.what](args)
+    if args.record:
+        args.record.write_text(json.dumps(replies, indent=0) + "\n")
+        print(f"recorded {len(replies)} replies in {args.record}")
+    print(f"{time.perf_counter() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
