@@ -1,5 +1,6 @@
-"""The demo's dataset with the real embedded model: every wording it asks was verified,
-and no question text has two answers."""
+"""The demo's dataset with the real embedded model: every wording of its SQL half was
+verified, no question text has two answers, and its document half was written from the
+reports and worded."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 from ragaudit.generate.sql.templates import load_templates
 from ragaudit.generate.text.templates import load_text_templates
 from ragaudit.records.models import stable_id
-from ragaudit.steps.demo import demo_dataset
+from ragaudit.steps.demo import DOCUMENT_PAIRS, demo_dataset
 from tests.conftest import IN_CI
 
 pytestmark = pytest.mark.local_model
@@ -46,10 +47,20 @@ def test_the_demo_dataset_asks_verified_wordings_with_one_answer_each(tmp_path: 
         for (tid, style, text), v in loaded.verdicts.items()
         if v.verified and v.holds(sql[tid].sql, text)
     }
-    # Every query's wording (its text template id) is one of the verified wordings.
+    # Every SQL query's wording (its text template id) is one of the verified wordings.
     verified_ids = {f"{tid}:{style}:{stable_id(text, length=8)}" for tid, style, text in verified}
-    assert {q["text_template_id"] for q in queries} <= verified_ids
-    assert {q["variant"] for q in queries} == {"short", "long"}
+    grounded = [q for q in queries if q["source"] == "sql"]
+    assert {q["text_template_id"] for q in grounded} <= verified_ids
+    assert {q["variant"] for q in grounded} == {"short", "long"}
+    # The document half: each pair's question from a report, and its checked wordings.
+    documents = [q for q in queries if q["source"] == "document"]
+    assert documents and len(grounded) + len(documents) == len(queries)
+    generated = [q for q in documents if q["variant"] == "generated"]
+    assert 1 <= len(generated) <= DOCUMENT_PAIRS
+    assert {q["variant"] for q in documents} <= {"generated", "short"}
+    reports = {json.loads(line)["id"] for line in (tmp_path / "demo/world/documents.jsonl").open()}
+    for q in generated:
+        assert q["reference"]["values"] and set(q["gold_ids"]) <= reports
     stats = json.loads(run.dataset_stats.read_text())["overview"]
     assert set(stats["wordings"]) == {"short", "long"}
     assert all(w["verified"] >= 1 for w in stats["wordings"].values())
