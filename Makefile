@@ -6,12 +6,13 @@ BIN := $(VENV)/bin
 STAMP_DEV := $(VENV)/.stamp-dev
 STAMP_DEMO := $(VENV)/.stamp-demo
 
-.PHONY: demo test bench lint postgres chromium clean help
+.PHONY: demo test bench bench-ragas lint postgres chromium clean help
 
 help:
 	@echo "make demo   - install and run ragaudit demo (every step on a generated company), offline"
 	@echo "make test   - install everything (PostgreSQL, Chromium too) and run the test suite"
 	@echo "make bench  - run the benchmarks and print their ratios"
+	@echo "make bench-ragas - ragaudit and Ragas generate test sets side by side (embedded model)"
 	@echo "make lint   - ruff, mypy, and the layers as import contracts (lint-imports)"
 
 $(BIN)/python:
@@ -46,6 +47,19 @@ test: $(STAMP_DEV) postgres chromium
 bench: $(STAMP_DEV)
 	$(BIN)/python benchmarks/run_all.py
 
+# Ragas in an environment of its own: its pins (benchmarks/ragas-requirements.txt) are not
+# the project's, and ragaudit's benchmark only talks to it through a subprocess.
+RAGAS_VENV := .venv-ragas
+STAMP_RAGAS := $(RAGAS_VENV)/.stamp
+
+$(STAMP_RAGAS): benchmarks/ragas-requirements.txt
+	$(PYTHON) -m venv $(RAGAS_VENV)
+	$(RAGAS_VENV)/bin/pip install --quiet -r benchmarks/ragas-requirements.txt
+	touch $@
+
+bench-ragas: $(STAMP_DEV) $(STAMP_RAGAS)
+	$(BIN)/python benchmarks/run_all.py ragas
+
 lint: $(STAMP_DEV)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
@@ -53,4 +67,4 @@ lint: $(STAMP_DEV)
 	$(BIN)/lint-imports
 
 clean:
-	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(RAGAS_VENV) build dist src/*.egg-info .pytest_cache .ruff_cache

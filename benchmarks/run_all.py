@@ -1,6 +1,8 @@
 """Run every benchmark, print its figures and ratios, and exit non-zero if a target is missed.
 
-Results are also written to benchmarks/results/<name>.json for docs/benchmarks.md.
+Results are also written to benchmarks/results/<name>.json for docs/benchmarks.md. Names
+given on the command line run only those: ``ragas`` (ragaudit and Ragas side by side, on
+the embedded model, about 20 minutes) runs only when named (``make bench-ragas``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from benchmarks import (  # noqa: E402
     bench_generate,
     bench_labels,
     bench_llm_client,
+    bench_ragas,
     bench_systems,
     bench_wordings,
     bench_world,
@@ -32,13 +35,21 @@ BENCHMARKS = {
     "wordings": bench_wordings.run,
     "labels": bench_labels.run,
 }
+ON_REQUEST = {"ragas": bench_ragas.run}
 
 
 def main() -> int:
     out = HERE / "results"
     out.mkdir(exist_ok=True)
     missed = []
-    for name, run in BENCHMARKS.items():
+    known = {**BENCHMARKS, **ON_REQUEST}
+    wanted = sys.argv[1:] or list(BENCHMARKS)
+    unknown = [name for name in wanted if name not in known]
+    if unknown:
+        print(f"unknown benchmark {', '.join(unknown)}: use {', '.join(known)}")
+        return 2
+    for name in wanted:
+        run = known[name]
         print(f"== {name}", flush=True)
         result = run()
         result["machine"] = f"{platform.machine()}, {platform.python_version()}"
