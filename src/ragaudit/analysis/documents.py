@@ -93,7 +93,8 @@ def _label_of(c: CandidateRecord) -> str:
     return str(c.requested_label or c.observed_label or "unlabelled")
 
 
-def _drop_kind(reason: str) -> str:
+def drop_kind(reason: str) -> str:
+    """The check a candidate's drop reason names (``critique: ...`` -> ``critique``)."""
     return reason.split(":", 1)[0].strip() or "dropped"
 
 
@@ -133,7 +134,7 @@ def strategy_figures(
     return StrategyFigures(
         candidates=len(candidates),
         accepted=accepted,
-        dropped=dict(Counter(_drop_kind(c.dropped) for c in candidates if c.dropped)),
+        dropped=dict(Counter(drop_kind(c.dropped) for c in candidates if c.dropped)),
         calls=calls,
         tokens=tokens,
         calls_per_pair=calls / accepted if accepted else None,

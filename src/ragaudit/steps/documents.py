@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ragaudit.aio import gather_all
+from ragaudit.analysis.documents import drop_kind
 from ragaudit.config import Config
 from ragaudit.documents import checks
 from ragaudit.documents import generation as gen
@@ -701,10 +702,6 @@ class DocumentStats:
         )
 
 
-def _drop_kind(reason: str) -> str:
-    return reason.split(":", 1)[0]
-
-
 def generate_from_documents(
     session: Session,
     options: DocumentOptions,
@@ -764,7 +761,7 @@ def generate_from_documents(
     write_jsonl_atomic(run.candidates, records)
     stats.candidates = len(records)
     stats.accepted = len(accepted)
-    stats.dropped = dict(Counter(_drop_kind(r.dropped) for r in records if r.dropped))
+    stats.dropped = dict(Counter(drop_kind(r.dropped) for r in records if r.dropped))
     stats.accepted_by_label = dict(
         Counter(str(r.requested_label or r.observed_label or "unlabelled") for r in accepted)
     )
@@ -772,7 +769,7 @@ def generate_from_documents(
     for checks_ in wordings.values():
         for w in checks_:
             counts = stats.wordings.setdefault(w.style, {"kept": 0})
-            key = "kept" if w.kept else _drop_kind(w.reason or "dropped")
+            key = "kept" if w.kept else drop_kind(w.reason or "dropped")
             counts[key] = counts.get(key, 0) + 1
     if not accepted:
         raise UserError("no pair accepted: " + (stats.shortfall() or "nothing generated"))
