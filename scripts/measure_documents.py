@@ -8,7 +8,11 @@ quotes:
   SQuAD's unanswerable and answerable questions (``--size`` of each);
 * ``balance``: on the SQuAD 2.0 subset's 83 paragraphs, the labeller's composition of
   what ``statements`` (uniform mix) and ``simple`` write, each one's total variation
-  distance to uniform with a bootstrap interval, and the critiques' pass rates.
+  distance to uniform with a bootstrap interval, and the critiques' pass rates;
+* ``phrasing``: the labeller asked in its two phrasings, as the generator asks it, on the
+  subset's first ``--size`` answerable questions;
+* ``wording``: the check that a generated wording asks what its question asks, on
+  labelled wordings made from SQuAD's own questions (``--size`` of each kind).
 
 ``--record FILE`` writes the model's replies (keyed by request) for
 tests/test_document_rates.py, which replays them. The LLM cache (``--cache``) keeps what
@@ -27,6 +31,7 @@ import json
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,13 +41,17 @@ from tests.support.document_set import (  # noqa: E402
     WORLD_SEED,
     WORLD_SIZE,
     balance_options,
+    check_wordings,
     generate,
     grounded,
+    label_answerable,
     observed,
     precision_options,
     read_all,
     reading_cases,
+    relabel,
     squad_contexts,
+    wording_cases,
     world_contexts,
 )
 from tests.support.replay_llm import Recording  # noqa: E402
@@ -94,7 +103,11 @@ def precision(args: argparse.Namespace) -> dict[str, str]:
 
 def balance(args: argparse.Namespace) -> dict[str, str]:
     """Label composition and critique pass rates of both strategies on SQuAD."""
-    from ragaudit.analysis.documents import composition_distance, generation_figures
+    from ragaudit.analysis.documents import (
+        composition_distance,
+        distance_difference,
+        generation_figures,
+    )
 
     if not SQUAD.is_dir():
         sys.exit(f"the SQuAD reference subset is not at {SQUAD}")
@@ -102,21 +115,45 @@ def balance(args: argparse.Namespace) -> dict[str, str]:
     size = args.size or 24
     replies: dict[str, str] = {}
     every: list[CandidateRecord] = []
+    composition: dict[str, list[str]] = {}
     for strategy in ("statements", "simple"):
         options = balance_options(strategy, size)
-        records, got, calls = _run(
-            args.cache, lambda llm, o=options: generate(llm, o, contexts, contexts)
-        )
+        again: list[str | None] = []
+
+        def job(
+            llm: object, o: object = options, again: list[str | None] = again
+        ) -> list[CandidateRecord]:
+            found = generate(llm, o, contexts, contexts)  # type: ignore[arg-type]
+            again.extend(relabel(llm, found, contexts, "default"))  # type: ignore[arg-type]
+            return found
+
+        records, got, calls = _run(args.cache, job)
         replies |= got
         every += records
+        if args.keep:
+            args.keep.mkdir(parents=True, exist_ok=True)
+            (args.keep / f"{strategy}.jsonl").write_text(
+                "".join(r.model_dump_json() + "\n" for r in records), encoding="utf-8"
+            )
         labels = observed(records)
         distance = composition_distance(labels, seed=0)
         print(
             f"{strategy}: {len(records)} candidates, {sum(r.accepted for r in records)} "
             f"accepted, {len(labels)} labelled; model calls {calls}"
         )
-        print(f"  composition: {distance.composition}")
+        print(f"  composition: {dict(Counter(labels).most_common())}")
         print(f"  distance to uniform: {distance}")
+        composition[strategy] = labels
+        other = [label for label in again if label is not None]
+        composition[f"{strategy} (default)"] = other
+        print(f"  relabelled in the default phrasing: {dict(Counter(other).most_common())}")
+        print(f"  distance to uniform: {composition_distance(other, seed=0)}")
+    difference = distance_difference(composition["statements"], composition["simple"], seed=0)
+    print(f"statements closer to uniform than simple by: {difference}")
+    difference = distance_difference(
+        composition["statements (default)"], composition["simple (default)"], seed=0
+    )
+    print(f"the same, relabelled in the default phrasing: {difference}")
     figures = generation_figures(every)
     print(json.dumps(figures.model_dump(mode="json"), indent=1))
     return replies
@@ -148,11 +185,65 @@ def reading(args: argparse.Namespace) -> dict[str, str]:
     return replies
 
 
+def wording(args: argparse.Namespace) -> dict[str, str]:
+    """The wording check on SQuAD questions: people's paraphrases (same) and three kinds
+    of wording that ask something else."""
+    if not SQUAD.is_dir():
+        sys.exit(f"the SQuAD reference subset is not at {SQUAD}")
+    cases = wording_cases(SQUAD, args.size or 25)
+    found: list[bool | None] = []
+
+    def job(llm: object) -> list[CandidateRecord]:
+        found.extend(check_wordings(llm, cases, squad_contexts(SQUAD)))  # type: ignore[arg-type]
+        return []
+
+    _, replies, calls = _run(args.cache, job)
+    for kind in dict.fromkeys(c.kind for c in cases):
+        got = [f for c, f in zip(cases, found, strict=True) if c.kind == kind]
+        kept = sum(1 for f in got if f)
+        print(
+            f"{kind}: {len(got)} wordings; kept as the same {proportion(kept, len(got))} "
+            f"({kept}); malformed {sum(1 for f in got if f is None)}"
+        )
+        for c, f in zip(cases, found, strict=True):
+            if c.kind == kind and f != c.same:
+                print(f"  wrong: {c.question!r} -> {c.wording!r}")
+    same = [f for c, f in zip(cases, found, strict=True) if c.same]
+    other = [f for c, f in zip(cases, found, strict=True) if not c.same]
+    print(f"same kept: {proportion(sum(1 for f in same if f), len(same))}")
+    print(f"others rejected: {proportion(sum(1 for f in other if f is False), len(other))}")
+    print(f"model calls: {calls}")
+    return replies
+
+
+def phrasing(args: argparse.Namespace) -> dict[str, str]:
+    """Both phrasings of the labeller on the same answerable SQuAD questions."""
+    if not SQUAD.is_dir():
+        sys.exit(f"the SQuAD reference subset is not at {SQUAD}")
+    n = args.size or 150
+    found: dict[str, list[str | None]] = {}
+
+    def job(llm: object) -> list[CandidateRecord]:
+        for name in ("default", "steps"):
+            found[name] = label_answerable(llm, SQUAD, n, name)  # type: ignore[arg-type]
+        return []
+
+    _, replies, calls = _run(args.cache, job)
+    for name, labels in found.items():
+        shares = {k: f"{v} ({proportion(v, n)})" for k, v in Counter(labels).most_common()}
+        print(f"{name}: {shares}")
+    paired = Counter(zip(found["default"], found["steps"], strict=True))
+    print(f"paired (default, steps): {dict(paired)}")
+    print(f"model calls: {calls}")
+    return replies
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=("precision", "balance", "reading"))
+    parser.add_argument("what", choices=("precision", "balance", "reading", "wording", "phrasing"))
     parser.add_argument("--size", type=int, help="accepted pairs wanted (per strategy)")
     parser.add_argument("--record", type=Path, help="write the replies to this JSON file")
+    parser.add_argument("--keep", type=Path, help="write each strategy's candidates here")
     parser.add_argument(
         "--cache",
         type=Path,
@@ -161,7 +252,13 @@ def main() -> None:
     )
     args = parser.parse_args()
     start = time.perf_counter()
-    replies = {"precision": precision, "balance": balance, "reading": reading}[args.what](args)
+    replies = {
+        "precision": precision,
+        "balance": balance,
+        "reading": reading,
+        "wording": wording,
+        "phrasing": phrasing,
+    }[args.what](args)
     if args.record:
         args.record.write_text(json.dumps(replies, indent=0) + "\n")
         print(f"recorded {len(replies)} replies in {args.record}")

@@ -191,22 +191,23 @@ def test_a_reading_that_is_not_the_json_asked_is_refused() -> None:
 
 
 @pytest.mark.parametrize(
-    ("reply", "same"),
+    ("expected", "found", "same"),
     [
-        ('{"same": true, "reason": "x"}', True),
-        ('{"same": "no"}', False),
-        ("Yes", True),
-        ('{"same": false, "reason": "The reworded question asks for the', False),  # cut
+        ("Completion is planned for 9 June 2023.", "9 June 2023", True),  # inside the statement
+        ("911", "The duchy was founded in 911.", True),  # the statement inside the reading
+        ("Rhin", "Rhin", True),
+        (None, None, True),  # both unknown: a question the context does not answer
+        ("Work began on 3 May 2021.", "9 June 2023", False),  # another date
+        ("Mira Tessel", "Norhaven", False),
+        ("Mira Tessel", None, False),  # the wording is not answered
+        (None, "Norhaven", False),  # the wording is answered, the question was not
+        ("1,000 m3/s", "1,200 m3/s", False),  # a number the other does not hold
     ],
 )
-def test_same_answer_verdicts_are_read(reply: str, same: bool) -> None:
-    assert checks.parse_same(reply).same is same
-
-
-def test_a_same_answer_reply_without_a_verdict_is_refused() -> None:
-    for reply in ('{"same": "maybe"}', "I think so"):
-        with pytest.raises(ValueError):
-            checks.parse_same(reply)
+def test_two_readings_agree_when_one_holds_the_other(
+    expected: str | None, found: str | None, same: bool
+) -> None:
+    assert checks.answers_agree(expected, found) is same
 
 
 def test_a_wording_is_read_without_wrapping() -> None:

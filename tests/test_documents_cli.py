@@ -28,6 +28,10 @@ DOCS = {
 }
 
 
+# What every phrasing of the labeller's instructions asks for.
+LABELLER = '{"label": "fact_single" or "summary"'
+
+
 def _facts(context: str) -> str:
     name = next((n for n in DOCS if n in context), None)
     if name is None:  # another corpus (a generated company's reports): its first sentences
@@ -79,10 +83,9 @@ class Script:
                 ("unanswerable", "that the given statements cannot"),
                 ("question", "You write one question"),
                 ("critique", "You review test questions"),
-                ("label", "You sort questions"),
+                ("label", LABELLER),
                 ("reading", "You answer a question from numbered passages"),
                 ("wording", "You reword questions"),
-                ("same", "You check rewordings"),
                 ("simple", "You write test questions"),
             )
             if marker in system
@@ -122,8 +125,6 @@ class Script:
             question = last.rsplit("Question: ", 1)[1]
             words = re.sub(r"[?]", "", question).split()
             return " ".join(words[-4:]) + "?"  # short: a few words
-        if kind == "same":
-            return '{"same": true, "reason": "same thing"}'
         name = next(n for n in DOCS if n in first_user)
         return json.dumps(
             {"pairs": [{"question": f"Where is {name} being built?", "answer": "Norhaven"}]}
@@ -303,9 +304,7 @@ def test_server_errors_are_dropped_candidates_not_a_crash(
 ) -> None:
     script = Script()
     llm_server.responder = lambda body: (
-        Reply(status=500)
-        if "You sort questions" in body["messages"][0]["content"]
-        else script(body)
+        Reply(status=500) if LABELLER in body["messages"][0]["content"] else script(body)
     )
     env = _setup(tmp_path, llm_server, llm="  max_retries: 0\n")
     result = ragaudit(

@@ -183,21 +183,28 @@ def observed(candidates: list[CandidateRecord]) -> list[str]:
 
 __all__ = [
     "ASKED",
+    "WH_SWAPS",
     "Checked",
     "ReadingCase",
     "SupportCase",
+    "WordingCase",
     "asked_column",
     "balance_options",
+    "check_wordings",
     "default_params",
     "fact_map",
     "generate",
     "grounded",
+    "label_answerable",
     "observed",
     "precision_options",
     "read_all",
     "reading_cases",
+    "relabel",
     "squad_contexts",
     "support_cases",
+    "wh_swap",
+    "wording_cases",
     "world_contexts",
 ]
 
@@ -297,5 +304,202 @@ def read_all(llm: LLMClient, cases: list[ReadingCase], corpus: list[Context]) ->
 
     async def every() -> list[bool | None]:
         return [await one(case) for case in cases]
+
+    return asyncio.run(every())
+
+
+# -- the wording check on SQuAD's questions ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WordingCase:
+    """A wording checked against a question of a SQuAD paragraph and that question's
+    answer: ``same`` when SQuAD's annotators gave both questions the same answer, else
+    ``kind`` says why it asks something else."""
+
+    context: str
+    question: str
+    answer: str
+    wording: str
+    same: bool
+    kind: str  # same-answer | other-question | unanswerable-edit | wh-swap
+
+
+# A question word swapped for one that asks for another kind of fact: every content word
+# stays, so only the question's sense tells the wording apart (first match wins).
+WH_SWAPS: tuple[tuple[str, str], ...] = (
+    (r"^(in )?(what|which) year\b", "Where"),
+    (r"^how (many|much)\b", "When"),
+    (r"^when\b", "Where"),
+    (r"^where\b", "When"),
+    (r"^who\b", "When"),
+)
+
+
+def wh_swap(question: str) -> str | None:
+    """``question`` asking for another kind of fact (a time for a place, a place for a
+    time or a number, a time for a person), or None when it starts with no such word."""
+    for pattern, word in WH_SWAPS:
+        found = re.match(pattern, question, re.IGNORECASE)
+        if found:
+            return word + question[found.end() :]
+    return None
+
+
+def _answers(qa: dict) -> set[str]:
+    """An answerable question's annotated answers, compared without case or punctuation."""
+    return {" ".join(re.sub(r"[^a-z0-9 ]", " ", a["text"].lower()).split()) for a in qa["answers"]}
+
+
+def _overlap(a: str, b: str) -> float:
+    """Jaccard overlap of two questions' stemmed content words."""
+    from ragaudit.documents.checks import content_words, stem
+
+    x, y = {stem(w) for w in content_words(a)}, {stem(w) for w in content_words(b)}
+    return len(x & y) / len(x | y) if x | y else 0.0
+
+
+def wording_cases(squad_dir: Path, per_kind: int) -> list[WordingCase]:
+    """Labelled wordings from the subset's own questions, up to ``per_kind`` of each kind:
+
+    * ``same-answer`` (same): two answerable questions of one paragraph that share an
+      annotated answer and a third of their content words (people's paraphrases; not
+      the same text);
+    * ``other-question``: the paragraph's answerable question most like the first one
+      whose answers share nothing with it (asks for something else in the same text);
+    * ``unanswerable-edit``: the paragraph's unanswerable question most like the first
+      one (SQuAD 2.0 wrote these to look answerable; the first one's answer does not
+      answer it);
+    * ``wh-swap``: the paragraph's first answerable question that :func:`wh_swap` turns
+      into one asking for another kind of fact with the same words.
+    """
+    data = json.loads((squad_dir / SQUAD_FILE).read_text(encoding="utf-8"))
+    by_kind: dict[str, list[WordingCase]] = {
+        "same-answer": [],
+        "other-question": [],
+        "unanswerable-edit": [],
+        "wh-swap": [],
+    }
+    for p in (p for article in data["data"] for p in article["paragraphs"]):
+        context = p["context"]
+        answerable = [qa for qa in p["qas"] if not qa.get("is_impossible") and qa["answers"]]
+        for i, qa in enumerate(answerable):
+            for earlier in answerable[:i]:
+                a, b = earlier["question"].strip(), qa["question"].strip()
+                if (
+                    _answers(qa) & _answers(earlier)
+                    and a.casefold() != b.casefold()
+                    and _overlap(a, b) >= 0.3
+                ):
+                    answer = earlier["answers"][0]["text"]
+                    by_kind["same-answer"].append(
+                        WordingCase(context, a, answer, b, True, "same-answer")
+                    )
+        if not answerable:
+            continue
+        swappable = [(qa, wh_swap(qa["question"].strip())) for qa in answerable]
+        for qa, swapped in swappable:
+            if swapped:
+                by_kind["wh-swap"].append(
+                    WordingCase(
+                        context,
+                        qa["question"].strip(),
+                        qa["answers"][0]["text"],
+                        swapped,
+                        False,
+                        "wh-swap",
+                    )
+                )
+                break
+        first = answerable[0]
+        question, answer = first["question"].strip(), first["answers"][0]["text"]
+        mine = _answers(first)
+
+        def apart(qa: dict, mine: set[str] = mine) -> bool:
+            return not any(x in y or y in x for x in mine for y in _answers(qa))
+
+        others = [qa for qa in answerable[1:] if apart(qa)]
+        impossible = [qa for qa in p["qas"] if qa.get("is_impossible")]
+        for kind, pool in (("other-question", others), ("unanswerable-edit", impossible)):
+            if pool:
+                nearest = max(pool, key=lambda qa: _overlap(question, qa["question"]))
+                by_kind[kind].append(
+                    WordingCase(context, question, answer, nearest["question"].strip(), False, kind)
+                )
+    return [c for cases in by_kind.values() for c in cases[:per_kind]]
+
+
+def check_wordings(
+    llm: LLMClient, cases: list[WordingCase], corpus: list[Context]
+) -> list[bool | None]:
+    """Per case, the generator's wording check's verdict (None: its reply stayed
+    malformed)."""
+    from ragaudit.errors import LLMError
+
+    generator = DocumentGenerator(
+        llm, DocumentOptions(), corpus, corpus, embedder=Embedder(method="words"), styles={}
+    )
+
+    async def every() -> list[bool | None]:
+        found: list[bool | None] = []
+        for case in cases:
+            try:
+                same, _ = await generator.same_answer(
+                    case.context, case.question, case.answer, case.wording
+                )
+            except LLMError:
+                found.append(None)
+                continue
+            found.append(same)
+        return found
+
+    return asyncio.run(every())
+
+
+def relabel(
+    llm: LLMClient, candidates: list[CandidateRecord], contexts: list[Context], phrasing: str
+) -> list[str | None]:
+    """The labeller's label, asked in ``phrasing``, of every candidate that reached the
+    generator's labeller (in :func:`observed`'s order; None where it stayed undecided):
+    the same pairs seen through the other way of asking."""
+    from ragaudit.documents.labels import Rater, label_one
+    from ragaudit.records.models import LabelPair
+
+    text = {c.id: c for c in contexts}
+    rater = Rater(str(getattr(llm.backend, "model", "llm")), phrasing)
+
+    async def every() -> list[str | None]:
+        out: list[str | None] = []
+        for c in candidates:
+            if c.observed_label is None:
+                continue
+            context = text[c.context_id]
+            pair = LabelPair(
+                pair_id=c.candidate_id,
+                gold_ids=[context.doc_id],
+                question=str(c.question),
+                answer=c.answer,
+            )
+            out.append((await label_one(llm, rater, pair, context.text)).label)
+        return out
+
+    return asyncio.run(every())
+
+
+# -- the labeller's two phrasings on SQuAD's answerable questions -----------------------------
+
+
+def label_answerable(llm: LLMClient, squad_dir: Path, n: int, phrasing: str) -> list[str | None]:
+    """The labeller's label, asked once in ``phrasing`` as the generator asks, of each of
+    the subset's first ``n`` answerable questions (None: undecided)."""
+    from ragaudit.documents.labels import Rater, label_one
+    from ragaudit.documents.pairs import read_input
+
+    pairs = read_input(squad_dir / SQUAD_FILE)
+    answerable = [p for p in pairs.pairs if p.impossible is False][:n]
+    rater = Rater(str(getattr(llm.backend, "model", "llm")), phrasing)
+
+    async def every() -> list[str | None]:
+        return [(await label_one(llm, rater, p, pairs.context_of(p))).label for p in answerable]
 
     return asyncio.run(every())

@@ -15,9 +15,10 @@
 6. :func:`near_duplicate`: a question too close (cosine of embeddings) to one accepted
    before is dropped.
 
-A generated wording of an accepted question is checked by :func:`same_answer_prompt`: the
-model, given the context, the question and its answer, says whether the wording asks for
-that same answer.
+A generated wording of an accepted question is read like a question: the model answers it
+from the context alone (:func:`reading_prompt`), and :func:`answers_agree` compares that
+answer with the pair's answer, or else with the answer the model reads for the question
+itself.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def _words(text: str) -> list[str]:
     return words
 
 
-def _stem(word: str) -> str:
+def stem(word: str) -> str:
     """A crude stem, enough to find "founded" where the context says "founding" or
     "projects" where it says "project"."""
     for suffix in ("ing", "ed", "es", "s"):
@@ -100,7 +101,7 @@ def answer_support(context: str, answer: str) -> tuple[Support | None, str]:
     answer-grounding rating decides)."""
     found = _words(context)
     numbers = {w for w in found if _NUMBER.match(w)}
-    stems = {_stem(w) for w in found}
+    stems = {stem(w) for w in found}
     wanted = content_words(answer)
     if not wanted:
         return None, "the answer has no content word to look up"
@@ -108,7 +109,7 @@ def answer_support(context: str, answer: str) -> tuple[Support | None, str]:
         if _NUMBER.match(word) and word not in numbers:
             return "unsupported", f"the context does not hold the answer's number {word}"
     distinct = list(dict.fromkeys(wanted))
-    missing = [w for w in distinct if _stem(w) not in stems]
+    missing = [w for w in distinct if stem(w) not in stems]
     if not missing:
         return "supported", "every content word of the answer is in the context"
     if len(missing) == len(distinct) <= SHORT_ANSWER_WORDS:
@@ -295,66 +296,14 @@ def parse_reading(reply: str) -> ReadingReply:
         raise ValueError("passage must be a passage number or null") from None
 
 
-def same_answer_prompt(context: str, question: str, answer: str, wording: str) -> Messages:
-    """Ask whether ``wording`` asks for the same thing as ``question``, whose answer from
-    ``context`` is ``answer``: the document half's wording check, a yes-or-no question
-    about one passage that suits a small model."""
-    return [
-        system(
-            "You check rewordings of a question. Given a context, a question and its answer, "
-            "decide whether the reworded question asks for exactly the same information, so "
-            "that the same answer from the context is complete and correct for it. A "
-            "rewording that asks for more, for less, or about something else is not the "
-            'same. Reply with JSON only: {"same": true or false, "reason": "<a few words>"}'
-        ),
-        user(
-            f"Context:\n{context.strip()}\n\nQuestion: {question}\nAnswer: {answer}\n"
-            f"Reworded question: {wording}"
-        ),
-    ]
-
-
-class SameReply(BaseModel):
-    """Whether a rewording asks the same thing, and why."""
-
-    same: bool
-    reason: str = ""
-
-    @field_validator("same", mode="before")
-    @classmethod
-    def _yes_no(cls, value: object) -> object:
-        if isinstance(value, str):
-            word = value.strip().strip(".").casefold()
-            if word in {"yes", "true", "same"}:
-                return True
-            if word in {"no", "false", "different", "not same"}:
-                return False
-        return value
-
-
-_CUT_SAME = re.compile(r'\{\s*"same"\s*:\s*(true|false)\b', re.IGNORECASE)
-
-
-def parse_same(reply: str) -> SameReply:
-    """The verdict of a :func:`same_answer_prompt` reply: JSON, the start of such JSON cut
-    at the token limit (the verdict comes first, so it is complete), or a bare yes or no.
-    Raises ``ValueError`` for anything else."""
-    bare = reply.strip().strip(" .\"'").casefold()
-    if bare in {"yes", "no", "true", "false"}:
-        return SameReply(same=bare in {"yes", "true"})
-    try:
-        value = extract_json(reply)
-    except ValueError:
-        cut = _CUT_SAME.search(reply)
-        if cut is None:
-            raise
-        return SameReply(same=cut.group(1).lower() == "true", reason="(cut)")
-    if not isinstance(value, dict):
-        raise ValueError('expected {"same": true or false, "reason": ...}')
-    try:
-        return SameReply.model_validate(value)
-    except ValidationError:
-        raise ValueError('"same" must be true or false') from None
+def answers_agree(expected: str | None, found: str | None) -> bool:
+    """Whether two answers read from one context are the same answer: both unknown, or
+    every content word of one (numbers included) is in the other. The wording check reads
+    a wording's answer from the context and compares it so (a small model asked "is this
+    the same question?" says yes to most rewordings, docs/documents.md)."""
+    if expected is None or found is None:
+        return expected is None and found is None
+    return "supported" in (answer_support(expected, found)[0], answer_support(found, expected)[0])
 
 
 # -- near-duplicates -------------------------------------------------------------------------
@@ -376,15 +325,14 @@ __all__ = [
     "CRITIQUES",
     "Critique",
     "ReadingReply",
-    "SameReply",
     "answer_support",
+    "answers_agree",
     "content_words",
     "critique_prompt",
     "failed_critiques",
     "near_duplicate",
     "parse_critiques",
     "parse_reading",
-    "parse_same",
     "reading_prompt",
-    "same_answer_prompt",
+    "stem",
 ]

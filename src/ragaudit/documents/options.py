@@ -3,6 +3,8 @@ corpus (strategy, size, label mix, the checks' thresholds)."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, field_validator, model_validator
 
 from ragaudit.documents.checks import CRITIQUES
@@ -47,6 +49,12 @@ class DocumentOptions(StrictOptions):
         True,
         description="Ask the labeller for each pair's label; drop an answerable request it "
         "calls unanswerable.",
+    )
+    label_phrasing: Literal["default", "steps"] = Field(
+        "steps",
+        description="How the labeller is asked (docs/labels.md): steps, a decision list, "
+        "labels the pairs simple writes and SQuAD's answerable questions more like a large "
+        "model does than default (docs/documents.md).",
     )
     corpus_check: int = Field(
         2,

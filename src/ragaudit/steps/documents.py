@@ -60,8 +60,8 @@ MIN_CONTEXT_WORDS = 12
 # bring a different pair rather than the cached one.
 RESAMPLE_TEMPERATURE = 0.7
 CRITIQUE_TOKENS = 200
-# The verdict comes first in the reply: a reason cut here still leaves it whole.
-SAME_TOKENS = 40
+# A reading's reply is a short answer and a passage number.
+READING_TOKENS = 80
 # Variant name of the question as generated (its wordings are named by their style).
 GENERATED = "generated"
 
@@ -189,7 +189,7 @@ class DocumentGenerator:
         self._reported: set[tuple[str, str]] = set()
         self._used: dict[tuple[str, str], set[str]] = {}
         self._bm25: Any = None
-        self.rater = Rater(str(getattr(llm.backend, "model", "llm")))
+        self.rater = Rater(str(getattr(llm.backend, "model", "llm")), options.label_phrasing)
 
     # -- small helpers -------------------------------------------------------------------
 
@@ -351,7 +351,7 @@ class DocumentGenerator:
                 checks.reading_prompt(passages, question),
                 checks.parse_reading,
                 'JSON: {"answer": ..., "passage": ...}',
-                self.params(80),
+                self.params(READING_TOKENS),
             )
             if reading.answer is not None:
                 where = "its context" if reading.passage in (None, 1) else "another passage"
@@ -541,12 +541,40 @@ class DocumentGenerator:
 
     # -- wordings ----------------------------------------------------------------------------
 
+    async def _read(self, context: str, question: str) -> str | None:
+        """The answer the model reads for ``question`` in ``context`` alone (None: unknown).
+        Raises ``LLMError`` when the reply stays malformed."""
+        reading = await self.llm.acomplete_parsed(
+            checks.reading_prompt([context], question),
+            checks.parse_reading,
+            'JSON: {"answer": ..., "passage": ...}',
+            self.params(READING_TOKENS),
+        )
+        return reading.answer
+
+    async def same_answer(
+        self, context: str, question: str, answer: str | None, wording: str
+    ) -> tuple[bool, str | None]:
+        """Whether ``wording`` asks what ``question`` asks (whose answer from ``context`` is
+        ``answer``; None for a question the context does not answer), and why not: the
+        answer read for the wording must be ``answer``, or else the answer read for the
+        question itself (one more ask, once per question). docs/documents.md states the
+        check's rates. Raises ``LLMError`` when a reply stays malformed."""
+        found = await self._read(context, wording)
+        if answer is not None and checks.answers_agree(answer, found):
+            return True, None
+        read = await self._read(context, question)
+        if checks.answers_agree(read, found):
+            return True, None
+        got = "nothing" if found is None else repr(found[:60])
+        was = "nothing" if read is None else repr(read[:60])
+        return False, f"the context gives it {got}, the question {was}"
+
     async def word(self, record: CandidateRecord) -> list[WordingCheck]:
         """The candidate's question in every style, each checked to ask the same thing."""
         out = []
         question = record.question or ""
         context = next(c for c in self.contexts if c.id == record.context_id).text
-        answer = record.answer or "(the context does not answer it)"
         for style, instruction in self.styles.items():
             text: str | None = None
             try:
@@ -566,20 +594,15 @@ class DocumentGenerator:
                 if problem:
                     out.append(WordingCheck(style=style, text=text, kept=False, reason=problem))
                     continue
-                verdict = await self.llm.acomplete_parsed(
-                    checks.same_answer_prompt(context, question, answer, text),
-                    checks.parse_same,
-                    'JSON: {"same": true or false, "reason": ...}',
-                    self.params(SAME_TOKENS),
-                )
+                same, why = await self.same_answer(context, question, record.answer, text)
             except FATAL_LLM_ERRORS:
                 raise
             except LLMError as exc:
                 reason = f"llm: {_short(exc)}"
                 out.append(WordingCheck(style=style, text=text, kept=False, reason=reason))
                 continue
-            why = None if verdict.same else f"asks something else: {verdict.reason}"
-            out.append(WordingCheck(style=style, text=text, kept=verdict.same, reason=why))
+            dropped = None if same else f"asks something else: {why}"
+            out.append(WordingCheck(style=style, text=text, kept=same, reason=dropped))
         return out
 
 
