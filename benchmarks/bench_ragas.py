@@ -142,11 +142,13 @@ def _label(base_url: str, pairs: list[dict[str, Any]], docs: dict[str, str]) -> 
     """ragaudit's labeller on Ragas's pairs, through the server (client "labels")."""
     from ragaudit.config import LLMConfig
     from ragaudit.documents.labels import Rater, label_one
+    from ragaudit.documents.options import DocumentOptions
     from ragaudit.llm import make_llm
     from ragaudit.records.models import LabelPair
 
     async def every(llm: Any) -> None:
-        rater = Rater("local")
+        # Asked as the generator asks, so both tools' pairs are labelled alike.
+        rater = Rater("local", DocumentOptions().label_phrasing)
         for i, p in enumerate(pairs):
             context = "\n\n".join(p.get("contexts") or [docs.get(p["context"] or "", "")])
             pair = LabelPair(
