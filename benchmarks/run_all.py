@@ -21,6 +21,7 @@ from benchmarks import (  # noqa: E402
     bench_labels,
     bench_llm_client,
     bench_ragas,
+    bench_reference_free,
     bench_systems,
     bench_wordings,
     bench_world,
@@ -34,6 +35,7 @@ BENCHMARKS = {
     "world": bench_world.run,
     "wordings": bench_wordings.run,
     "labels": bench_labels.run,
+    "reference_free": bench_reference_free.run,
 }
 ON_REQUEST = {"ragas": bench_ragas.run}
 

@@ -17,6 +17,7 @@ from pydantic import Field, field_validator
 from ragaudit.db.options import DatabaseConfig, mask_url_password
 from ragaudit.errors import ConfigError
 from ragaudit.generate.options import GenerateOptions, GoldRule, TemplatesConfig
+from ragaudit.judge.options import ReferenceFreeOptions
 from ragaudit.llm.options import LLMConfig, url_credentials_problem
 from ragaudit.options import StrictOptions
 from ragaudit.run.options import HarnessConfig
@@ -47,6 +48,7 @@ class Config(StrictOptions):
     corpus: CorpusConfig = Field(default_factory=CorpusConfig)
     systems: list[SystemConfig] = Field(default_factory=list)
     harness: HarnessConfig = Field(default_factory=HarnessConfig)
+    reference_free: ReferenceFreeOptions = Field(default_factory=ReferenceFreeOptions)
 
     @field_validator("systems")
     @classmethod

@@ -7,7 +7,7 @@ Layout (DESIGN.md)::
       provenance.json          per step: ragaudit version, time, configuration
       templates/sql.yaml       templates/text.yaml
       dataset.jsonl            dataset.stats.json
-      responses/<system>.jsonl judgements/<system>.jsonl
+      responses/<system>.jsonl judgements/<system>.jsonl   scores/<system>.jsonl
       summary.json             summary.md    drilldown.jsonl    report.html
       run.stats.json           judge.stats.json   gold_facts.jsonl (generate.gold_rows)
       labels.jsonl             labels/pairs.jsonl labels/contexts.jsonl    scan.json
@@ -90,6 +90,15 @@ class RunDir:
     def judgements(self, system: str) -> Path:
         """Judgements of one system's responses."""
         return self.root / "judgements" / f"{safe_filename(system)}.jsonl"
+
+    def scores(self, system: str) -> Path:
+        """Reference-free metrics of one system's responses (judge --reference-free)."""
+        return self.root / "scores" / f"{safe_filename(system)}.jsonl"
+
+    @property
+    def scores_dir(self) -> Path:
+        """Where the reference-free metrics of every system are."""
+        return self.root / "scores"
 
     @property
     def summary(self) -> Path:

@@ -18,7 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ragaudit.records.models import supported_version
 
-SCHEMA_VERSION = 3  # 2: by_label, labels, weight_scan (issue 16); 3: by_source, documents
+SCHEMA_VERSION = 4  # 2: by_label, labels, weight_scan (issue 16); 3: by_source, documents;
+# 4: reference_free (issue 18)
 
 Outcome = Literal["answer", "retrieval"]
 Tag = Literal["gap", "robust", "non-robust"]
@@ -427,6 +428,75 @@ class DocumentFigures(_Model):
     strategies: dict[str, StrategyFigures] = Field(description="figures per strategy")
 
 
+class AUROC(_Model):
+    """How well a score separates right answers from wrong ones, whatever the threshold:
+    the chance that a random right answer scores above a random wrong one (ties count
+    half), with a 95% bootstrap interval. Undefined when one of the two kinds is absent."""
+
+    value: float | None = Field(description="the area; null when it is undefined")
+    ci95: Interval = Field(description="percentile bootstrap interval; [0, 1] when undefined")
+    undefined: str | None = Field(None, description="why the area is undefined")
+
+
+class PrecisionTarget(_Model):
+    """The lowest threshold at which a metric's precision reaches the target."""
+
+    target: float = Field(description="the precision asked for")
+    threshold: float | None = Field(description="the threshold; null when none reaches it")
+    precision: Proportion | None = Field(None, description="the precision at that threshold")
+    recall: Proportion | None = Field(None, description="the recall at that threshold")
+    undefined: str | None = Field(None, description="why no threshold reaches the target")
+
+
+class ReliabilityCore(_Model):
+    """A reference-free metric read as a verdict (score >= threshold: "correct") and set
+    against the grounded verdicts of the same answers, positive = correct (GRAMMAR's
+    Table 1): precision, recall, and the share of wrong answers it lets through."""
+
+    responses: int = Field(ge=0, description="answers with both a score and a verdict")
+    correct: int = Field(ge=0, description="of them, right by the grounded verdict")
+    precision: Proportion = Field(
+        description="of the answers the metric calls correct, the share that are"
+    )
+    recall: Proportion = Field(description="of the right answers, the share it calls correct")
+    let_through: Proportion = Field(description="of the wrong answers, the share it calls correct")
+    auroc: AUROC = Field(description="how well the score ranks right above wrong, any threshold")
+
+
+class MetricReliability(ReliabilityCore):
+    """One metric's reliability on one run: overall, by group tag and by label, with what
+    could not be scored and the threshold a precision target needs."""
+
+    metric: str = Field(description="the metric's name (faithfulness, answer_relevancy, ...)")
+    threshold: float = Field(description="score at or above which the metric calls correct")
+    mean_score: float | None = Field(description="mean of the defined scores; null if none")
+    undefined: dict[str, int] = Field(
+        description="answers whose score is undefined, by reason (never NaN, never guessed)"
+    )
+    unjudged: int = Field(ge=0, description="scored answers without a grounded verdict")
+    for_precision: PrecisionTarget = Field(
+        description="the threshold the configured precision target would need"
+    )
+    by_tag: dict[str, ReliabilityCore] = Field(
+        description="per group tag (gap, non-robust, robust) of the answer's group"
+    )
+    by_label: dict[str, ReliabilityCore] = Field(description="per question label")
+    sentence: str = Field(description="what the figures mean, in one plain sentence")
+
+
+class ReferenceFreeFigures(_Model):
+    """The reference-free metrics of a run and how far each can be trusted here."""
+
+    systems: list[str] = Field(description="the systems whose answers were scored")
+    metrics: dict[str, MetricReliability] = Field(
+        description="per metric, over every scored answer of those systems"
+    )
+    by_system: dict[str, dict[str, MetricReliability]] = Field(description="per system, per metric")
+    calls_per_response: dict[str, float | None] = Field(
+        description="LLM requests per scored answer, per metric"
+    )
+
+
 class SourceFigures(_Model):
     """The figures of the queries of one source (SQL-grounded or document-generated)."""
 
@@ -496,6 +566,11 @@ class Summary(_Model):
     )
     documents: DocumentFigures | None = Field(
         None, description="generation from documents (candidates.jsonl), if it ran"
+    )
+    reference_free: ReferenceFreeFigures | None = Field(
+        None,
+        description="reference-free metrics (scores/) and their reliability against the "
+        "grounded verdicts, if judge --reference-free ran",
     )
 
     @field_validator("schema_version")

@@ -60,6 +60,7 @@ def analyze_cmd(
         judge_failed_lines,
         label_tables,
         ranking_table,
+        reliability_table,
         scan_table,
         system_tables,
     )
@@ -89,6 +90,7 @@ def analyze_cmd(
         system=system,
         llm_only=llm_only,
         outcome="retrieval" if outcome is Outcome.retrieval else "answer",
+        reference_free=config.reference_free,
     )
     summary = result.summary
     if outcome is Outcome.retrieval:
@@ -116,6 +118,11 @@ def analyze_cmd(
             console.print(table)
     if summary.weight_scan is not None:
         console.print(scan_table(summary.weight_scan))
+    reliability = reliability_table(summary)
+    if reliability is not None and summary.reference_free is not None:
+        console.print(reliability)
+        for figures in summary.reference_free.metrics.values():
+            console.print(figures.sentence, markup=False)
     written = [run.summary, run.summary_md] + ([run.drilldown] if summary.systems else [])
     if not summary.systems:
         console.print(

@@ -34,6 +34,14 @@ def demo_cmd(
     ] = False,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the world.")] = 0,
     llm: LLMOption = None,
+    reference_free: Annotated[
+        bool,
+        typer.Option(
+            "--reference-free",
+            help="Also score every answer with the reference-free metrics and report how "
+            "far each agrees with the grounded verdicts (many more LLM calls).",
+        ),
+    ] = False,
 ) -> None:
     """Everything ragaudit does, offline, on a generated company: world, templates,
     dataset, two RAG systems, judging, analysis and report.html. Resumable."""
@@ -58,6 +66,8 @@ def demo_cmd(
             progress=lambda step: err_console.print(f"demo: {step}", markup=False),
             run_hooks=hooks,
             judge_hooks=lambda name: hooks(f"judge {name}"),
+            reference_free=reference_free,
+            score_hooks=lambda name: hooks(f"score {name}"),
         )
     table = Table(title="Where the time went", title_justify="left")
     for header in ("step", "seconds", ""):
@@ -81,6 +91,10 @@ def demo_cmd(
         for c in found:
             if c.a.system == c.b.system == "keyword-top1":
                 console.print(c.verdict, markup=False)
+    if summary.reference_free is not None:
+        console.print("Reference-free metrics against the grounded verdicts:", markup=False)
+        for figures in summary.reference_free.metrics.values():
+            console.print(figures.sentence, markup=False)
     console.print(
         f"demo finished in {time.perf_counter() - start:.0f} s; report: {result.report}",
         markup=False,

@@ -10,9 +10,13 @@ from ragaudit.cli.common import load_run, session_for
 from ragaudit.cli.console import console, err_console
 from ragaudit.cli.options import (
     ConfigOption,
+    FreeMetricChoice,
     LLMOption,
     SystemsOption,
 )
+from ragaudit.cli.progress import counting_bar, harness_progress
+from ragaudit.config import Config
+from ragaudit.errors import UserError
 from ragaudit.judge.retrieval import DEFAULT_RULE, RULE_HELP
 from ragaudit.rundir import RunDir
 
@@ -40,9 +44,27 @@ def judge_cmd(
         bool, typer.Option("--no-llm", help="Matchers only; undecided answers count incorrect.")
     ] = False,
     llm: LLMOption = None,
+    reference_free: Annotated[
+        bool,
+        typer.Option(
+            "--reference-free",
+            help="Also score every response with the reference-free metrics "
+            "(scores/<system>.jsonl); analyze then says how far each can be trusted.",
+        ),
+    ] = False,
+    metric: Annotated[
+        list[FreeMetricChoice] | None,
+        typer.Option(
+            "--metric",
+            help="With --reference-free: only this metric (repeatable; default: the "
+            "reference_free section's).",
+        ),
+    ] = None,
 ) -> None:
     """Judge every response: deterministic matchers first, the LLM judge for the rest;
-    writes judgements/<system>.jsonl (resumable)."""
+    writes judgements/<system>.jsonl (resumable). With --reference-free, also the
+    reference-free metrics (faithfulness, answer relevancy, context precision,
+    self-consistency) into scores/<system>.jsonl."""
     from ragaudit.judge.retrieval import check_rule
     from ragaudit.steps.judge import judge_run, require_judged
 
@@ -60,8 +82,14 @@ def judge_cmd(
             "closed_domain": closed_domain,
             "retrieval_rule": retrieval_rule,
             "no_llm": no_llm,
+            "reference_free": reference_free,
+            "metric": [m.value for m in metric or []],
         },
     )
+    if metric and not reference_free:
+        raise UserError("--metric chooses reference-free metrics: add --reference-free")
+    if reference_free and no_llm:
+        raise UserError("--reference-free asks the LLM: it cannot go with --no-llm")
     with session_for(config, run) as session:
         report = judge_run(
             session,
@@ -100,3 +128,28 @@ def judge_cmd(
                 markup=False,
             )
     require_judged(report)
+    if reference_free:
+        _score(config, run, system, [m.value for m in metric or []])
+
+
+def _score(config: Config, run: RunDir, systems: list[str] | None, metrics: list[str]) -> None:
+    """Score the responses with the reference-free metrics, and say what could not be."""
+    from ragaudit.steps.reference_free import score_run
+
+    with session_for(config, run) as session, counting_bar() as bar:
+        entries = score_run(
+            session,
+            systems=systems,
+            metrics=metrics or None,  # type: ignore[arg-type]
+            progress=harness_progress(bar),
+        )
+    for name, entry in entries.items():
+        calls = ", ".join(f"{m} {n}" for m, n in entry.calls.items())
+        console.print(
+            f"{name}: scored {entry.scored_now} now, {entry.already_scored} before"
+            + (f" (LLM requests: {calls})" if calls else ""),
+            markup=False,
+        )
+        for metric_name, reasons in entry.undefined.items():
+            why = "; ".join(f"{n} {r}" for r, n in reasons.most_common())
+            console.print(f"  {metric_name} undefined for {why}", markup=False)

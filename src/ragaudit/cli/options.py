@@ -47,6 +47,15 @@ class Phrasing(StrEnum):
     steps = "steps"
 
 
+class FreeMetricChoice(StrEnum):
+    """A reference-free metric (ragaudit.records.models.FREE_METRICS)."""
+
+    faithfulness = "faithfulness"
+    answer_relevancy = "answer_relevancy"
+    context_precision = "context_precision"
+    self_consistency = "self_consistency"
+
+
 class Outcome(StrEnum):
     """What ``analyze`` counts as the outcome of a query."""
 

@@ -256,3 +256,69 @@ class CandidateRecord(_Record):
         if self.accepted == (self.dropped is not None):
             raise ValueError("a candidate is either accepted or dropped with a reason")
         return self
+
+
+# The reference-free metrics (issue 18), in the order they are computed and shown.
+FreeMetric = Literal["faithfulness", "answer_relevancy", "context_precision", "self_consistency"]
+FREE_METRICS: tuple[FreeMetric, ...] = (
+    "faithfulness",
+    "answer_relevancy",
+    "context_precision",
+    "self_consistency",
+)
+
+
+# How an undefined metric's reason begins when the model failed; the detail follows a colon.
+MALFORMED = "malformed reply"  # the replies stayed malformed after re-asking
+LLM_FAILED = "LLM failed"  # the model could not be reached, or kept failing
+FAILURE_KINDS = (MALFORMED, LLM_FAILED)
+
+
+class ClaimCheck(BaseModel):
+    """One claim extracted from an answer and whether the retrieved passages support it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    claim: str
+    supported: bool
+
+
+class MetricScore(BaseModel):
+    """One reference-free metric of one response, with the parts that explain it.
+
+    ``score`` is None exactly when the metric could not be computed, and ``undefined`` then
+    says why (no claims, no passages, a reply that stayed malformed after re-asking, ...):
+    an undefined score is counted and shown, never NaN and never a silent 0 or 1. Which of
+    the parts are set depends on the metric: ``claims`` (faithfulness), ``questions``,
+    ``similarities`` and ``noncommittal`` (answer relevancy), ``useful`` (context
+    precision, one verdict per retrieved passage in rank order), ``samples`` and ``agree``
+    (self-consistency)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    score: float | None = Field(None, ge=-1, le=1)
+    undefined: str | None = None
+    claims: list[ClaimCheck] | None = None
+    questions: list[str] | None = None
+    similarities: list[float] | None = None
+    noncommittal: bool | None = None
+    useful: list[bool] | None = None
+    samples: list[str] | None = None
+    agree: list[bool] | None = None
+    calls: int = Field(0, ge=0, description="LLM requests made for it (cached or not)")
+    tokens: int = Field(0, ge=0)
+
+    @model_validator(mode="after")
+    def _undefined_only_without_score(self) -> MetricScore:
+        if (self.score is None) != bool(self.undefined):
+            raise ValueError("a metric has a score or says why it is undefined, not both")
+        return self
+
+
+class FreeScoreRecord(_Record):
+    """The reference-free metrics of one system's response to one query
+    (``scores/<system>.jsonl``): only the metrics that were asked for are present."""
+
+    query_id: str = Field(min_length=1)
+    system: str = Field(min_length=1)
+    metrics: dict[FreeMetric, MetricScore]

@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from ragaudit.analysis.reliability import TAG_ORDER
 from ragaudit.analysis.summary import (
     SOURCES,
     BlameRule,
@@ -27,6 +28,7 @@ from ragaudit.analysis.summary import (
     LabelFigures,
     MeanInterval,
     Proportion,
+    ReferenceFreeFigures,
     Side,
     Summary,
     SystemFigures,
@@ -39,7 +41,7 @@ from ragaudit.records.io import RecordFileError, atomic_write_text, iter_jsonl_d
 from ragaudit.records.models import LABELS, ResponseRecord
 from ragaudit.report import charts
 from ragaudit.report.summary_file import read_summary
-from ragaudit.report.text import retrieval_queries
+from ragaudit.report.text import RELIABILITY_HEADERS, reliability_rows, retrieval_queries, show
 from ragaudit.rundir import RunDir
 from ragaudit.world.build import WorldRewrite
 
@@ -215,6 +217,55 @@ class ReportData:
     label_verdicts: list[str] = field(default_factory=list)
     sources: list[SourceSection] = field(default_factory=list)
     documents: DocumentsSection | None = None
+    reliability: ReliabilitySection | None = None
+
+
+@dataclass(frozen=True)
+class ReliabilitySection:
+    """The reference-free metrics against the grounded verdicts, as the report shows them."""
+
+    systems: list[str]
+    headers: tuple[str, ...]
+    rows: list[list[str]]
+    sentences: list[str]
+    undefined: list[str]
+    tags: list[str]
+    by_tag: list[tuple[str, list[str]]]
+    calls: list[tuple[str, str]]
+
+
+def _reliability(figures: ReferenceFreeFigures | None) -> ReliabilitySection | None:
+    """The reliability section, with each metric's let-through (and precision) per group
+    tag; None when nothing was scored."""
+    if figures is None:
+        return None
+    metrics = figures.metrics.values()
+    tags = [t for t in TAG_ORDER if any(t in m.by_tag for m in metrics)]
+    by_tag = []
+    for metric, m in figures.metrics.items():
+        cells = []
+        for tag in tags:
+            core = m.by_tag.get(tag)
+            cells.append(
+                "n/a" if core is None else f"{show(core.let_through)} ({show(core.precision)})"
+            )
+        by_tag.append((metric, cells))
+    return ReliabilitySection(
+        systems=figures.systems,
+        headers=RELIABILITY_HEADERS,
+        rows=reliability_rows(figures.metrics),
+        sentences=[m.sentence for m in figures.metrics.values()],
+        undefined=[
+            f"{metric}: " + "; ".join(f"{n} {why}" for why, n in m.undefined.items())
+            for metric, m in figures.metrics.items()
+            if m.undefined
+        ],
+        tags=tags,
+        by_tag=by_tag,
+        calls=[
+            (m, "n/a" if n is None else f"{n:.1f}") for m, n in figures.calls_per_response.items()
+        ],
+    )
 
 
 SOURCE_NAMES = {"sql": "SQL-grounded questions", "document": "Questions from the documents"}
@@ -740,6 +791,7 @@ def collect(run: RunDir) -> ReportData:
         label_verdicts=[c.verdict for c in summary.label_comparisons],
         sources=_sources(summary),
         documents=_documents(summary.documents),
+        reliability=_reliability(summary.reference_free),
     )
 
 

@@ -8,7 +8,15 @@ from rich.table import Table
 
 from ragaudit.analysis.retrieval_metrics import ranking_columns
 from ragaudit.analysis.summary import LabelFigures, Proportion, Summary, WeightScan
-from ragaudit.report.text import BLAME_HEADERS, METRIC_NAMES, blame_rows, retrieval_queries, show
+from ragaudit.report.text import (
+    BLAME_HEADERS,
+    METRIC_NAMES,
+    RELIABILITY_HEADERS,
+    blame_rows,
+    reliability_rows,
+    retrieval_queries,
+    show,
+)
 
 
 def system_tables(summary: Summary) -> list[Table]:
@@ -181,4 +189,21 @@ def by_label_table(summary: Summary) -> Table | None:
                 str(m.accuracy),
                 show(m.accuracy_retrieval),
             )
+    return table
+
+
+def reliability_table(summary: Summary) -> Table | None:
+    """Each reference-free metric against the grounded verdicts; None when none was
+    scored."""
+    figures = summary.reference_free
+    if figures is None:
+        return None
+    table = Table(
+        title="Reference-free metrics against the grounded verdicts (positive = correct)",
+        title_justify="left",
+    )
+    for header in RELIABILITY_HEADERS:
+        table.add_column(header, justify="left" if header == "metric" else "right")
+    for row in reliability_rows(figures.metrics):
+        table.add_row(*(escape(cell) for cell in row))
     return table

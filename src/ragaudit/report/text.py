@@ -7,9 +7,11 @@ from collections.abc import Mapping
 
 from ragaudit.analysis.retrieval_metrics import ranking_columns
 from ragaudit.analysis.summary import (
+    AUROC,
     SOURCES,
     LeftOutReason,
     MeanInterval,
+    MetricReliability,
     Proportion,
     Summary,
     SystemFigures,
@@ -181,7 +183,79 @@ def summary_markdown(summary: Summary) -> str:
         + ("\nRetrieval ranking (mean [95% CI])\n\n" + ranked if ranked else "")
         + source_sections(summary)
         + label_sections(summary)
+        + reliability_section(summary)
     )
+
+
+RELIABILITY_HEADERS = (
+    "metric",
+    "calls correct at",
+    "answers",
+    "precision",
+    "recall",
+    "wrong let through",
+    "AUROC",
+    "undefined",
+    "for the target precision",
+)
+
+
+def _auroc(a: AUROC) -> str:
+    if a.value is None:
+        return "n/a"
+    return f"{a.value:.2f} [{a.ci95[0]:.2f}, {a.ci95[1]:.2f}]"
+
+
+def reliability_rows(figures: Mapping[str, MetricReliability]) -> list[list[str]]:
+    """One row per reference-free metric: its reliability against the grounded verdicts
+    (the columns of :data:`RELIABILITY_HEADERS`)."""
+    rows = []
+    for metric, m in figures.items():
+        target = m.for_precision
+        needed = (
+            f">= {target.threshold:.3g} ({target.target:.0%})"
+            if target.threshold is not None
+            else f"none reaches {target.target:.0%}"
+        )
+        rows.append(
+            [
+                metric,
+                f">= {m.threshold:g}",
+                str(m.responses),
+                show(m.precision),
+                show(m.recall),
+                show(m.let_through),
+                _auroc(m.auroc),
+                str(sum(m.undefined.values())),
+                needed,
+            ]
+        )
+    return rows
+
+
+def reliability_section(summary: Summary) -> str:
+    """How far each reference-free metric can be trusted on this run: a table, a sentence
+    per metric, and why scores were undefined; empty when nothing was scored."""
+    figures = summary.reference_free
+    if figures is None:
+        return ""
+    out = (
+        "\nReference-free metrics against the grounded verdicts (positive = correct; "
+        f"systems: {', '.join(figures.systems)})\n\n"
+        + "| "
+        + " | ".join(RELIABILITY_HEADERS)
+        + " |\n"
+        + "|---|"
+        + "---:|" * (len(RELIABILITY_HEADERS) - 1)
+        + "\n"
+    )
+    out += "".join("| " + " | ".join(r) + " |\n" for r in reliability_rows(figures.metrics))
+    out += "\n" + "".join(f"- {m.sentence}\n" for m in figures.metrics.values())
+    for metric, m in figures.metrics.items():
+        if m.undefined:
+            why = "; ".join(f"{n} {r}" for r, n in m.undefined.items())
+            out += f"- {metric} undefined: {why}\n"
+    return out
 
 
 def source_sections(summary: Summary) -> str:

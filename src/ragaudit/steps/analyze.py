@@ -16,19 +16,28 @@ from ragaudit.analysis.by_label import label_breakdown
 from ragaudit.analysis.comparisons import comparisons
 from ragaudit.analysis.documents import generation_figures, source_breakdown
 from ragaudit.analysis.metrics import gold_state, source_of, with_left_out
+from ragaudit.analysis.reliability import reference_free_figures
 from ragaudit.analysis.retrieval_metrics import ranking_summary
 from ragaudit.analysis.summary import (
     DocumentFigures,
     Outcome,
+    ReferenceFreeFigures,
     Source,
     Summary,
     SystemFigures,
     Tag,
 )
 from ragaudit.errors import UserError
+from ragaudit.judge.options import ReferenceFreeOptions
 from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, RuleFit
 from ragaudit.records.io import atomic_write_text, iter_jsonl_dicts, read_jsonl, write_jsonl_atomic
-from ragaudit.records.models import CandidateRecord, Judgement, QueryRecord, ResponseRecord
+from ragaudit.records.models import (
+    CandidateRecord,
+    FreeScoreRecord,
+    Judgement,
+    QueryRecord,
+    ResponseRecord,
+)
 from ragaudit.report.summary_file import write_summary
 from ragaudit.report.text import summary_markdown
 from ragaudit.rundir import RunDir
@@ -216,9 +225,11 @@ def run_analysis(
     system: str | None = None,
     llm_only: str | None = None,
     outcome: Outcome = "answer",
+    reference_free: ReferenceFreeOptions | None = None,
 ) -> AnalysisResult:
     """Analyze and write summary.json, summary.md and drilldown.jsonl into the run;
-    ``system`` names the system of neutral files."""
+    ``system`` names the system of neutral files; ``reference_free`` (the configuration's
+    section) reads the reference-free scores, when the run has them, at its thresholds."""
     neutral = neutral or []
     undecided: Counter[str] = Counter()
     left_out: dict[tuple[str, str], Counter[str]] = {}
@@ -288,12 +299,25 @@ def run_analysis(
         label_comparisons=label_comparisons,
         labels=labels,
         weight_scan=scan,
+        reference_free=None
+        if neutral or outcome != "answer"
+        else read_reference_free(run, examples, reference_free or ReferenceFreeOptions()),
     )
     result = _write(run, summary)
     rows = _drilldown_rows(run, neutral, examples, analysis, dropped)
     # A DrilldownRow is a plain dict at run time, which the writer encodes as it is.
     write_jsonl_atomic(run.drilldown, rows)
     return result
+
+
+def read_reference_free(
+    run: RunDir, examples: list[Example], options: ReferenceFreeOptions
+) -> ReferenceFreeFigures | None:
+    """The reliability of the run's reference-free scores (scores/) against the judged
+    answers, or None when none was scored."""
+    files = sorted(run.scores_dir.glob("*.jsonl")) if run.scores_dir.exists() else []
+    records = [r for path in files for r in read_jsonl(path, FreeScoreRecord)]
+    return reference_free_figures(examples, records, options.thresholds, options.target_precision)
 
 
 def read_document_figures(run: RunDir, seed: int = 0) -> DocumentFigures | None:

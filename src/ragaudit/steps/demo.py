@@ -230,8 +230,12 @@ def run_demo(
     progress: Callable[[str], None] = lambda _s: None,
     run_hooks: ProgressFactory | None = None,
     judge_hooks: ProgressFactory | None = None,
+    reference_free: bool = False,
+    score_hooks: ProgressFactory | None = None,
 ) -> DemoResult:
-    """Run the whole journey into ``out`` (resumable) and return where the report is."""
+    """Run the whole journey into ``out`` (resumable) and return where the report is;
+    ``reference_free`` also scores every answer with the reference-free metrics, and the
+    report then says how far each agrees with the grounded verdicts."""
     from ragaudit.report.build import write_report
     from ragaudit.steps.analyze import run_analysis
     from ragaudit.steps.judge import judge_run
@@ -260,9 +264,16 @@ def run_demo(
             # Verdicts alone (a quarter of the tokens); retrieval is right when the gold
             # report is among those retrieved, as top-3 retrieves three.
             judge_run(session, reasons=False, rule="all_gold", progress=judge_hooks)
+    if reference_free:
+        from ragaudit.steps.reference_free import score_run
+
+        with _timed(timings, "reference-free", "the four metrics of every answer"):
+            progress("reference-free")
+            with Session(config, run, hooks) as session:
+                score_run(session, progress=score_hooks)
     with _timed(timings, "analyze"):
         progress("analyze")
-        run_analysis(run)
+        run_analysis(run, reference_free=config.reference_free)
     with _timed(timings, "report"):
         progress("report")
         report = write_report(run)

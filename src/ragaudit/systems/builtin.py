@@ -173,3 +173,39 @@ class RAGSystem:
     async def aclose(self) -> None:
         """Stop the retrieval worker."""
         self._pool.shutdown(wait=False)
+
+
+# Self-consistency draws its samples at this temperature (GRAMMAR's adaptation of SelfCheck).
+RESAMPLE_TEMPERATURE = 1.0
+
+
+async def resample_answers(
+    llm: LLMClient,
+    generator: str,
+    question: str,
+    retrieved: list[RetrievedItem],
+    n: int,
+    *,
+    max_tokens: int = 128,
+) -> list[str]:
+    """``n`` answers drawn again at temperature 1.0 from a built-in generator, on the
+    passages it was given the first time (``retrieved``, with their texts): what
+    self-consistency compares the answer with. Each sample has its own seed and cache
+    entry, so a rerun draws the same ones."""
+    if generator in ("none",):
+        raise ValueError(f"generator {generator!r} writes no answer")
+    hits = [Hit(doc_id=r.id, score=r.score or 0.0, text=r.text or "") for r in retrieved]
+    messages = answer_messages(generator, question, hits)
+    base = llm.default_params.model_copy(
+        update={"temperature": RESAMPLE_TEMPERATURE, "max_tokens": max_tokens}
+    )
+    replies = await gather_all(
+        *(
+            llm.acomplete(
+                messages,
+                base.model_copy(update={"sample_index": i + 1, "seed": (base.seed or 0) + i + 1}),
+            )
+            for i in range(n)
+        )
+    )
+    return [r.text.strip() for r in replies]
