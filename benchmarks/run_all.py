@@ -18,6 +18,7 @@ sys.path.insert(0, str(HERE.parent))
 from benchmarks import (  # noqa: E402
     bench_analysis,
     bench_generate,
+    bench_grid,
     bench_labels,
     bench_llm_client,
     bench_ragas,
@@ -32,6 +33,7 @@ BENCHMARKS = {
     "generate": bench_generate.run,
     "analysis": bench_analysis.run,
     "systems": bench_systems.run,
+    "grid": bench_grid.run,
     "world": bench_world.run,
     "wordings": bench_wordings.run,
     "labels": bench_labels.run,

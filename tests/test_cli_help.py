@@ -30,6 +30,8 @@ VERBS = [
     ("judge",),
     ("scan",),
     ("analyze",),
+    ("compare",),
+    ("gate",),
     ("demo",),
     ("report",),
 ]

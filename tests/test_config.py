@@ -38,7 +38,7 @@ def test_the_example_written_by_init_is_valid_and_uses_the_example_database() ->
         ),
         (
             "llm:\n  model: claude:x\n",
-            "ragaudit.yaml:2: llm.model: Value error, unknown backend 'claude'",
+            "ragaudit.yaml:2: llm.model: unknown backend 'claude'",
         ),
         ("run:\n  name: ../escape\n", "ragaudit.yaml:2: run.name: String should match pattern"),
         ("colour: blue\n", "ragaudit.yaml:1: colour: unknown key"),

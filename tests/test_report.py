@@ -136,6 +136,19 @@ def test_report_splits_the_sources_and_shows_the_generation(tmp_path: Path) -> N
     assert "0.67 [" in generation  # specificity passed 2 of 3 summary candidates
 
 
+def test_report_shows_the_rankings_of_compare(tmp_path: Path) -> None:
+    _run(tmp_path, documents=True)
+    for step in (("compare", "--metric", "accuracy", "--resamples", "200"), ("report",)):
+        done = ragaudit(*step, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    html = (tmp_path / "runs" / "default" / "report.html").read_text()
+    section = html.split('id="rankings"', 1)[1].split("<h2", 1)[0]
+    assert "Ranked on accuracy, test sets by source (reference: SQL-grounded)" in section
+    assert re.search(r"<tr><td>kw</td>", section) and re.search(r"<tr><td>dense</td>", section)
+    assert 'id="compare-0-0"' in section and "<svg" in section
+    assert "Kendall&#39;s tau-b" in section
+
+
 def test_report_escapes_data_and_states_the_verdicts(tmp_path: Path) -> None:
     html = _run(tmp_path).read_text()
     assert "<script" not in html.replace("&lt;script", "")  # no script tag at all

@@ -74,3 +74,76 @@ def test_a_config_written_when_every_system_had_every_key_still_loads() -> None:
                 }
             )
         )
+
+
+GRID = """\
+systems:
+  - name: ret
+    generator: none
+    grid:
+      retriever: [keyword, bm25, dense, hybrid]
+      text_weight: [0.3, 0.7]
+      k: [1, 5]
+  - name: ans
+    k: 3
+    grid:
+      generator: [concise, strict, llm_only]
+      retriever: [bm25, hybrid]
+"""
+
+
+def test_a_grid_expands_into_one_system_per_meaningful_combination() -> None:
+    config = parse_config(GRID)
+    names = [s.name for s in config.systems]
+    # The text weight varies only the hybrid retriever, and llm_only retrieves nothing:
+    # 3 x 2 + 2 x 2 retrieval systems, 2 x 2 + 1 answer systems.
+    assert names == [
+        "ret-keyword-k1", "ret-keyword-k5", "ret-bm25-k1", "ret-bm25-k5",
+        "ret-dense-k1", "ret-dense-k5",
+        "ret-hybrid-w0.3-k1", "ret-hybrid-w0.3-k5", "ret-hybrid-w0.7-k1", "ret-hybrid-w0.7-k5",
+        "ans-concise-bm25", "ans-concise-hybrid", "ans-strict-bm25", "ans-strict-hybrid",
+        "ans-llm_only",
+    ]  # fmt: skip
+    by_name = {s.name: s for s in config.systems}
+    hybrid = by_name["ret-hybrid-w0.3-k5"]
+    assert (hybrid.retriever, hybrid.text_weight, hybrid.k, hybrid.generator) == (
+        "hybrid",
+        0.3,
+        5,
+        "none",
+    )
+    assert by_name["ans-llm_only"].retriever == "none"
+    assert by_name["ans-strict-hybrid"].k == 3  # the entry's own options stay
+    assert all(s.grid is None for s in config.systems)
+
+
+def test_the_resolved_configuration_of_a_grid_loads_again_as_the_same_systems() -> None:
+    config = parse_config(GRID)
+    again = parse_config(yaml.safe_dump(config.masked_dict()))
+    assert [s.model_dump() for s in again.systems] == [s.model_dump() for s in config.systems]
+
+
+@pytest.mark.parametrize(
+    ("grid", "message"),
+    [
+        ("retriever: [bm25, fuzzy]", "4: systems.0: grid \\(retriever=fuzzy\\): retriever: Input"),
+        ("colour: [red]", "4: systems.0: grid \\(colour=red\\): colour: unknown key"),
+        ("k: []", "systems.0: grid: k: give a list of values"),
+        # a value the combination does not use is still checked
+        ("text_weight: [0.2, 1.5]", "grid \\(text_weight=1.5\\): text_weight: Input should be"),
+        ("name: [a, b]", "grid: name cannot vary"),
+        ("llm: ['openai:a/b', 'openai:a_b']", "two different combinations are both named"),
+    ],
+)
+def test_grid_mistakes_name_the_entry_and_the_value(grid: str, message: str) -> None:
+    text = (
+        f"run:\n  name: x\nsystems:\n  - name: ret\n    generator: none\n    grid:\n      {grid}\n"
+    )
+    with pytest.raises(ConfigError, match=message):
+        parse_config(text)
+
+
+def test_a_grid_system_named_like_another_entry_is_an_error() -> None:
+    text = GRID + "  - {name: ret-bm25-k1, generator: none}\n"
+    with pytest.raises(ConfigError, match="two systems are named 'ret-bm25-k1'"):
+        parse_config(text)

@@ -23,7 +23,7 @@ from ragaudit.options import StrictOptions
 from ragaudit.run.options import HarnessConfig
 from ragaudit.secrets import mask
 from ragaudit.systems.corpus import CorpusConfig
-from ragaudit.systems.options import KINDS, SystemConfig
+from ragaudit.systems.options import KINDS, SystemConfig, expand_grids
 from ragaudit.yamlfile import parse_yaml, read_text, validate_model
 
 DEFAULT_CONFIG_NAME = "ragaudit.yaml"
@@ -53,6 +53,7 @@ class Config(StrictOptions):
     @field_validator("systems")
     @classmethod
     def _unique_names(cls, systems: list[SystemConfig]) -> list[SystemConfig]:
+        systems = expand_grids(systems)  # type: ignore[arg-type,assignment]  # same union
         seen: set[str] = set()
         for item in systems:
             if item.name in seen:
@@ -69,6 +70,7 @@ class Config(StrictOptions):
         if data["llm"]["base_url"] is None:
             data["llm"]["base_url"] = self.llm.resolved_base_url()
         for system in data["systems"]:
+            system.pop("grid", None)  # grids are expanded: each system stands on its own
             if "headers" in system:
                 # A header written out in the file may hold a token; ${VAR} references are safe.
                 system["headers"] = {

@@ -11,6 +11,7 @@ Layout (DESIGN.md)::
       summary.json             summary.md    drilldown.jsonl    report.html
       run.stats.json           judge.stats.json   gold_facts.jsonl (generate.gold_rows)
       labels.jsonl             labels/pairs.jsonl labels/contexts.jsonl    scan.json
+      compare.json             compare.md   (ragaudit compare)
       usage.json               LLM usage per step
       cache/llm.sqlite         every LLM call, keyed by its full request
       cache/index/             retrieval indexes, by corpus fingerprint
@@ -150,6 +151,12 @@ class RunDir:
         return self.root / "labels" / "contexts.jsonl"
 
     @property
+    def imported_contexts(self) -> Path:
+        """The contexts of an imported question set, ``{id, text}`` (generate --import):
+        a corpus whose ids are the imported questions' gold ids."""
+        return self.root / "imported" / "contexts.jsonl"
+
+    @property
     def candidates(self) -> Path:
         """Every pair generated from the corpus, accepted or dropped with its reason."""
         return self.root / "candidates.jsonl"
@@ -163,6 +170,17 @@ class RunDir:
     def scan(self) -> Path:
         """The text-weight scan (``ragaudit scan``)."""
         return self.root / "scan.json"
+
+    @property
+    def compare(self) -> Path:
+        """The rankings of the systems per test set and their agreement (``ragaudit
+        compare``), one study per metric and split."""
+        return self.root / "compare.json"
+
+    @property
+    def compare_md(self) -> Path:
+        """The same as markdown tables."""
+        return self.root / "compare.md"
 
     @property
     def drilldown(self) -> Path:

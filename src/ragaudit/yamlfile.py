@@ -122,6 +122,8 @@ def validation_message(
     )
     dotted = ".".join(str(part) for part in loc) or "(top level)"
     message = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+    if err["type"] == "value_error" and "error" in err.get("ctx", {}):
+        message = str(err["ctx"]["error"])  # our own message, without "Value error, "
     more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
     return f"{where(source, root, loc)}: {dotted}: {message}{more}"
 

@@ -12,8 +12,9 @@ from ragaudit.cli.console import console, err_console
 from ragaudit.cli.options import (
     ConfigOption,
     Outcome,
+    RetrievalRuleOption,
 )
-from ragaudit.judge.retrieval import DEFAULT_RULE, RULE_HELP
+from ragaudit.judge.retrieval import DEFAULT_RULE
 from ragaudit.rundir import RunDir
 
 
@@ -27,9 +28,7 @@ def analyze_cmd(
             "repeatable). Default: the run's dataset and judgements.",
         ),
     ] = None,
-    retrieval_rule: Annotated[
-        str, typer.Option("--retrieval-rule", help=f"{RULE_HELP}.")
-    ] = DEFAULT_RULE,
+    retrieval_rule: RetrievalRuleOption = DEFAULT_RULE,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap and permutation seed.")] = 0,
     system: Annotated[
         str, typer.Option("--system", help="Name of the system in --neutral files.")

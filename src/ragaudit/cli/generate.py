@@ -47,6 +47,24 @@ def parse_mix(text: str) -> dict[str, float] | None:
     return out
 
 
+def _import(config_path: Path | None, example: bool, path: Path) -> None:
+    """``generate --import``: a question set of the user's into the dataset."""
+    from ragaudit.steps.imports import import_questions
+
+    config = load_run(config_path, example, None)
+    run = RunDir.from_config(config).create()
+    run.lock("generate")
+    stats = import_questions(config, run, path)
+    run.record_step(config, "generate", {"import": str(path)})
+    for warning in stats.warnings:
+        err_console.print(f"warning: {warning}", markup=False, style="yellow")
+    console.print(
+        f"imported {stats.queries} questions ({stats.unanswerable} unanswerable) over "
+        f"{stats.contexts} contexts into {run.dataset}; contexts in {run.imported_contexts}",
+        markup=False,
+    )
+
+
 def _documents(
     config_path: Path | None,
     example: bool,
@@ -157,6 +175,15 @@ def generate_cmd(
             "(generate.documents in ragaudit.yaml).",
         ),
     ] = False,
+    imported: Annotated[
+        Path | None,
+        typer.Option(
+            "--import",
+            help="Add a question set of your own (SQuAD JSON, or JSONL of id, context, "
+            "question, answer, answerable) as the dataset's imported part, its contexts in "
+            "imported/contexts.jsonl.",
+        ),
+    ] = None,
     strategy: Annotated[
         Strategy | None,
         typer.Option("--strategy", help="With --documents: statements or simple."),
@@ -180,8 +207,13 @@ def generate_cmd(
 
     from ragaudit.steps.generate import generate_dataset
 
+    if documents and imported is not None:
+        raise UserError("--documents and --import are two steps: run them one after the other")
     if documents:
         _documents(config_path, example, strategy, size, mix, seed)
+        return
+    if imported is not None:
+        _import(config_path, example, imported)
         return
     if strategy or size or mix:
         raise UserError("--strategy, --size and --mix go with --documents")

@@ -12,12 +12,13 @@ from ragaudit.cli.options import (
     ConfigOption,
     FreeMetricChoice,
     LLMOption,
+    RetrievalRuleOption,
     SystemsOption,
 )
 from ragaudit.cli.progress import counting_bar, harness_progress
 from ragaudit.config import Config
 from ragaudit.errors import UserError
-from ragaudit.judge.retrieval import DEFAULT_RULE, RULE_HELP
+from ragaudit.judge.retrieval import DEFAULT_RULE
 from ragaudit.rundir import RunDir
 
 
@@ -37,9 +38,7 @@ def judge_cmd(
             help="A retrieval miss, or a question no document holds, makes the answer incorrect.",
         ),
     ] = False,
-    retrieval_rule: Annotated[
-        str, typer.Option("--retrieval-rule", help=f"{RULE_HELP}.")
-    ] = DEFAULT_RULE,
+    retrieval_rule: RetrievalRuleOption = DEFAULT_RULE,
     no_llm: Annotated[
         bool, typer.Option("--no-llm", help="Matchers only; undecided answers count incorrect.")
     ] = False,

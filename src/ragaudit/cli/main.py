@@ -12,8 +12,10 @@ import typer
 from ragaudit import __version__
 from ragaudit.cli import (
     analyze,
+    compare,
     demo,
     doctor,
+    gate,
     generate,
     init,
     judge,
@@ -73,6 +75,8 @@ app.command("label")(label.label_cmd)
 app.command("judge")(judge.judge_cmd)
 app.command("scan")(scan.scan_cmd)
 app.command("analyze")(analyze.analyze_cmd)
+app.command("compare")(compare.compare_cmd)
+app.command("gate")(gate.gate_cmd)
 app.command("demo")(demo.demo_cmd)
 app.command("report")(report.report_cmd)
 

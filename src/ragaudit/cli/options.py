@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from ragaudit.config import DEFAULT_CONFIG_NAME
+from ragaudit.judge.retrieval import RULE_HELP
 
 
 class SqlGenerator(StrEnum):
@@ -63,6 +64,14 @@ class Outcome(StrEnum):
     retrieval = "retrieval"
 
 
+class SetSplit(StrEnum):
+    """What tells a run's test sets apart (``ragaudit compare``)."""
+
+    source = "source"
+    variant = "variant"
+    label = "label"
+
+
 ConfigOption = Annotated[
     Path | None,
     typer.Option(
@@ -86,3 +95,5 @@ NoVerifyOption = Annotated[
 SystemsOption = Annotated[
     list[str] | None, typer.Option("--system", help="Only this system (repeatable).")
 ]
+RetrievalRuleOption = Annotated[str, typer.Option("--retrieval-rule", help=f"{RULE_HELP}.")]
+SeedOption = Annotated[int, typer.Option("--seed", help="Seed of the resamples.")]

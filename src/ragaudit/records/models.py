@@ -125,7 +125,11 @@ class QueryRecord(_Record):
         "which may not state the answer); null when there are no gold ids",
     )
     label: str | None = None
-    source: Literal["sql", "document"] = "sql"
+    source: Literal["sql", "document", "imported"] = Field(
+        "sql",
+        description="sql (grounded by SQL), document (generated from the corpus) or imported "
+        "(a question set of the user's, e.g. human-written: generate --import)",
+    )
 
 
 class ResponseRecord(_Record):

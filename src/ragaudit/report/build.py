@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from ragaudit.analysis.ranking import set_name
 from ragaudit.analysis.reliability import TAG_ORDER
 from ragaudit.analysis.summary import (
     SOURCES,
@@ -40,6 +41,14 @@ from ragaudit.llm.usage import UsageFile
 from ragaudit.records.io import RecordFileError, atomic_write_text, iter_jsonl_dicts
 from ragaudit.records.models import LABELS, ResponseRecord
 from ragaudit.report import charts
+from ragaudit.report.compare import (
+    PAIR_HEADERS,
+    flip_rows,
+    ranking_rows,
+    read_compare,
+    study_chart,
+    study_title,
+)
 from ragaudit.report.summary_file import read_summary
 from ragaudit.report.text import RELIABILITY_HEADERS, reliability_rows, retrieval_queries, show
 from ragaudit.rundir import RunDir
@@ -218,6 +227,40 @@ class ReportData:
     sources: list[SourceSection] = field(default_factory=list)
     documents: DocumentsSection | None = None
     reliability: ReliabilitySection | None = None
+    rankings: list[RankingSection] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RankingSection:
+    """One study of ``ragaudit compare``: the rankings side by side, each other set's
+    agreement with the reference in a sentence, a chart and its reversed pairs."""
+
+    title: str
+    headers: list[str]
+    rows: list[list[str]]
+    agreements: list[tuple[str, Chart, list[list[str]]]]
+    pair_headers: list[str] = field(default_factory=lambda: list(PAIR_HEADERS))
+
+
+def _rankings(run: RunDir) -> list[RankingSection]:
+    out: list[RankingSection] = []
+    for study in read_compare(run.compare):
+        headers, rows = ranking_rows(study)
+        agreements = [
+            (
+                a.sentence,
+                Chart(
+                    id=f"compare-{len(out)}-{i}",
+                    title=f"{study.metric}: {set_name(a.reference)} (x) against "
+                    f"{set_name(a.other)} (y); red: systems of a reversed pair",
+                    svg=study_chart(study, a),
+                ),
+                flip_rows(a),
+            )
+            for i, a in enumerate(study.agreements)
+        ]
+        out.append(RankingSection(study_title(study), headers, rows, agreements))
+    return out
 
 
 @dataclass(frozen=True)
@@ -792,6 +835,7 @@ def collect(run: RunDir) -> ReportData:
         sources=_sources(summary),
         documents=_documents(summary.documents),
         reliability=_reliability(summary.reference_free),
+        rankings=_rankings(run),
     )
 
 

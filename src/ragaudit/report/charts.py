@@ -101,3 +101,35 @@ def grouped_bars(
     ax.set_ylabel(ylabel)
     ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.02), ncol=len(series), frameon=False)
     return _svg(fig)
+
+
+# (label, x, x interval, y, y interval, highlighted)
+ScatterPoint = tuple[str, float, tuple[float, float], float, tuple[float, float], bool]
+
+
+def agreement_scatter(points: list[ScatterPoint], xlabel: str, ylabel: str) -> str:
+    """One dot per item at (x, y) with both 95% intervals as lines, its label beside it,
+    and the diagonal y = x: items off the diagonal's order are where two rankings differ.
+    Highlighted items (a reversed pair) are red."""
+    fig, ax = _figure(6.5, 5.5)
+    values = [v for p in points for v in (*p[2], *p[4])] or [0.0, 1.0]
+    low, high = min(values), max(values)
+    pad = 0.05 * (high - low or 1.0)
+    low, high = low - pad, high + pad
+    ax.plot([low, high], [low, high], linestyle="--", color="#999999", linewidth=1)
+    # Close points' labels are staggered, so that a cluster of similar systems stays legible.
+    order = sorted(range(len(points)), key=lambda i: (points[i][3], points[i][1]))
+    stagger = {i: (position % 3 - 1) * 7 for position, i in enumerate(order)}
+    for index, (label, x, (x0, x1), y, (y0, y1), hot) in enumerate(points):
+        colour = "#c62828" if hot else "#1565c0"
+        ax.plot([x0, x1], [y, y], color=colour, alpha=0.35, linewidth=1)
+        ax.plot([x, x], [y0, y1], color=colour, alpha=0.35, linewidth=1)
+        ax.plot([x], [y], "o", color=colour)
+        ax.annotate(
+            label, (x, y), textcoords="offset points", xytext=(4, stagger[index]), fontsize=7
+        )
+    ax.set_xlim(low, high)
+    ax.set_ylim(low, high)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    return _svg(fig)

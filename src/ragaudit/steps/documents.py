@@ -798,7 +798,7 @@ def generate_from_documents(
         raise UserError("no pair accepted: " + (stats.shortfall() or "nothing generated"))
     queries = [q for r in accepted for q in queries_of(r, wordings[r.candidate_id])]
     stats.queries = len(queries)
-    kept = list(other_half(run.dataset, "sql"))  # the SQL half stays
+    kept = list(other_half(run.dataset, "document"))  # the other parts stay
     write_jsonl_atomic(run.dataset, [*kept, *queries])
     atomic_write_json(run.documents_stats, _stats_json(stats, options))
     return stats

@@ -215,12 +215,13 @@ def gold_outside_corpus(named: Counter[str], corpus_ids: set[str]) -> str | None
 
 
 def other_half(path: Path, source: str) -> Iterator[str]:
-    """The lines of the dataset at ``path`` (if any) whose queries come from ``source``
-    (``sql`` or ``document``): the half that a generation of the other kind keeps."""
+    """The lines of the dataset at ``path`` (if any) whose queries do not come from
+    ``source`` (``sql``, ``document`` or ``imported``): what a generation of ``source``
+    keeps when it writes its own part again."""
     if not path.exists():
         return
     for _, obj in iter_jsonl_dicts(path):
-        if obj.get("source", "sql") == source:
+        if obj.get("source", "sql") != source:
             yield json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -271,8 +272,8 @@ def generate_dataset(
             write_jsonl_atomic(partial, _drop_groups(partial, bad, stats))
         if not stats.queries:
             raise UserError(_no_queries(stats))
-        documents = list(other_half(run.dataset, "document"))
-        if documents:  # the document half (generate --documents) stays
+        documents = list(other_half(run.dataset, "sql"))
+        if documents:  # the other parts (generate --documents, --import) stay
             with partial.open("a", encoding="utf-8") as handle:
                 handle.writelines(line + "\n" for line in documents)
         os.replace(partial, run.dataset)

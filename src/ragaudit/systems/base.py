@@ -45,6 +45,12 @@ class SystemOptions(StrictOptions):
         "one that cannot take it is an error.",
     )
     timeout_s: float | None = Field(None, gt=0, description="Per-query timeout (else harness).")
+    grid: dict[str, list[Any]] | None = Field(
+        None,
+        description="Options to vary, each with its values (e.g. {retriever: [bm25, dense], "
+        "k: [1, 3, 5]}): the entry becomes one system per combination, named "
+        "<name>-<values> (ragaudit.systems.options.expand_grids).",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -60,6 +66,16 @@ class SystemOptions(StrictOptions):
             for key, value in data.items()
             if key in cls.model_fields or key not in FLAT_DEFAULTS or value != FLAT_DEFAULTS[key]
         }
+
+    @model_validator(mode="after")
+    def _grid_expands(self) -> SystemOptions:
+        """A grid is checked where it is written, so that a bad value names its line;
+        ragaudit.yaml's loader expands it into the systems."""
+        if self.grid:
+            from ragaudit.systems.options import expand_grid  # the kinds import this module
+
+            expand_grid(self)
+        return self
 
 
 class SystemFailure(Exception):

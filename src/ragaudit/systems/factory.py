@@ -63,7 +63,7 @@ def _builtin(
         key = (sc.retriever, sc.text_weight if sc.retriever == "hybrid" else 0.0)
         if key not in cache:
             cache[key] = make_retriever(
-                sc.retriever, chunks, text_weight=sc.text_weight, index_dir=index_dir
+                sc.retriever, chunks, text_weight=sc.text_weight, index_dir=index_dir, shared=cache
             )
         retriever = cache[key]
     if sc.needs_llm and llm is None:

@@ -301,14 +301,23 @@ class HybridRetriever(_ScoringRetriever):
     name = "hybrid"
 
     def __init__(
-        self, chunks: list[Chunk], text_weight: float = 0.5, index_dir: Path | None = None
+        self,
+        chunks: list[Chunk],
+        text_weight: float = 0.5,
+        index_dir: Path | None = None,
+        *,
+        lexical: BM25Retriever | None = None,
+        dense: DenseRetriever | None = None,
     ) -> None:
+        """``lexical`` and ``dense``, when given, are the halves to use (shared with other
+        systems over the same corpus, so that a grid of text weights embeds each query
+        once); otherwise each half is made here."""
         if not 0.0 <= text_weight <= 1.0:
             raise UserError(f"hybrid retriever: text_weight {text_weight} is not in [0, 1]")
         self.chunks = chunks
         self.text_weight = text_weight
-        self._lexical = BM25Retriever(chunks, index_dir) if text_weight > 0 else None
-        self._dense = DenseRetriever(chunks, index_dir) if text_weight < 1 else None
+        self._lexical = (lexical or BM25Retriever(chunks, index_dir)) if text_weight > 0 else None
+        self._dense = (dense or DenseRetriever(chunks, index_dir)) if text_weight < 1 else None
 
     def prepare(self, queries: list[str]) -> None:
         """Embed the queries ahead (see :meth:`DenseRetriever.prepare`)."""
@@ -331,8 +340,11 @@ def make_retriever(
     *,
     text_weight: float = 0.5,
     index_dir: Path | None = None,
+    shared: dict[tuple[str, float], Retriever] | None = None,
 ) -> Retriever:
-    """The retriever named ``kind``: keyword, bm25, dense or hybrid."""
+    """The retriever named ``kind``: keyword, bm25, dense or hybrid. A hybrid takes its
+    BM25 and dense halves from ``shared`` (keyed like the factory's cache, ``("bm25",
+    0.0)``), adding them there when missing, so that systems over one corpus share them."""
     if kind == "keyword":
         return KeywordRetriever(chunks)
     if kind == "bm25":
@@ -340,5 +352,14 @@ def make_retriever(
     if kind == "dense":
         return DenseRetriever(chunks, index_dir)
     if kind == "hybrid":
-        return HybridRetriever(chunks, text_weight, index_dir)
+        halves = shared if shared is not None else {}
+        lexical = halves.get(("bm25", 0.0)) if text_weight > 0 else None
+        dense = halves.get(("dense", 0.0)) if text_weight < 1 else None
+        if text_weight > 0 and lexical is None:
+            lexical = halves[("bm25", 0.0)] = BM25Retriever(chunks, index_dir)
+        if text_weight < 1 and dense is None:
+            dense = halves[("dense", 0.0)] = DenseRetriever(chunks, index_dir)
+        assert lexical is None or isinstance(lexical, BM25Retriever)
+        assert dense is None or isinstance(dense, DenseRetriever)
+        return HybridRetriever(chunks, text_weight, index_dir, lexical=lexical, dense=dense)
     raise UserError(f"unknown retriever {kind!r}: use keyword, bm25, dense or hybrid")

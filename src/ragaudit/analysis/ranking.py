@@ -1,0 +1,539 @@
+"""Do two test sets rank systems alike? Rankings per test set, Kendall's tau-b between
+them with a bootstrap interval, and the order of the pairs the reference set separates.
+Pure.
+
+A **test set** is the queries of one kind within a run (the SQL-grounded ones, those
+generated from documents, an imported human set; or one wording style). On each set,
+every system gets the chosen metric as a ratio of sums over semantic groups (accuracy:
+correct answers over answers; Recall@k: the sum of per-query recalls over the queries with
+a gold document; R: correct answers over the answers of groups that are not gaps). So a
+bootstrap resample of a set is a weight vector over its groups, shared by every system
+(the systems are paired within a set), and the two sets are resampled independently
+(they hold different questions).
+
+Reported, for the reference set against each other set:
+
+* Kendall's tau-b between the two rankings (ties handled as scipy's ``kendalltau``
+  does), with a 95% percentile interval over the resamples;
+* every pair of systems the reference set separates significantly (a paired
+  permutation test by group, Holm-corrected over the pairs), and whether the other set
+  orders it the same way, reverses it (a flip) or ties it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragaudit.analysis.metrics import Example, proportion
+from ragaudit.analysis.retrieval_metrics import ndcg_at_k, recall_at_k, reciprocal_rank
+from ragaudit.analysis.significance import PairedCounts, compare
+from ragaudit.analysis.summary import Interval, Proportion
+
+SCHEMA_VERSION = 1
+
+SetKey = Literal["source", "variant", "label"]
+Order = Literal["agree", "flip", "tie"]
+
+# What each source of a query is called in tables and sentences.
+SET_NAMES = {"sql": "SQL-grounded", "document": "document-generated", "imported": "imported"}
+
+
+def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """Kendall's tau-b of two paired score lists (ties in either count as scipy's
+    ``kendalltau`` counts them); None where it is undefined: fewer than two items, or one
+    list all tied."""
+    if len(x) != len(y):
+        raise ValueError("kendall_tau_b needs two lists of the same length")
+    value = _tau_b_rows(np.asarray([x], dtype=np.float64), np.asarray([y], dtype=np.float64))[0]
+    return None if math.isnan(value) else float(value)
+
+
+def _tau_b_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Tau-b of each row of ``x`` with the same row of ``y`` (resamples x systems); NaN
+    where undefined."""
+    n = x.shape[1]
+    if n < 2:
+        return np.full(x.shape[0], np.nan)
+    i, j = np.triu_indices(n, k=1)
+    sx = np.sign(np.round(x[:, i] - x[:, j], 12))
+    sy = np.sign(np.round(y[:, i] - y[:, j], 12))
+    concordance = (sx * sy).sum(axis=1)
+    untied_x = np.abs(sx).sum(axis=1)
+    untied_y = np.abs(sy).sum(axis=1)
+    denominator = np.sqrt(untied_x * untied_y)
+    out: np.ndarray = np.divide(
+        concordance,
+        denominator,
+        out=np.full(x.shape[0], np.nan),
+        where=denominator > 0,
+    )
+    return out
+
+
+def average_ranks(values: Sequence[float]) -> list[float]:
+    """Rank 1 for the highest value; tied values share the mean of their ranks."""
+    order = sorted(range(len(values)), key=lambda i: -values[i])
+    ranks = [0.0] * len(values)
+    start = 0
+    while start < len(order):
+        end = start
+        while end + 1 < len(order) and math.isclose(
+            values[order[end + 1]], values[order[start]], abs_tol=1e-12
+        ):
+            end += 1
+        for position in range(start, end + 1):
+            ranks[order[position]] = (start + end) / 2 + 1
+        start = end + 1
+    return ranks
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjustment: each p-value made valid for the whole family, so that
+    "significant" over many pairs keeps its 5% chance of any false separation."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted = [0.0] * m
+    running = 0.0
+    for step, i in enumerate(order):
+        running = max(running, min(1.0, (m - step) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+@dataclass(frozen=True)
+class SetScores:
+    """One test set's metric parts: per system (rows) and group (columns), the numerator
+    and denominator whose sums over groups give the metric."""
+
+    name: str
+    systems: list[str]
+    groups: list[str]
+    num: np.ndarray
+    den: np.ndarray
+
+    def values(self) -> list[float | None]:
+        """Each system's metric over the whole set (None where it scored no query)."""
+        num, den = self.num.sum(axis=1), self.den.sum(axis=1)
+        return [float(a / b) if b > 0 else None for a, b in zip(num, den, strict=True)]
+
+    def row(self, system: str) -> tuple[np.ndarray, np.ndarray]:
+        i = self.systems.index(system)
+        return self.num[i], self.den[i]
+
+
+# A metric's value of one example: a score in [0, 1], or None when it has none.
+ExampleScore = Callable[[Example], float | None]
+
+ANSWER_METRICS = ("accuracy", "robustness")
+RETRIEVAL_METRICS = ("accuracy_retrieval",)
+
+
+def example_score(metric: str) -> ExampleScore:
+    """How one example scores on ``metric``: accuracy and R (the answer's verdict),
+    accuracy_retrieval (the retrieval's), recall@K, mrr, ndcg@K (against the gold ids;
+    queries without a gold document have none). Reference-free metrics are scored by the
+    caller, which holds the scores."""
+    kind, _, cut = metric.partition("@")
+    if metric in ANSWER_METRICS:
+        return lambda ex: float(ex.correct)
+    if metric == "accuracy_retrieval":
+        return lambda ex: None if ex.retrieval_correct is None else float(ex.retrieval_correct)
+    if kind in ("recall", "ndcg") and cut.isdigit() and int(cut) >= 1:
+        k = int(cut)
+        measure = recall_at_k if kind == "recall" else ndcg_at_k
+        return lambda ex: (
+            measure(list(ex.retrieved), list(ex.gold), k)
+            if ex.retrieved is not None and ex.gold
+            else None
+        )
+    if metric == "mrr":
+        return lambda ex: (
+            reciprocal_rank(list(ex.retrieved), list(ex.gold))
+            if ex.retrieved is not None and ex.gold
+            else None
+        )
+    raise ValueError(
+        f"unknown metric {metric!r}: use accuracy, robustness, accuracy_retrieval, "
+        "recall@K, mrr, ndcg@K or a reference-free metric"
+    )
+
+
+def set_of(ex: Example, by: SetKey) -> str | None:
+    """The test set an example belongs to, by its source, its wording or its label."""
+    if by == "source":
+        return ex.origin
+    if by == "variant":
+        return ex.variant
+    return ex.label
+
+
+ALL = "all"  # the name of the one set when the examples are not split
+
+
+def set_scores(
+    examples: Iterable[Example],
+    score: ExampleScore,
+    *,
+    by: SetKey | None = "source",
+    robustness: bool = False,
+) -> dict[str, SetScores]:
+    """Each test set's :class:`SetScores` from judged (or retrieved) examples: per system
+    and group, the sum of the examples' scores and how many were scored (``by`` None: one
+    set, :data:`ALL`). With ``robustness``, a group every answer of which is wrong (a gap)
+    counts in neither."""
+    parts: dict[str, dict[tuple[str, str], list[float]]] = defaultdict(
+        lambda: defaultdict(lambda: [0.0, 0.0])
+    )
+    for ex in examples:
+        value = score(ex)
+        name = ALL if by is None else set_of(ex, by)
+        if value is None or name is None:
+            continue
+        entry = parts[name][ex.system, ex.group_id]
+        entry[0] += value
+        entry[1] += 1
+    out: dict[str, SetScores] = {}
+    for name, cells in parts.items():
+        systems = sorted({s for s, _ in cells})
+        groups = sorted({g for _, g in cells})
+        si = {s: i for i, s in enumerate(systems)}
+        gi = {g: i for i, g in enumerate(groups)}
+        num = np.zeros((len(systems), len(groups)))
+        den = np.zeros((len(systems), len(groups)))
+        for (system, group), (total, count) in cells.items():
+            if robustness and total == 0:
+                continue
+            num[si[system], gi[group]] = total
+            den[si[system], gi[group]] = count
+        out[name] = SetScores(name, systems, groups, num, den)
+    return out
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+class RankedSystem(_Model):
+    """One system on one test set: its metric, where it ranks, and how sure that is."""
+
+    system: str = Field(description="the system")
+    value: float = Field(description="the metric over the set")
+    ci95: Interval = Field(description="95% percentile interval over the group resamples")
+    rank: float = Field(description="1 is best; tied systems share the mean of their ranks")
+    groups: int = Field(ge=0, description="groups the system scored a query of")
+    queries: int = Field(ge=0, description="queries scored")
+
+
+class SetRanking(_Model):
+    """The systems ranked on one test set, best first."""
+
+    name: str = Field(description="the test set (a source, wording or label)")
+    groups: int = Field(ge=0, description="semantic groups of the set")
+    systems: list[RankedSystem] = Field(description="best first")
+    left_out: dict[str, str] = Field(
+        default_factory=dict, description="systems without a value on this set, and why"
+    )
+
+
+class PairOrder(_Model):
+    """A pair of systems the reference set separates significantly (``better`` is ahead
+    there), and how the other set orders it."""
+
+    better: str = Field(description="the system ahead on the reference set")
+    worse: str = Field(description="the system behind on the reference set")
+    reference_difference: float = Field(description="better - worse on the reference set")
+    reference_ci95: Interval = Field(description="95% bootstrap interval of that difference")
+    reference_p: float = Field(description="paired permutation p-value, Holm-adjusted")
+    other_difference: float = Field(description="better - worse on the other set")
+    other_ci95: Interval | None = Field(description="95% bootstrap interval of that difference")
+    other_p: float | None = Field(description="its p-value, Holm-adjusted over the same pairs")
+    order: Order = Field(description="agree, flip (the other set reverses it) or tie")
+
+
+class SetAgreement(_Model):
+    """How far another test set ranks the systems as the reference set does."""
+
+    reference: str = Field(description="the reference test set")
+    other: str = Field(description="the test set compared with it")
+    systems: list[str] = Field(description="the systems both sets rank")
+    tau_b: float | None = Field(description="Kendall's tau-b of the two rankings")
+    tau_ci95: Interval | None = Field(
+        description="95% percentile interval of tau-b, resampling groups within each set"
+    )
+    undefined: str | None = Field(None, description="why tau-b is undefined, or null")
+    pairs: int = Field(ge=0, description="pairs of systems")
+    separated: int = Field(
+        ge=0, description="pairs the reference separates significantly (Holm, alpha)"
+    )
+    agree: Proportion = Field(description="separated pairs the other set orders the same way")
+    flips: list[PairOrder] = Field(description="separated pairs the other set reverses")
+    orders: list[PairOrder] = Field(description="every separated pair, largest gap first")
+    sentence: str = Field(description="the agreement in one sentence")
+
+
+class RankingStudy(_Model):
+    """What ``ragaudit compare`` computed: the rankings per test set and their agreement."""
+
+    schema_version: int = SCHEMA_VERSION
+    metric: str = Field(description="the metric systems are ranked on")
+    by: SetKey = Field(description="what tells the test sets apart")
+    reference: str = Field(description="the set the others are compared with")
+    alpha: float = Field(description="significance level of the separated pairs")
+    n_boot: int = Field(description="bootstrap resamples")
+    seed: int = Field(description="seed of the resamples")
+    sets: list[SetRanking] = Field(description="the reference first")
+    agreements: list[SetAgreement] = Field(description="the reference against each other set")
+
+
+def rank_sets(
+    scores: Mapping[str, SetScores],
+    *,
+    metric: str,
+    by: SetKey = "source",
+    reference: str | None = None,
+    alpha: float = 0.05,
+    n_boot: int = 1000,
+    n_perm: int = 1000,
+    seed: int = 0,
+) -> RankingStudy:
+    """Rank the systems on every test set and compare each set's ranking with the
+    reference set's (default: the SQL-grounded set when there is one, else the first)."""
+    if not scores:
+        raise ValueError("no test set has a scored query")
+    names = sorted(scores, key=lambda n: (n != "sql", n != "imported", n))
+    reference = reference if reference is not None else names[0]
+    if reference not in scores:
+        raise ValueError(f"no test set named {reference!r} (the sets: {', '.join(names)})")
+    names = [reference] + [n for n in names if n != reference]
+    rng = np.random.default_rng(seed)
+    boots = {name: _resampled(scores[name], n_boot, rng) for name in names}
+    rankings = [_ranking(scores[name], boots[name]) for name in names]
+    agreements = [
+        _agreement(
+            scores[reference], scores[name], boots[reference], boots[name], alpha, n_perm, seed
+        )
+        for name in names[1:]
+    ]
+    return RankingStudy(
+        metric=metric,
+        by=by,
+        reference=reference,
+        alpha=alpha,
+        n_boot=n_boot,
+        seed=seed,
+        sets=rankings,
+        agreements=agreements,
+    )
+
+
+def _resampled(scores: SetScores, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """Each system's metric in ``n_boot`` resamples of the set's groups (resamples x
+    systems; NaN where a resample leaves a system nothing to score)."""
+    g = len(scores.groups)
+    weights = rng.multinomial(g, np.full(g, 1.0 / g), size=n_boot).astype(np.float64)
+    num = weights @ scores.num.T
+    den = weights @ scores.den.T
+    out: np.ndarray = np.divide(num, den, out=np.full(num.shape, np.nan), where=den > 0)
+    return out
+
+
+def _interval(values: np.ndarray) -> Interval | None:
+    kept = values[~np.isnan(values)]
+    if not kept.size:
+        return None
+    low, high = np.quantile(kept, [0.025, 0.975])
+    return (float(low), float(high))
+
+
+def _ranking(scores: SetScores, boot: np.ndarray) -> SetRanking:
+    values = scores.values()
+    defined = [i for i, v in enumerate(values) if v is not None]
+    ranks = average_ranks([values[i] or 0.0 for i in defined])
+    rows = []
+    for rank, i in zip(ranks, defined, strict=True):
+        value = values[i]
+        assert value is not None
+        rows.append(
+            RankedSystem(
+                system=scores.systems[i],
+                value=value,
+                ci95=_interval(boot[:, i]) or (value, value),
+                rank=rank,
+                groups=int((scores.den[i] > 0).sum()),
+                queries=int(scores.den[i].sum()),
+            )
+        )
+    rows.sort(key=lambda r: (r.rank, r.system))
+    left_out = {
+        scores.systems[i]: "nothing to count on this set (no scored query; for R, every "
+        "group a gap)"
+        for i, v in enumerate(values)
+        if v is None
+    }
+    return SetRanking(name=scores.name, groups=len(scores.groups), systems=rows, left_out=left_out)
+
+
+MAX_PERMUTATIONS = 200_000  # per pair: the ceiling of the refinement below
+
+
+def _pair_test(
+    scores: SetScores, a: str, b: str, n_perm: int, seed: int, n_boot: int = 1
+) -> tuple[float | None, Interval | None, float | None]:
+    """a - b on one set, paired by group: difference, bootstrap interval, p-value."""
+    num_a, den_a = scores.row(a)
+    num_b, den_b = scores.row(b)
+    result = compare(
+        PairedCounts(scores.groups, num_a, den_a, num_b, den_b),
+        "accuracy",
+        n_boot=n_boot,
+        n_perm=n_perm,
+        seed=seed,
+    )
+    return result.difference, result.ci95, result.p_value
+
+
+def _pair_p_values(
+    scores: SetScores, pairs: list[tuple[str, str]], alpha: float, n_perm: int, seed: int
+) -> list[float]:
+    """Each pair's permutation p-value, Holm-adjusted. A permutation p-value is at least
+    1 / (n_perm + 1), and Holm multiplies the smallest by the number of pairs; so every
+    pair is tested with ``n_perm`` permutations first, and those that might be significant
+    (p below twice alpha: no other can survive Holm) again with enough permutations that
+    a clear separation shows (10 x pairs / alpha, at most :data:`MAX_PERMUTATIONS`)."""
+    raw = [_pair_test(scores, a, b, n_perm, seed)[2] for a, b in pairs]
+    fine = min(MAX_PERMUTATIONS, max(n_perm, math.ceil(10 * len(pairs) / alpha)))
+    if fine > n_perm:
+        raw = [
+            _pair_test(scores, a, b, fine, seed)[2] if p is not None and p < 2 * alpha else p
+            for (a, b), p in zip(pairs, raw, strict=True)
+        ]
+    return holm([p if p is not None else 1.0 for p in raw])
+
+
+def _agreement(
+    ref: SetScores,
+    other: SetScores,
+    ref_boot: np.ndarray,
+    other_boot: np.ndarray,
+    alpha: float,
+    n_perm: int,
+    seed: int,
+) -> SetAgreement:
+    ref_values = dict(zip(ref.systems, ref.values(), strict=True))
+    other_values = dict(zip(other.systems, other.values(), strict=True))
+    systems = sorted(
+        s for s in ref.systems if ref_values[s] is not None and other_values.get(s) is not None
+    )
+    x = [ref_values[s] or 0.0 for s in systems]
+    y = [other_values[s] or 0.0 for s in systems]
+    tau = kendall_tau_b(x, y)
+    undefined = None
+    interval = None
+    if len(systems) < 2:
+        undefined = "fewer than two systems are ranked on both sets"
+    elif tau is None:
+        undefined = "one set ties every system"
+    else:
+        ri = [ref.systems.index(s) for s in systems]
+        oi = [other.systems.index(s) for s in systems]
+        interval = _interval(_tau_b_rows(ref_boot[:, ri], other_boot[:, oi]))
+    pairs = list(itertools.combinations(systems, 2))
+    ref_p = _pair_p_values(ref, pairs, alpha, n_perm, seed)
+    other_p = _pair_p_values(other, pairs, alpha, n_perm, seed)
+    orders: list[PairOrder] = []
+    for index, (a, b) in enumerate(pairs):
+        if ref_p[index] >= alpha:
+            continue
+        # Intervals only for the pairs shown: the separated ones, on both sets.
+        diff, ci, _ = _pair_test(ref, a, b, 1, seed, n_boot=1000)
+        _, oci, _ = _pair_test(other, a, b, 1, seed, n_boot=1000)
+        if diff is None or ci is None:
+            continue
+        sign = 1.0 if diff > 0 else -1.0
+        better, worse = (a, b) if sign > 0 else (b, a)
+        other_diff = sign * ((other_values[a] or 0.0) - (other_values[b] or 0.0))
+        order: Order = "tie" if abs(other_diff) < 1e-12 else "agree" if other_diff > 0 else "flip"
+        orders.append(
+            PairOrder(
+                better=better,
+                worse=worse,
+                reference_difference=sign * diff,
+                reference_ci95=_signed(ci, sign),
+                reference_p=ref_p[index],
+                other_difference=other_diff,
+                other_ci95=_signed(oci, sign) if oci is not None else None,
+                other_p=other_p[index] if oci is not None else None,
+                order=order,
+            )
+        )
+    orders.sort(key=lambda o: (-o.reference_difference, o.better, o.worse))
+    agreed = sum(o.order == "agree" for o in orders)
+    flips = [o for o in orders if o.order == "flip"]
+    result = SetAgreement(
+        reference=ref.name,
+        other=other.name,
+        systems=systems,
+        tau_b=tau,
+        tau_ci95=interval,
+        undefined=undefined,
+        pairs=len(pairs),
+        separated=len(orders),
+        agree=proportion(agreed, len(orders)),
+        flips=flips,
+        orders=orders,
+        sentence="",
+    )
+    return result.model_copy(update={"sentence": agreement_sentence(result, alpha)})
+
+
+def _signed(interval: Interval, sign: float) -> Interval:
+    low, high = sorted((sign * interval[0] + 0.0, sign * interval[1] + 0.0))  # no -0.0
+    return (low, high)
+
+
+def set_name(name: str) -> str:
+    """A test set's name as tables show it (``sql`` is the SQL-grounded set)."""
+    return SET_NAMES.get(name, name)
+
+
+def agreement_sentence(agreement: SetAgreement, alpha: float = 0.05) -> str:
+    """The agreement of two sets' rankings in one sentence: tau-b with its interval, the
+    separated pairs kept and the ones that flip."""
+    ref, other = set_name(agreement.reference), set_name(agreement.other)
+    n = len(agreement.systems)
+    if agreement.tau_b is None:
+        head = f"Kendall's tau-b of the {other} and {ref} sets is undefined ({agreement.undefined})"
+        if len(agreement.systems) < 2:
+            return head + "."
+    else:
+        low, high = agreement.tau_ci95 or (agreement.tau_b, agreement.tau_b)
+        head = (
+            f"The {other} set ranks the {n} systems with Kendall's tau-b "
+            f"{agreement.tau_b:.2f} [{low:.2f}, {high:.2f}] against the {ref} set"
+        )
+    if not agreement.separated:
+        return (
+            f"{head}; the {ref} set separates none of the {agreement.pairs} pairs "
+            f"significantly (Holm, alpha {alpha:g}), so no order can be checked."
+        )
+    flips = agreement.flips
+    ties = agreement.separated - agreement.agree.k - len(flips)
+    tail = (
+        f"; of the {agreement.separated} of {agreement.pairs} pairs the {ref} set separates "
+        f"significantly (Holm, alpha {alpha:g}), it orders {agreement.agree.k} the same way"
+    )
+    if flips:
+        shown = ", ".join(f"{o.worse} over {o.better}" for o in flips[:3])
+        more = f" and {len(flips) - 3} more" if len(flips) > 3 else ""
+        tail += f" and reverses {len(flips)} ({shown}{more})"
+    if ties:
+        tail += f", and ties {ties}"
+    return head + tail + "."

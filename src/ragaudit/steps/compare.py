@@ -1,0 +1,177 @@
+"""The ``compare`` step: the run's systems ranked on each of its test sets (SQL-grounded,
+generated from documents, imported; or by wording or label), and how far the rankings
+agree (:mod:`ragaudit.analysis.ranking`), into compare.json and compare.md."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+from collections import Counter
+
+from ragaudit.analysis.metrics import Example
+from ragaudit.analysis.ranking import (
+    ANSWER_METRICS,
+    ExampleScore,
+    RankingStudy,
+    SetKey,
+    example_score,
+    rank_sets,
+    set_of,
+    set_scores,
+)
+from ragaudit.errors import UserError
+from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule
+from ragaudit.records.io import atomic_write_json, atomic_write_text, iter_jsonl_dicts, read_jsonl
+from ragaudit.records.models import FREE_METRICS, FreeScoreRecord, QueryRecord, ResponseRecord
+from ragaudit.report.compare import CompareFile, compare_markdown, read_compare
+from ragaudit.rundir import RunDir
+from ragaudit.steps.analyze import load_examples
+from ragaudit.steps.inputs import from_responses
+
+
+def _selected(examples: list[Example], patterns: list[str] | None) -> list[Example]:
+    if not patterns:
+        return examples
+    known = sorted({ex.system for ex in examples})
+    chosen = {s for s in known if any(fnmatch.fnmatchcase(s, p) for p in patterns)}
+    if not chosen:
+        raise UserError(
+            f"no system matches {', '.join(patterns)} (the run's systems: {', '.join(known)})"
+        )
+    return [ex for ex in examples if ex.system in chosen]
+
+
+def _answering(run: RunDir) -> set[str]:
+    """Systems that gave at least one answer (retrieval-only ones give none)."""
+    out: set[str] = set()
+    for path in sorted(run.responses_dir.glob("*.jsonl")):
+        for _, row in iter_jsonl_dicts(path):
+            if row.get("response") is not None:
+                out.add(str(row["system"]))
+                break
+    return out
+
+
+def _free_examples(run: RunDir, metric: str) -> tuple[list[Example], dict[tuple[str, str], float]]:
+    """One example per scored response, and its reference-free score by (system, query)."""
+    files = sorted(run.scores_dir.glob("*.jsonl")) if run.scores_dir.exists() else []
+    if not files:
+        raise UserError(
+            f"no reference-free scores in {run.scores_dir}: run ragaudit judge --reference-free"
+        )
+    queries = {q.query_id: q for q in read_jsonl(run.dataset, QueryRecord)}
+    values: dict[tuple[str, str], float] = {}
+    examples = []
+    for path in files:
+        for record in read_jsonl(path, FreeScoreRecord):
+            score = record.metrics.get(metric)  # type: ignore[call-overload]  # checked name
+            q = queries.get(record.query_id)
+            if score is None or score.score is None or q is None:
+                continue
+            values[record.system, record.query_id] = score.score
+            examples.append(
+                Example(
+                    query_id=q.query_id,
+                    group_id=q.group_id,
+                    variant=q.variant,
+                    correct=False,
+                    system=record.system,
+                    label=q.label,
+                    origin=q.source,
+                )
+            )
+    return examples, values
+
+
+def compare_examples(
+    run: RunDir, metric: str, rule: RetrievalRule = DEFAULT_RULE
+) -> tuple[list[Example], dict[str, str], ExampleScore]:
+    """The examples ``metric`` is computed from, the systems left out with why, and how an
+    example scores: retrieval metrics from the responses (no judging needed), accuracy
+    and R from the judgements, a reference-free metric from scores/."""
+    left_out: dict[str, str] = {}
+    if metric in FREE_METRICS:
+        examples, values = _free_examples(run, metric)
+
+        def free(ex: Example) -> float | None:
+            return values.get((ex.system, ex.query_id))
+
+        return examples, left_out, free
+    try:
+        score = example_score(metric)
+    except ValueError as err:
+        raise UserError(str(err)) from None
+    if metric in ANSWER_METRICS:
+        examples = load_examples(run, [], rule, outcome="answer")
+        answering = _answering(run)
+        for system in sorted({ex.system for ex in examples} - answering):
+            left_out[system] = "gives no answers (retrieval only)"
+        return [ex for ex in examples if ex.system in answering], left_out, score
+    if not run.dataset.exists():
+        raise UserError(f"no dataset at {run.dataset}: run ragaudit generate first")
+    queries = list(read_jsonl(run.dataset, QueryRecord))
+    files = sorted(run.responses_dir.glob("*.jsonl")) if run.responses_dir.exists() else []
+    if not files:
+        raise UserError(
+            f"nothing to compare: no responses in {run.responses_dir} (run ragaudit run)"
+        )
+    examples = []
+    for path in files:
+        found = list(from_responses(iter(queries), read_jsonl(path, ResponseRecord), rule))
+        if found and not any(ex.retrieved for ex in found):
+            left_out[found[0].system] = "retrieves nothing"
+            continue
+        examples.extend(found)
+    return examples, left_out, score
+
+
+def run_compare(
+    run: RunDir,
+    *,
+    metric: str = "accuracy",
+    by: SetKey = "source",
+    reference: str | None = None,
+    systems: list[str] | None = None,
+    alpha: float = 0.05,
+    n_boot: int = 1000,
+    seed: int = 0,
+    rule: RetrievalRule = DEFAULT_RULE,
+) -> tuple[RankingStudy, dict[str, str]]:
+    """Rank the run's systems (those matching ``systems``, shell patterns) on ``metric``
+    in each test set, compare the rankings with the reference set's, and write the study
+    into compare.json (replacing an earlier one of the same metric and split) and
+    compare.md. Returns the study and the systems left out, with why."""
+    examples, left_out, score = compare_examples(run, metric, rule)
+    examples = _selected(examples, systems)
+    scores = set_scores(examples, score, by=by, robustness=metric == "robustness")
+    if len(scores) < 2:
+        found = ", ".join(f"{n} ({c})" for n, c in Counter(_names(examples, by)).items())
+        raise UserError(
+            f"compare needs two test sets with scored queries; by {by}, the run has "
+            f"{found or 'none'}"
+        )
+    try:
+        study = rank_sets(
+            scores,
+            metric=metric,
+            by=by,
+            reference=reference,
+            alpha=alpha,
+            n_boot=n_boot,
+            n_perm=n_boot,
+            seed=seed,
+        )
+    except ValueError as err:
+        raise UserError(str(err)) from None
+    kept = [s for s in read_compare(run.compare) if (s.metric, s.by) != (metric, by)]
+    studies = [*kept, study]
+    atomic_write_json(run.compare, json.loads(CompareFile(studies=studies).model_dump_json()))
+    atomic_write_text(run.compare_md, compare_markdown(studies))
+    return study, left_out
+
+
+def _names(examples: list[Example], by: SetKey) -> list[str]:
+    return [name for ex in examples if (name := set_of(ex, by)) is not None]
+
+
+__all__ = ["compare_examples", "run_compare"]
