@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ragaudit.config import LLMConfig
+from ragaudit.config import LLMConfig, parse_config
 from ragaudit.llm import make_llm, user
 from ragaudit.secrets import redact, register_secret
 from tests.support.cli import ragaudit
@@ -78,6 +78,49 @@ def test_database_password_is_masked_in_output_and_run_files(
         assert password.encode() not in path.read_bytes(), f"password leaked into {path}"
 
 
+def test_a_password_in_the_database_urls_query_is_masked_in_output_and_run_files(
+    postgres_server, tmp_path: Path
+) -> None:
+    """libpq takes the password as a query parameter too (issue 37 item 13)."""
+    password = "pg-Query-Pa55-3b7a"
+    url = f"{postgres_server.url}?sslmode=disable&password={password}"
+    result = ragaudit("doctor", "--db", url, "--skip-llm", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "password=***" in result.stdout and "sslmode=disable" in result.stdout
+    assert password not in result.stdout + result.stderr
+    run = tmp_path / "runs" / "default"
+    assert "password=***" in (run / "ragaudit.yaml").read_text()
+    assert "password=***" in (run / "provenance.json").read_text()
+    for path in _all_artifacts(tmp_path):
+        assert password.encode() not in path.read_bytes(), f"password leaked into {path}"
+
+
+@pytest.mark.parametrize("name", ["password", "PWD", "passwd", "SSLPassword", "token", "Key"])
+def test_every_password_like_url_parameter_is_masked_and_registered(name: str) -> None:
+    from ragaudit.config import mask_url_password
+
+    secret = f"qs-{name}-5ecret-41d9"
+    url = f"postgresql://alice:user-Pa55-8c1e@db.example/app?sslmode=require&{name}={secret}"
+    shown = mask_url_password(url)
+    assert shown is not None and secret not in shown and "user-Pa55-8c1e" not in shown
+    assert f"{name}=***" in shown and "sslmode=require" in shown and "alice:***@" in shown
+    assert secret not in redact(f"could not connect with {secret}")  # registered
+    # Only those names: a parameter that merely contains one stays as it is.
+    assert mask_url_password("sqlite:///f.db?keyring=on") == "sqlite:///f.db?keyring=on"
+
+
+def test_a_database_url_that_does_not_parse_shows_no_password(tmp_path: Path) -> None:
+    secret = "bad-url-Pa55-6a0b"
+    result = ragaudit(
+        "doctor", "--db", f"postgresql://u@h:notaport/db?password={secret}", "--skip-llm",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert secret not in result.stdout + result.stderr
+    for path in _all_artifacts(tmp_path):
+        assert secret.encode() not in path.read_bytes(), f"password leaked into {path}"
+
+
 def test_credentials_in_the_llm_url_are_refused_and_never_shown(tmp_path: Path) -> None:
     password = "url-Pa55word-7c2d"
     url = f"http://alice:{password}@127.0.0.1:9/v1"
@@ -96,3 +139,45 @@ def test_credentials_in_the_llm_url_are_refused_and_never_shown(tmp_path: Path) 
         assert password not in out.stdout + out.stderr
     for path in _all_artifacts(tmp_path):
         assert password.encode() not in path.read_bytes(), f"password leaked into {path}"
+
+
+def test_a_key_in_the_llm_urls_query_is_refused_and_never_shown(tmp_path: Path) -> None:
+    """Some services take their key as ``?key=``; the request path goes after the base URL,
+    so it would be neither sent right nor hidden: refused, masked (issue 37 item 13)."""
+    secret = "qs-Key-5ecret-0d4e"
+    url = f"http://127.0.0.1:9/v1?key={secret}"
+    (tmp_path / "ragaudit.yaml").write_text(f"llm:\n  model: openai:m\n  base_url: '{url}'\n")
+    result = ragaudit("doctor", "--example", cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.startswith("error: ragaudit.yaml:3: llm.base_url: ")
+    assert "key in the URL's query" in result.stderr
+    (tmp_path / "ragaudit.yaml").write_text("llm:\n  model: openai:m\n")
+    env = {"OPENAI_BASE_URL": url, "OPENAI_API_KEY": "sk-t-0000000000"}
+    from_env = ragaudit("doctor", "--example", cwd=tmp_path, env=env)
+    assert from_env.returncode == 2 and "Traceback" not in from_env.stderr
+    assert from_env.stderr.startswith("error: OPENAI_BASE_URL: a password or key in the URL")
+    for out in (result, from_env):
+        assert secret not in out.stdout + out.stderr
+    for path in _all_artifacts(tmp_path):
+        assert secret.encode() not in path.read_bytes(), f"key leaked into {path}"
+
+
+def test_a_token_in_an_http_systems_url_is_masked_in_the_run_files(tmp_path: Path) -> None:
+    """An HTTP system's endpoint may carry its token (``?token=``) or a user and password:
+    the resolved configuration and the provenance show them as *** (issue 37 item 13)."""
+    token, password = "sys-T0ken-5ecret-2f8a", "sys-Pa55-77c1"
+    url = f"http://bob:{password}@127.0.0.1:9/ask?lang=en&token={token}"
+    (tmp_path / "ragaudit.yaml").write_text(
+        f"systems:\n  - name: mine\n    kind: http\n    url: '{url}'\n"
+    )
+    result = ragaudit("doctor", "--example", "--skip-llm", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    run = tmp_path / "runs" / "default"
+    assert "http://bob:***@127.0.0.1:9/ask?lang=en&token=***" in (run / "ragaudit.yaml").read_text()
+    assert "token=***" in (run / "provenance.json").read_text()
+    parse_config((tmp_path / "ragaudit.yaml").read_text()).masked_dict()  # as each step does
+    for secret in (token, password):
+        assert secret not in result.stdout + result.stderr
+        assert secret not in redact(f"connection failed: {url}")  # registered
+        for path in _all_artifacts(run):  # the user's own ragaudit.yaml holds it, of course
+            assert secret.encode() not in path.read_bytes(), f"secret leaked into {path}"

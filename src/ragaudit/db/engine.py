@@ -26,8 +26,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Engine, make_url
 
+from ragaudit.db.options import mask_url_password, register_url_secrets, render_masked
 from ragaudit.errors import DatabaseError
-from ragaudit.secrets import register_secret
 
 EXAMPLE_URL = "example"
 
@@ -64,11 +64,10 @@ class Database:
             parsed = make_url(url)
         except Exception:
             raise DatabaseError(
-                f"database URL {url!r} is not a SQLAlchemy URL "
+                f"database URL {mask_url_password(url)!r} is not a SQLAlchemy URL "
                 "(e.g. sqlite:///data.db, duckdb:///data.duckdb, postgresql://user@host/db)"
             ) from None
-        if parsed.password:
-            register_secret(str(parsed.password))
+        register_url_secrets(parsed)
         self.url: URL = parsed
         self.dialect = parsed.get_backend_name()
         self.read_only_enforced = self.dialect in {"sqlite", "duckdb", "postgresql"}
@@ -78,8 +77,8 @@ class Database:
 
     @property
     def display_url(self) -> str:
-        """The URL with its password hidden."""
-        return self.url.render_as_string(hide_password=True)
+        """The URL with its password hidden, in the user part and in the query string."""
+        return render_masked(self.url)
 
     @property
     def sqlglot_dialect(self) -> str:

@@ -1,11 +1,23 @@
-"""The ``database`` section of ragaudit.yaml: the data the questions are grounded in."""
+"""The ``database`` section of ragaudit.yaml: the data the questions are grounded in, and
+its URL as it may be shown.
+
+A URL carries a password in its user part (``postgresql://user:secret@host/db``) and, for
+libpq and many drivers, in its query string too (``...?password=secret``, ``?sslpassword=``,
+``?token=``): both are masked as ``***`` and registered with :mod:`ragaudit.secrets`, so that
+an error message that quotes them is masked as well.
+"""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from pydantic import Field
 
 from ragaudit.options import StrictOptions
-from ragaudit.secrets import register_secret
+from ragaudit.secrets import SECRET_URL_PARAMETERS, mask_url, mask_url_query, register_url_value
+
+if TYPE_CHECKING:  # SQLAlchemy is imported only where a URL is parsed (the CLI starts faster)
+    from sqlalchemy.engine import URL
 
 
 class DatabaseConfig(StrictOptions):
@@ -20,18 +32,42 @@ class DatabaseConfig(StrictOptions):
     tables: list[str] | None = Field(None, description="Only these tables (default: all).")
 
 
+def register_url_secrets(url: URL) -> None:
+    """Register the password and every password-like query value of ``url`` as secrets."""
+    if url.password:
+        register_url_value(str(url.password))
+    for name, values in url.query.items():
+        if name.lower() in SECRET_URL_PARAMETERS:
+            for value in (values,) if isinstance(values, str) else values:
+                register_url_value(value)
+
+
+def render_masked(url: URL) -> str:
+    """``url`` as text with its password and password-like query values shown as ``***``
+    (and registered as secrets)."""
+    register_url_secrets(url)
+    return mask_url_query(url.render_as_string(hide_password=True))
+
+
 def mask_url_password(url: str | None) -> str | None:
-    """``scheme://user:secret@host/db`` -> ``scheme://user:***@host/db``; the password is
-    registered so that it is masked in messages too. Other strings are returned as is."""
+    """A database URL as written with its secrets shown as ``***`` and registered, so that
+    they are masked in messages too: the password of the user part (hidden by SQLAlchemy's
+    rendering, which knows where it ends) and of every password-like query parameter
+    (:data:`ragaudit.secrets.SECRET_URL_PARAMETERS`, masked as written). A URL that does not
+    parse is masked as text (for the message that says so); other strings are returned as is.
+
+    >>> mask_url_password("postgresql://app@db/prod?sslmode=require&password=s3cret")
+    'postgresql://app@db/prod?sslmode=require&password=***'
+    """
     if not url or "://" not in url:
         return url
     from sqlalchemy.engine import make_url
 
     try:
         parsed = make_url(url)
-    except Exception:  # not a SQLAlchemy URL: the database layer reports that
-        return url
-    if not parsed.password:
-        return url
-    register_secret(str(parsed.password))
-    return parsed.render_as_string(hide_password=True)
+    except Exception:  # not a SQLAlchemy URL: mask it as text
+        return mask_url(url)
+    register_url_secrets(parsed)
+    if parsed.password:
+        return mask_url_query(parsed.render_as_string(hide_password=True))
+    return mask_url_query(url)

@@ -10,7 +10,7 @@ from pydantic import Field, SecretStr, field_validator
 
 from ragaudit.errors import ConfigError
 from ragaudit.options import StrictOptions
-from ragaudit.secrets import register_secret
+from ragaudit.secrets import mask_url_query, register_secret
 
 
 class LLMConfig(StrictOptions):
@@ -88,10 +88,18 @@ class LLMConfig(StrictOptions):
 
 def url_credentials_problem(url: str | None) -> str | None:
     """Why an LLM server URL cannot be used as given, or None. A user or password in it
-    (``http://user:pw@host/v1``) is registered as a secret, so that it is masked wherever it
-    could appear, and refused: OpenAI-compatible servers take the key as a Bearer token,
-    which the URL's credentials would clash with."""
-    if not url or "@" not in url:
+    (``http://user:pw@host/v1``), or a password or key in its query (``?key=...``), is
+    registered as a secret, so that it is masked wherever it could appear, and refused:
+    OpenAI-compatible servers take the key as a Bearer token, which the URL's credentials
+    would clash with, and the request path goes after the base URL, past any query."""
+    if not url:
+        return None
+    if mask_url_query(url) != url:  # registers what it masks
+        return (
+            "a password or key in the URL's query is not supported (it is not sent): give "
+            "the server's key as llm.api_key or OPENAI_API_KEY, and the URL without it"
+        )
+    if "@" not in url:
         return None
     from urllib.parse import urlsplit
 
