@@ -30,8 +30,10 @@ class Strategy(StrEnum):
 
 
 def parse_mix(text: str) -> dict[str, float] | None:
-    """``uniform`` (None: the default) or ``label=weight,...`` as a mix; a typo is a
-    :class:`UserError` naming the labels."""
+    """``uniform`` (None: the default) or ``label=weight,...`` as a mix; a typo, or a weight
+    that is not a finite number >= 0, is a :class:`UserError` naming it."""
+    from ragaudit.documents.options import mix_problem
+
     if text.strip().lower() == "uniform":
         return None
     out: dict[str, float] = {}
@@ -44,6 +46,9 @@ def parse_mix(text: str) -> dict[str, float] | None:
             out[label] = float(weight) if weight.strip() else 1.0
         except ValueError:
             raise UserError(f"--mix: {part.strip()!r}: the weight must be a number") from None
+    problem = mix_problem(out)
+    if problem:
+        raise UserError(f"--mix: {problem}")
     return out
 
 

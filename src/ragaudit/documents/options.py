@@ -3,6 +3,7 @@ corpus (strategy, size, label mix, the checks' thresholds)."""
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -11,6 +12,23 @@ from ragaudit.documents.checks import CRITIQUES
 from ragaudit.documents.generation import Strategy
 from ragaudit.options import StrictOptions
 from ragaudit.records.models import LABELS, QuestionLabel
+
+
+def mix_problem(weights: dict[str, float]) -> str | None:
+    """Why label weights cannot be a mix, or None. Each weight must be a finite number
+    >= 0 and their total finite and > 0: the shares are weight / total, which an infinite or
+    NaN weight (or total) turns into NaN, an error far from the mistake.
+
+    >>> print(mix_problem({"fact_single": 1.0, "summary": float("inf")}))
+    summary: the weight must be a finite number >= 0 (not inf)
+    """
+    for label, weight in weights.items():
+        if not math.isfinite(weight) or weight < 0:
+            return f"{label}: the weight must be a finite number >= 0 (not {weight:g})"
+    total = sum(weights.values())  # inf when finite weights overflow it
+    if not math.isfinite(total) or total <= 0:
+        return "the weights must be >= 0, one of them > 0, and their total finite"
+    return None
 
 
 def _default_thresholds() -> dict[str, int]:
@@ -93,10 +111,9 @@ class DocumentOptions(StrictOptions):
     def _weights(
         cls, value: dict[QuestionLabel, float] | None
     ) -> dict[QuestionLabel, float] | None:
-        if value is None:
-            return None
-        if any(w < 0 for w in value.values()) or not sum(value.values()) > 0:
-            raise ValueError("weights must be >= 0, and one of them > 0")
+        problem = None if value is None else mix_problem(value)
+        if problem:
+            raise ValueError(problem)
         return value
 
     @model_validator(mode="after")
@@ -112,4 +129,4 @@ class DocumentOptions(StrictOptions):
         return {label: weights.get(label, 0.0) / total for label in LABELS if weights.get(label)}
 
 
-__all__ = ["DocumentOptions"]
+__all__ = ["DocumentOptions", "mix_problem"]
