@@ -149,7 +149,9 @@ def gate(args: argparse.Namespace) -> None:
 
     groups = 100
 
-    def pair(rng: np.random.Generator, drop: float, wordings: int, follow: float) -> PairedCounts:
+    def pair(
+        rng: np.random.Generator, drop: float, wordings: int, follow: float, groups: int = groups
+    ) -> PairedCounts:
         p = rng.uniform(0.2, 0.9, size=groups)
         base = rng.random((groups, wordings)) < p[:, None]
         fresh = rng.random((groups, wordings)) < p[:, None]
@@ -176,6 +178,28 @@ def gate(args: argparse.Namespace) -> None:
             print(
                 f"| {wordings} | {follow:.0%} | 0 | {rates[0]:.3f} | {rates[1]:.3f} |", flush=True
             )
+    # The detectable drop each check states: how often a candidate that loses exactly it is
+    # caught (the gate claims 80%).
+    from ragaudit.analysis.gate import detectable_drop
+
+    print("\n| groups | wordings | follows baseline | stated detectable drop | caught at it |")
+    print("|---|---|---|---|---|")
+    for size, wordings, follow in (
+        (100, 4, 0.0), (100, 2, 0.0), (100, 1, 0.0), (100, 4, 0.8), (20, 4, 0.0), (11, 4, 0.0)
+    ):  # fmt: skip
+        rng = np.random.default_rng(1)
+        stated = float(
+            np.median(
+                [detectable_drop(pair(rng, 0.0, wordings, follow, size), 0.05) for _ in range(50)]
+            )
+        )
+        n = max(100, args.pairs // 3)
+        hits = sum(
+            gate_check("s", "accuracy", pair(rng, stated, wordings, follow, size), seed=i).status
+            == "regression"
+            for i in range(n)
+        )
+        print(f"| {size} | {wordings} | {follow:.0%} | {stated:.3f} | {hits / n:.2f} |", flush=True)
 
 
 def main() -> None:

@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 
 from ragaudit.records.io import write_jsonl_atomic
-from ragaudit.records.models import Judgement, QueryRecord, Reference, ResponseRecord
+from ragaudit.records.models import QueryRecord, Reference
 from ragaudit.steps.gate import assert_no_regression
 from tests.support.cli import ragaudit
+from tests.support.judged_runs import judged_run, verdicts
 
 TOPICS = [
     ("harbour", "ferry tides pier cargo cranes"),
@@ -143,36 +144,10 @@ def test_compare_mistakes_are_one_line(tmp_path: Path, args: list[str], message:
 
 
 def _judged_run(root: Path, correct: np.ndarray, *, system: str = "rag") -> Path:
-    """A run directory whose system answered groups x wordings with these verdicts."""
-    groups, wordings = correct.shape
-    queries, responses, judgements = [], [], []
-    for g in range(groups):
-        for w in range(wordings):
-            qid = f"q{g}-{w}"
-            queries.append(
-                QueryRecord(
-                    query_id=qid,
-                    group_id=f"g{g}",
-                    variant=f"v{w}",
-                    query=f"question {g} {w}",
-                    reference=Reference.from_values([str(g)]),
-                )
-            )
-            ok = bool(correct[g, w])
-            responses.append(
-                ResponseRecord(query_id=qid, system=system, response=str(g) if ok else "no")
-            )
-            judgements.append(Judgement(query_id=qid, system=system, correct=ok, method="match"))
-    write_jsonl_atomic(root / "dataset.jsonl", queries)
-    write_jsonl_atomic(root / "responses" / f"{system}.jsonl", responses)
-    write_jsonl_atomic(root / "judgements" / f"{system}.jsonl", judgements)
-    return root
+    return judged_run(root, {system: correct}, answer="{g}")
 
 
-def _verdicts(seed: int, accuracy: float, groups: int = 100, wordings: int = 4) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    p = np.clip(rng.uniform(0.2, 0.9, size=groups) + accuracy - 0.55, 0, 1)
-    return rng.random((groups, wordings)) < p[:, None]
+_verdicts = verdicts
 
 
 def test_gate_fails_a_drop_and_passes_a_rerun(tmp_path: Path) -> None:
@@ -212,8 +187,8 @@ def test_gate_refuses_to_pass_when_nothing_is_compared(tmp_path: Path) -> None:
     baseline = _judged_run(tmp_path / "base", _verdicts(1, 0.7))
     other = _judged_run(tmp_path / "other", _verdicts(1, 0.7), system="another")
     result = ragaudit("gate", str(baseline), str(other), cwd=tmp_path)
-    assert result.returncode == 2
-    assert "no system is in both runs" in result.stderr
+    assert result.returncode == 1  # the baseline's system is missing: a failure
+    assert "MISSING" in result.stdout and "only the candidate has another" in result.stdout
     (tmp_path / "empty").mkdir()
     result = ragaudit("gate", str(baseline), str(tmp_path / "empty"), cwd=tmp_path)
     assert result.returncode == 2
@@ -269,4 +244,7 @@ def test_gate_leaves_out_groups_one_run_did_not_score(tmp_path: Path) -> None:
     assert check.n_groups == 90
     assert check.difference == pytest.approx(0.0)  # the same verdicts on the groups paired
     assert check.status == "pass"
-    assert any("10 groups are scored on one run only" in note for note in report.notes)
+    assert any(
+        "no scored query in 10 of the baseline's 100 groups" in note for note in report.notes
+    )
+    assert check.coverage == "90 / 100"

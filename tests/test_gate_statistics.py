@@ -83,8 +83,8 @@ def test_an_improvement_is_never_a_regression() -> None:
         ),
     ],
 )
-def test_a_check_with_nothing_to_compare_is_not_tested(counts: PairedCounts, reason: str) -> None:
+def test_a_check_with_nothing_to_compare_is_untestable(counts: PairedCounts, reason: str) -> None:
     check = gate_check("s", "accuracy", counts)
-    assert check.status == "not tested"
+    assert check.status == "untestable"
     assert check.reason is not None and reason in check.reason
-    assert "not tested" in check.sentence()
+    assert "UNTESTABLE" in check.sentence()

@@ -10,6 +10,7 @@ from statsmodels.stats.multitest import multipletests
 
 from ragaudit.analysis.metrics import Example
 from ragaudit.analysis.ranking import (
+    SetScores,
     average_ranks,
     example_score,
     holm,
@@ -154,3 +155,64 @@ def test_many_pairs_get_enough_permutations_to_be_separated() -> None:
     assert agreement.pairs == 66
     assert agreement.separated >= 50  # gaps of 12 points and more on 200 groups
     assert agreement.tau_b is not None and agreement.tau_b > 0.8
+
+
+# -- many systems, few groups: what the pair tests can and cannot say -----------------------
+
+
+def _copies(systems: int, groups: int, better: np.ndarray, rest: np.ndarray) -> SetScores:
+    """``systems`` systems on ``groups`` one-query groups: the first answers ``better``,
+    every other one ``rest`` (the same verdicts)."""
+    num = np.tile(rest.astype(float), (systems, 1))
+    num[0] = better
+    return SetScores(
+        "sql",
+        [f"s{i:03d}" for i in range(systems)],
+        [f"g{i}" for i in range(groups)],
+        num,
+        np.ones((systems, groups)),
+    )
+
+
+def test_a_grid_past_the_permutation_ceiling_still_separates_a_clear_pair() -> None:
+    """143 systems make 10,153 pairs: Holm needs p < 4.9e-6 for the first, which 200,000
+    permutations cannot show (their smallest p-value times the pairs is 0.05). The exact
+    or bounded sign-flip p-value can: 0.45 against 0.90 on 100 groups is separated."""
+    rng = np.random.default_rng(0)
+    better = rng.random(100) < 0.9
+    rest = rng.random(100) < 0.45
+    ref = _copies(143, 100, better, rest)
+    other = SetScores("document", ref.systems, ref.groups, ref.num.copy(), ref.den.copy())
+    study = rank_sets({"sql": ref, "document": other}, metric="accuracy", n_boot=100, n_perm=100)
+    (agreement,) = study.agreements
+    assert agreement.pairs == 10_153
+    assert agreement.separated == 142  # the better system against each of the others
+    assert {o.better for o in agreement.orders} == {"s000"}
+    assert all(o.reference_p < 0.05 for o in agreement.orders)
+
+
+def test_a_grid_that_cannot_separate_says_it_had_no_power() -> None:
+    rng = np.random.default_rng(1)
+    ref = _copies(143, 5, np.ones(5, bool), rng.random(5) < 0.5)
+    other = SetScores("document", ref.systems, ref.groups, ref.num.copy(), ref.den.copy())
+    study = rank_sets({"sql": ref, "document": other}, metric="accuracy", n_boot=100, n_perm=100)
+    (agreement,) = study.agreements
+    assert agreement.separated == 0
+    assert agreement.smallest_p is not None and agreement.smallest_p >= 0.05 / 10_153
+    assert "Holm needs a p-value below 4.9e-06" in agreement.sentence
+    assert "no power to separate any pair at this size" in agreement.sentence
+
+
+def test_a_tau_interval_from_mostly_tied_resamples_is_not_shown() -> None:
+    """Two systems that differ on one group of four: a resample without that group ties
+    them, and tau-b is undefined there (about a third of the resamples)."""
+    num = np.array([[1.0, 1.0, 0.0, 1.0], [1.0, 1.0, 1.0, 1.0]])
+    ref = SetScores("sql", ["a", "b"], ["g0", "g1", "g2", "g3"], num, np.ones((2, 4)))
+    other = SetScores("document", ["a", "b"], ["h0", "h1"], np.array([[0.0, 1.0], [1.0, 1.0]]),
+                      np.ones((2, 2)))  # fmt: skip
+    study = rank_sets({"sql": ref, "document": other}, metric="accuracy", n_boot=400)
+    (agreement,) = study.agreements
+    assert agreement.tau_b == 1.0
+    assert agreement.tau_undefined_share is not None and agreement.tau_undefined_share > 0.3
+    assert agreement.tau_ci95 is None
+    assert "no interval: in" in agreement.sentence and "ties every system" in agreement.sentence

@@ -1,5 +1,5 @@
 """The regression gate: is a candidate run significantly worse than a baseline run, beyond
-a stated margin? Pure.
+a stated margin, and could the gate have told? Pure.
 
 Both runs answer the same dataset, so each semantic group has a numerator and a
 denominator on each side (for accuracy: correct answers and answers), and the metric is
@@ -11,24 +11,51 @@ The gate tests "the candidate is worse by more than the margin m" one-sidedly: u
 null hypothesis at its boundary (the true difference is -m), the shifted contributions
 d_g + m w_g (w_g the group's share of the queries, averaged over the sides) are centred
 on zero, and since each group's two sides are exchangeable there, each contribution is as
-likely to have either sign. The p-value is the share of random sign flips whose sum is as
-low as the observed one (with the +1 correction). With m = 0 this is the paired
-permutation test of :mod:`ragaudit.analysis.significance`, one-sided. Several checks (systems
-x metrics) share the gate's alpha (Bonferroni), so that the gate as a whole raises a false
-alarm at most alpha of the time.
+likely to have either sign. The p-value is the share of sign flips whose sum is as low as
+the observed one: exact (every flip enumerated) on up to
+:data:`~ragaudit.analysis.significance.EXACT_MAX` groups, from random flips (+1
+correction) beyond. With m = 0 this is the paired permutation test of
+:mod:`ragaudit.analysis.significance`, one-sided. Several checks (systems x metrics) share
+the gate's alpha (Bonferroni), so that the gate as a whole raises a false alarm at most
+alpha of the time.
+
+A check is only as good as its size, and the gate says how good:
+
+* **untestable**: on n paired groups no p-value is below 2^-n (a candidate wrong in every
+  group), so a check whose smallest attainable p-value is not below its alpha can never
+  fail; it is not a pass;
+* **detectable drop**: the smallest drop the check finds with 80% power, from the normal
+  approximation of the test, ``margin + (z(1 - alpha) + z(0.8)) * sigma``, where sigma is
+  the larger of the observed paired spread and that of an independent rerun of the
+  baseline (each query's score varying as a 0/1 score with the baseline's mean: the
+  paired design's worst case), and at least ``log2(1 / alpha)`` queries of as many groups
+  (fewer lost answers cannot reach alpha). A PASS says that a smaller drop passes
+  unnoticed.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
+from statistics import NormalDist
 from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragaudit.analysis.significance import PairedCounts, compare
+from ragaudit.analysis.significance import (
+    EXACT_MAX,
+    PairedCounts,
+    compare,
+    exact_sign_flip_p,
+    gaussian_bound_p,
+)
 from ragaudit.analysis.summary import Interval
+from ragaudit.records.models import QueryRecord, stable_id
 
-Status = Literal["regression", "pass", "not tested"]
+Status = Literal["regression", "pass", "untestable", "missing"]
+MissingPolicy = Literal["fail", "skip"]
+POWER = 0.80  # the power the detectable drop is stated at
 _CHUNK = 512
 
 
@@ -50,25 +77,67 @@ class GateCheck(_Model):
     )
     alpha: float = Field(description="the level this check is held to (Bonferroni share)")
     margin: float = Field(description="the drop tolerated")
-    n_groups: int = Field(ge=0, description="groups on both sides")
-    status: Status
-    reason: str | None = Field(None, description="why the check was not tested")
+    n_groups: int = Field(ge=0, description="groups paired: scored on both runs, same questions")
+    baseline_groups: int = Field(0, ge=0, description="groups the baseline scored the system on")
+    min_p: float | None = Field(
+        None,
+        description="the smallest p-value these groups can give (a candidate wrong in every "
+        "group); the check can fail only when it is below alpha",
+    )
+    detectable: float | None = Field(
+        None, description="the smallest drop the check finds with 80% power (margin included)"
+    )
+    status: Status = Field(
+        description="regression; pass; untestable (the check could not fail, or is weaker "
+        "than asked); missing (the candidate lacks the baseline's system)"
+    )
+    reason: str | None = Field(None, description="why the check is untestable or missing")
+
+    @property
+    def coverage(self) -> str:
+        """Paired groups over the baseline's, e.g. ``4 / 312``."""
+        return f"{self.n_groups} / {self.baseline_groups}"
+
+    def undetected(self) -> str:
+        """What a pass does not rule out, in words."""
+        if self.detectable is None:
+            return "no drop can be measured"
+        if self.baseline is not None and self.detectable >= self.baseline:
+            return "no drop, even to zero, is found with 80% power at this size"
+        return f"a drop smaller than {self.detectable:.3f} can pass unnoticed (80% power)"
 
     def sentence(self) -> str:
         """The check in one line."""
-        if self.status == "not tested" or self.difference is None:
-            return f"{self.system} {self.metric}: not tested ({self.reason})."
+        head = f"{self.system} {self.metric}"
+        if self.status == "missing":
+            return f"{head}: MISSING from the candidate ({self.reason})."
+        if self.difference is None:
+            return f"{head}: UNTESTABLE ({self.reason})."
         low, high = self.ci95 or (self.difference, self.difference)
         figures = (
             f"{self.baseline:.3f} -> {self.candidate:.3f}, {self.difference:+.3f} "
-            f"[{low:+.3f}, {high:+.3f}], p = {_p(self.p_value)}, {self.n_groups} groups"
+            f"[{low:+.3f}, {high:+.3f}], p = {_p(self.p_value)}, {self.coverage} groups"
         )
         if self.status == "regression":
             return (
-                f"{self.system} {self.metric}: REGRESSION, worse by more than "
-                f"{self.margin:g} ({figures}; alpha {self.alpha:.3g})."
+                f"{head}: REGRESSION, worse by more than {self.margin:g} "
+                f"({figures}; alpha {self.alpha:.3g})."
             )
-        return f"{self.system} {self.metric}: pass ({figures})."
+        if self.status == "untestable":
+            return f"{head}: UNTESTABLE ({self.reason}; {figures})."
+        return f"{head}: pass ({figures}); {self.undetected()}."
+
+
+def group_fingerprints(queries: Iterable[QueryRecord]) -> dict[str, str]:
+    """Per semantic group, a hash of what it asks and what counts as right: every query's
+    id, text, reference and gold documents. Two runs are compared on a group only where
+    its fingerprints match (the same questions with the same answers)."""
+    parts: dict[str, list[tuple[str, str, str, list[str]]]] = {}
+    for q in queries:
+        parts.setdefault(q.group_id, []).append(
+            (q.query_id, q.query, q.reference.model_dump_json(), sorted(q.gold_ids or []))
+        )
+    return {group: stable_id(sorted(rows), length=32) for group, rows in parts.items()}
 
 
 def _p(value: float | None) -> str:
@@ -77,14 +146,20 @@ def _p(value: float | None) -> str:
     return "< 0.001" if value < 0.001 else f"{value:.3g}"
 
 
-def one_sided_p(counts: PairedCounts, margin: float, n_perm: int, seed: int) -> float:
-    """P-value of "side b (the candidate) is worse than side a (the baseline) by more
-    than ``margin``" from random sign flips of the groups' shifted contributions."""
+def _shifted(counts: PairedCounts, margin: float, correct_b: np.ndarray) -> np.ndarray:
+    """Each group's contribution to candidate - baseline, shifted by the margin's share."""
     total_a = float(np.sum(counts.total_a))
     total_b = float(np.sum(counts.total_b))
-    contribution = counts.correct_b / total_b - counts.correct_a / total_a
+    contribution = correct_b / total_b - counts.correct_a / total_a
     share = (counts.total_b / total_b + counts.total_a / total_a) / 2
-    shifted = (contribution + margin * share).astype(np.float64)
+    out: np.ndarray = (contribution + margin * share).astype(np.float64)
+    return out
+
+
+def _lower_p(shifted: np.ndarray, n_perm: int, seed: int) -> float:
+    """P(a sign flip's sum <= the observed sum): exact on few groups, else random flips."""
+    if np.count_nonzero(shifted) <= EXACT_MAX:
+        return exact_sign_flip_p(shifted, "less")
     observed = float(shifted.sum())
     rng = np.random.default_rng(seed)
     low = 0
@@ -92,6 +167,49 @@ def one_sided_p(counts: PairedCounts, margin: float, n_perm: int, seed: int) -> 
         signs = rng.integers(0, 2, size=(min(_CHUNK, n_perm - start), shifted.size)) * 2 - 1
         low += int(np.sum(signs @ shifted <= observed + 1e-12))
     return (low + 1) / (n_perm + 1)
+
+
+def one_sided_p(counts: PairedCounts, margin: float, n_perm: int, seed: int) -> float:
+    """P-value of "side b (the candidate) is worse than side a (the baseline) by more
+    than ``margin``" from sign flips of the groups' shifted contributions."""
+    return _lower_p(_shifted(counts, margin, counts.correct_b), n_perm, seed)
+
+
+def smallest_p(counts: PairedCounts, margin: float = 0.0) -> float:
+    """The smallest p-value the check can give on these groups: that of a candidate with
+    nothing right in any group (2^-n on n groups the baseline scored anything in). Where
+    it is not below alpha, no candidate, however bad, fails the check."""
+    extreme = _shifted(counts, margin, np.zeros_like(counts.correct_b, dtype=np.float64))
+    if np.count_nonzero(extreme) <= EXACT_MAX:
+        return exact_sign_flip_p(extreme, "less")
+    return gaussian_bound_p(extreme, "less")  # an upper bound: far below any alpha here
+
+
+def detectable_drop(counts: PairedCounts, alpha: float, margin: float = 0.0) -> float | None:
+    """The smallest drop of the metric the check finds with :data:`POWER`, at its alpha,
+    on these groups (see the module's docstring); None without groups."""
+    total_a, total_b = float(np.sum(counts.total_a)), float(np.sum(counts.total_b))
+    if not counts.groups or total_a <= 0 or total_b <= 0:
+        return None
+    base = min(1.0, max(0.0, float(np.sum(counts.correct_a)) / total_a))
+    cand = float(np.sum(counts.correct_b)) / total_b
+    contribution = counts.correct_b / total_b - counts.correct_a / total_a
+    share = (counts.total_b / total_b + counts.total_a / total_a) / 2
+    observed = math.sqrt(float(np.sum((contribution - share * (cand - base)) ** 2)))
+    rerun = math.sqrt(base * (1 - base) * (1 / total_a + 1 / total_b))
+    z = _quantiles(alpha, len(counts.groups))
+    floor = math.ceil(math.log2(1 / alpha)) / total_a  # lost answers in as many groups
+    return margin + max(z * max(observed, rerun), floor)
+
+
+def _quantiles(alpha: float, groups: int) -> float:
+    """t(1 - alpha) + t(power) with groups - 1 degrees of freedom (the normal's on many
+    groups): the spread of a paired difference is itself estimated from few groups."""
+    if groups < 2:
+        return NormalDist().inv_cdf(1 - alpha) + NormalDist().inv_cdf(POWER)
+    from scipy.stats import t
+
+    return float(t.ppf(1 - alpha, groups - 1) + t.ppf(POWER, groups - 1))
 
 
 def gate_check(
@@ -103,28 +221,41 @@ def gate_check(
     alpha: float = 0.05,
     n_perm: int = 2000,
     seed: int = 0,
+    baseline_groups: int | None = None,
+    min_coverage: float = 0.0,
+    max_undetectable: float | None = None,
 ) -> GateCheck:
     """One check: ``counts`` side a is the baseline, side b the candidate (numerators and
-    denominators per paired group)."""
+    denominators per paired group). ``baseline_groups``: the groups the baseline scored
+    the system on (default: the paired ones), for the coverage. Untestable where it could
+    not fail, where the candidate pairs less than ``min_coverage`` of the baseline's
+    groups, or where it passes but its detectable drop exceeds ``max_undetectable``."""
+    n = len(counts.groups)
+    of_baseline = n if baseline_groups is None else baseline_groups
 
-    def untested(reason: str, base: float | None = None, cand: float | None = None) -> GateCheck:
+    def untestable(reason: str, **figures: object) -> GateCheck:
+        values: dict[str, object] = {
+            "baseline": None,
+            "candidate": None,
+            "difference": None,
+            "ci95": None,
+            "p_value": None,
+            **figures,
+        }
         return GateCheck(
             system=system,
             metric=metric,
-            baseline=base,
-            candidate=cand,
-            difference=None,
-            ci95=None,
-            p_value=None,
             alpha=alpha,
             margin=margin,
-            n_groups=len(counts.groups),
-            status="not tested",
+            n_groups=n,
+            baseline_groups=of_baseline,
+            status="untestable",
             reason=reason,
+            **values,
         )
 
     if not counts.groups:
-        return untested("no semantic group is on both runs")
+        return untestable("no semantic group is scored on both runs with the same questions")
     total_a, total_b = float(np.sum(counts.total_a)), float(np.sum(counts.total_b))
     base = float(np.sum(counts.correct_a)) / total_a if total_a > 0 else None
     cand = float(np.sum(counts.correct_b)) / total_b if total_b > 0 else None
@@ -134,23 +265,78 @@ def gate_check(
             if base is None and cand is None
             else ("the baseline" if base is None else "the candidate")
         )
-        return untested(f"nothing to count on {side}", base, cand)
+        return untestable(f"nothing to count on {side}", baseline=base, candidate=cand)
     interval = compare(counts, "accuracy", n_boot=1000, n_perm=1, seed=seed).ci95
     ci = (0.0 - interval[1], 0.0 - interval[0]) if interval is not None else None  # b - a
     p = one_sided_p(counts, margin, n_perm, seed)
+    floor = smallest_p(counts, margin)
+    detectable = detectable_drop(counts, alpha, margin)
+    figures: dict[str, object] = {
+        "baseline": base,
+        "candidate": cand,
+        "difference": cand - base,
+        "ci95": ci,
+        "p_value": p,
+        "min_p": floor,
+        "detectable": detectable,
+    }
+    reason = None
+    if floor >= alpha:
+        reason = (
+            f"on {n} groups the smallest p-value is {_p(floor)}, not below alpha "
+            f"{alpha:.3g}: no candidate could fail"
+        )
+    elif of_baseline and n / of_baseline < min_coverage:
+        reason = (
+            f"the candidate pairs {n} of the baseline's {of_baseline} groups "
+            f"({n / of_baseline:.0%}), below the {min_coverage:.0%} asked"
+        )
+    elif (
+        p >= alpha
+        and max_undetectable is not None
+        and detectable is not None
+        and detectable > max_undetectable
+    ):
+        reason = (
+            f"too weak: a drop smaller than {detectable:.3f} can pass unnoticed, more than the "
+            f"{max_undetectable:g} allowed"
+        )
+    if reason is not None:
+        return untestable(reason, **figures)
     return GateCheck(
         system=system,
         metric=metric,
-        baseline=base,
-        candidate=cand,
-        difference=cand - base,
-        ci95=ci,
-        p_value=p,
         alpha=alpha,
         margin=margin,
-        n_groups=len(counts.groups),
+        n_groups=n,
+        baseline_groups=of_baseline,
         status="regression" if p < alpha else "pass",
+        **figures,
     )
+
+
+def missing_check(
+    system: str, metric: str, reason: str, *, alpha: float, margin: float, baseline_groups: int
+) -> GateCheck:
+    """A system of the baseline that the candidate does not have (or scores nothing of)."""
+    return GateCheck(
+        system=system,
+        metric=metric,
+        baseline=None,
+        candidate=None,
+        difference=None,
+        ci95=None,
+        p_value=None,
+        alpha=alpha,
+        margin=margin,
+        n_groups=0,
+        baseline_groups=baseline_groups,
+        status="missing",
+        reason=reason,
+    )
+
+
+Verdict = Literal["PASS", "FAIL", "UNTESTABLE"]
 
 
 class GateReport(_Model):
@@ -162,6 +348,12 @@ class GateReport(_Model):
     margin: float
     checks: list[GateCheck]
     notes: list[str] = Field(default_factory=list, description="what did not pair, and why")
+    allow_partial: bool = Field(
+        False, description="untestable checks are skipped rather than failing the gate"
+    )
+    missing: MissingPolicy = Field(
+        "fail", description="a baseline system the candidate lacks: fail, or skip"
+    )
 
     @property
     def regressions(self) -> list[GateCheck]:
@@ -169,19 +361,61 @@ class GateReport(_Model):
         return [c for c in self.checks if c.status == "regression"]
 
     @property
+    def missing_systems(self) -> list[GateCheck]:
+        """The baseline's checks the candidate has nothing for."""
+        return [c for c in self.checks if c.status == "missing"]
+
+    @property
+    def untestable(self) -> list[GateCheck]:
+        """The checks that could not fail (or are weaker than asked)."""
+        return [c for c in self.checks if c.status == "untestable"]
+
+    @property
+    def tested(self) -> list[GateCheck]:
+        """The checks that were tested: regression or pass."""
+        return [c for c in self.checks if c.status in ("regression", "pass")]
+
+    @property
+    def verdict(self) -> Verdict:
+        """FAIL on a regression or (unless skipped) a missing system; UNTESTABLE where a
+        check could not fail (unless ``allow_partial`` and another was tested); else PASS."""
+        if self.regressions or (self.missing_systems and self.missing == "fail"):
+            return "FAIL"
+        if not self.tested or (self.untestable and not self.allow_partial):
+            return "UNTESTABLE"
+        return "PASS"
+
+    @property
     def passed(self) -> bool:
-        """No check found the candidate significantly worse beyond the margin."""
-        return not self.regressions
+        """Every check was tested (or skipped by choice) and none found the candidate
+        significantly worse beyond the margin."""
+        return self.verdict == "PASS"
+
+    @property
+    def exit_code(self) -> int:
+        """0 on PASS, 1 on FAIL, 2 on UNTESTABLE: what CI reads."""
+        return {"PASS": 0, "FAIL": 1, "UNTESTABLE": 2}[self.verdict]
 
     def headline(self) -> str:
         """One line: the verdict and its counts."""
-        tested = sum(c.status != "not tested" for c in self.checks)
+        n = len(self.checks)
+        parts = []
         if self.regressions:
-            return (
-                f"FAIL: {len(self.regressions)} of {tested} checks significantly worse than the "
-                f"baseline by more than {self.margin:g} (alpha {self.alpha:g})"
+            parts.append(
+                f"{len(self.regressions)} of {n} checks significantly worse than the baseline "
+                f"by more than {self.margin:g} (alpha {self.alpha:g})"
             )
-        return (
-            f"PASS: none of {tested} checks significantly worse than the baseline by more "
-            f"than {self.margin:g} (alpha {self.alpha:g})"
-        )
+        if self.missing_systems:
+            names = ", ".join(sorted({c.system for c in self.missing_systems}))
+            action = "" if self.missing == "fail" else " (skipped: --missing skip)"
+            parts.append(f"the candidate lacks the baseline's {names}{action}")
+        if self.untestable:
+            action = "skipped (--allow-partial)" if self.allow_partial else "not a pass"
+            parts.append(f"{len(self.untestable)} of {n} checks untestable ({action})")
+        if self.verdict == "PASS":
+            parts.insert(
+                0,
+                f"none of {len(self.tested)} checks significantly worse than the baseline by "
+                f"more than {self.margin:g} (alpha {self.alpha:g})",
+            )
+        return f"{self.verdict}: " + "; ".join(parts)

@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ragaudit.analysis.metrics import Example, proportion
 from ragaudit.analysis.retrieval_metrics import ndcg_at_k, recall_at_k, reciprocal_rank
-from ragaudit.analysis.significance import PairedCounts, compare
+from ragaudit.analysis.significance import PairedCounts, compare, contributions, sign_flip_p
 from ragaudit.analysis.summary import Interval, Proportion
 
 SCHEMA_VERSION = 1
@@ -269,6 +269,11 @@ class SetAgreement(_Model):
         description="95% percentile interval of tau-b, resampling groups within each set"
     )
     undefined: str | None = Field(None, description="why tau-b is undefined, or null")
+    tau_undefined_share: float | None = Field(
+        None,
+        description="share of the resamples in which tau-b is undefined (a resampled set "
+        "ties every system); past MAX_UNDEFINED_SHARE the interval is null",
+    )
     pairs: int = Field(ge=0, description="pairs of systems")
     separated: int = Field(
         ge=0, description="pairs the reference separates significantly (Holm, alpha)"
@@ -276,6 +281,12 @@ class SetAgreement(_Model):
     agree: Proportion = Field(description="separated pairs the other set orders the same way")
     flips: list[PairOrder] = Field(description="separated pairs the other set reverses")
     orders: list[PairOrder] = Field(description="every separated pair, largest gap first")
+    smallest_p: float | None = Field(
+        None,
+        description="the smallest p-value of any pair on the reference set, before Holm "
+        "(which needs it below alpha / pairs for the first pair to be separated)",
+    )
+    smallest_pair: list[str] | None = Field(None, description="the pair that reached it")
     sentence: str = Field(description="the agreement in one sentence")
 
 
@@ -381,6 +392,9 @@ def _ranking(scores: SetScores, boot: np.ndarray) -> SetRanking:
     return SetRanking(name=scores.name, groups=len(scores.groups), systems=rows, left_out=left_out)
 
 
+# Past this share of resamples in which tau-b is undefined, its interval is not shown: the
+# resamples it would come from are not the set's.
+MAX_UNDEFINED_SHARE = 0.05
 MAX_PERMUTATIONS = 200_000  # per pair: the ceiling of the refinement below
 
 
@@ -403,19 +417,28 @@ def _pair_test(
 def _pair_p_values(
     scores: SetScores, pairs: list[tuple[str, str]], alpha: float, n_perm: int, seed: int
 ) -> list[float]:
-    """Each pair's permutation p-value, Holm-adjusted. A permutation p-value is at least
-    1 / (n_perm + 1), and Holm multiplies the smallest by the number of pairs; so every
-    pair is tested with ``n_perm`` permutations first, and those that might be significant
-    (p below twice alpha: no other can survive Holm) again with enough permutations that
-    a clear separation shows (10 x pairs / alpha, at most :data:`MAX_PERMUTATIONS`)."""
+    """Each pair's raw two-sided p-value. A permutation p-value is at least 1 / (n_perm +
+    1), and Holm multiplies the smallest by the number of pairs; so every pair is tested
+    with ``n_perm`` permutations first, and those that might be significant (p below twice
+    alpha: no other can survive Holm) again, finely enough that a clear separation shows:
+    with 10 x pairs / alpha permutations where that is at most :data:`MAX_PERMUTATIONS`,
+    and past that (grids of about 140 systems and more) without drawing, from the
+    sign-flip distribution of the groups' contributions (exact on few groups, a valid
+    Gaussian bound on many: :func:`~ragaudit.analysis.significance.sign_flip_p`)."""
     raw = [_pair_test(scores, a, b, n_perm, seed)[2] for a, b in pairs]
-    fine = min(MAX_PERMUTATIONS, max(n_perm, math.ceil(10 * len(pairs) / alpha)))
-    if fine > n_perm:
-        raw = [
-            _pair_test(scores, a, b, fine, seed)[2] if p is not None and p < 2 * alpha else p
-            for (a, b), p in zip(pairs, raw, strict=True)
-        ]
-    return holm([p if p is not None else 1.0 for p in raw])
+    needed = math.ceil(10 * len(pairs) / alpha)
+    out = []
+    for (a, b), p in zip(pairs, raw, strict=True):
+        if p is not None and p < 2 * alpha and needed > n_perm:
+            if needed <= MAX_PERMUTATIONS:
+                p = _pair_test(scores, a, b, needed, seed)[2]
+            else:
+                num_a, den_a = scores.row(a)
+                num_b, den_b = scores.row(b)
+                counts = PairedCounts(scores.groups, num_a, den_a, num_b, den_b)
+                p = sign_flip_p(contributions(counts), "two-sided")
+        out.append(p if p is not None else 1.0)
+    return out
 
 
 def _agreement(
@@ -437,6 +460,7 @@ def _agreement(
     tau = kendall_tau_b(x, y)
     undefined = None
     interval = None
+    undefined_share: float | None = None
     if len(systems) < 2:
         undefined = "fewer than two systems are ranked on both sets"
     elif tau is None:
@@ -444,10 +468,14 @@ def _agreement(
     else:
         ri = [ref.systems.index(s) for s in systems]
         oi = [other.systems.index(s) for s in systems]
-        interval = _interval(_tau_b_rows(ref_boot[:, ri], other_boot[:, oi]))
+        taus = _tau_b_rows(ref_boot[:, ri], other_boot[:, oi])
+        undefined_share = float(np.mean(np.isnan(taus)))
+        if undefined_share <= MAX_UNDEFINED_SHARE:
+            interval = _interval(taus)
     pairs = list(itertools.combinations(systems, 2))
-    ref_p = _pair_p_values(ref, pairs, alpha, n_perm, seed)
-    other_p = _pair_p_values(other, pairs, alpha, n_perm, seed)
+    ref_raw = _pair_p_values(ref, pairs, alpha, n_perm, seed)
+    ref_p = holm(ref_raw)
+    other_p = holm(_pair_p_values(other, pairs, alpha, n_perm, seed))
     orders: list[PairOrder] = []
     for index, (a, b) in enumerate(pairs):
         if ref_p[index] >= alpha:
@@ -475,6 +503,7 @@ def _agreement(
             )
         )
     orders.sort(key=lambda o: (-o.reference_difference, o.better, o.worse))
+    best = min(range(len(pairs)), key=lambda i: ref_raw[i]) if pairs else 0
     agreed = sum(o.order == "agree" for o in orders)
     flips = [o for o in orders if o.order == "flip"]
     result = SetAgreement(
@@ -484,11 +513,14 @@ def _agreement(
         tau_b=tau,
         tau_ci95=interval,
         undefined=undefined,
+        tau_undefined_share=undefined_share,
         pairs=len(pairs),
         separated=len(orders),
         agree=proportion(agreed, len(orders)),
         flips=flips,
         orders=orders,
+        smallest_p=ref_raw[best] if pairs else None,
+        smallest_pair=list(pairs[best]) if pairs else None,
         sentence="",
     )
     return result.model_copy(update={"sentence": agreement_sentence(result, alpha)})
@@ -513,16 +545,38 @@ def agreement_sentence(agreement: SetAgreement, alpha: float = 0.05) -> str:
         head = f"Kendall's tau-b of the {other} and {ref} sets is undefined ({agreement.undefined})"
         if len(agreement.systems) < 2:
             return head + "."
-    else:
-        low, high = agreement.tau_ci95 or (agreement.tau_b, agreement.tau_b)
+    elif agreement.tau_ci95 is None:
+        share = agreement.tau_undefined_share or 0.0
         head = (
             f"The {other} set ranks the {n} systems with Kendall's tau-b "
-            f"{agreement.tau_b:.2f} [{low:.2f}, {high:.2f}] against the {ref} set"
+            f"{agreement.tau_b:.2f} against the {ref} set (no interval: in {share:.0%} of the "
+            f"resamples a set ties every system, more than {MAX_UNDEFINED_SHARE:.0%})"
+        )
+    else:
+        low, high = agreement.tau_ci95
+        dropped = agreement.tau_undefined_share or 0.0
+        note = (
+            f" ({dropped:.0%} of the resamples, which tie every system, left out)"
+            if dropped > 0
+            else ""
+        )
+        head = (
+            f"The {other} set ranks the {n} systems with Kendall's tau-b "
+            f"{agreement.tau_b:.2f} [{low:.2f}, {high:.2f}]{note} against the {ref} set"
         )
     if not agreement.separated:
+        power = ""
+        needed = alpha / max(1, agreement.pairs)
+        if agreement.smallest_pair and (agreement.smallest_p or 0.0) >= needed:
+            a, b = agreement.smallest_pair
+            power = (
+                f" With {agreement.pairs} pairs, Holm needs a p-value below {needed:.2g} for "
+                f"the first; the smallest reached was {agreement.smallest_p:.2g} ({a} vs {b}), "
+                "so the test had no power to separate any pair at this size."
+            )
         return (
             f"{head}; the {ref} set separates none of the {agreement.pairs} pairs "
-            f"significantly (Holm, alpha {alpha:g}), so no order can be checked."
+            f"significantly (Holm, alpha {alpha:g}), so no order can be checked.{power}"
         )
     flips = agreement.flips
     ties = agreement.separated - agreement.agree.k - len(flips)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -10,6 +11,13 @@ import typer
 from ragaudit.cli.console import console
 from ragaudit.cli.options import RetrievalRuleOption, SeedOption
 from ragaudit.judge.retrieval import DEFAULT_RULE
+
+
+class MissingChoice(StrEnum):
+    """What a system of the baseline that the candidate lacks counts as."""
+
+    fail = "fail"
+    skip = "skip"
 
 
 def gate_cmd(
@@ -54,33 +62,90 @@ def gate_cmd(
     resamples: Annotated[
         int, typer.Option("--resamples", min=100, help="Sign flips of the permutation test.")
     ] = 2000,
+    allow_partial: Annotated[
+        bool,
+        typer.Option(
+            "--allow-partial",
+            help="Skip checks that could not fail (too few groups in common) instead of "
+            "exiting 2, as long as another check was tested.",
+        ),
+    ] = False,
+    missing: Annotated[
+        MissingChoice,
+        typer.Option(
+            "--missing",
+            help="A system of the baseline the candidate lacks: fail (default) or skip.",
+        ),
+    ] = MissingChoice.fail,
+    min_coverage: Annotated[
+        float,
+        typer.Option(
+            "--min-coverage",
+            min=0.0,
+            max=1.0,
+            help="Untestable when the candidate pairs less than this share of the baseline's "
+            "groups (0.9 = 90%).",
+        ),
+    ] = 0.0,
+    max_undetectable: Annotated[
+        float | None,
+        typer.Option(
+            "--max-undetectable",
+            min=0.0,
+            max=1.0,
+            help="Untestable when a passing check would miss a drop larger than this with "
+            "80% power (0.05 = the gate must find a 5-point drop).",
+        ),
+    ] = None,
     seed: SeedOption = 0,
     retrieval_rule: RetrievalRuleOption = DEFAULT_RULE,
 ) -> None:
     """Compare a candidate run with a baseline run on the same dataset, paired by semantic
-    group. Exit 1 only when the candidate is significantly worse beyond the margin on a
-    check (a system and a metric); 0 otherwise; 2 when nothing can be compared."""
+    group. Exit 1 when the candidate is significantly worse beyond the margin on a check (a
+    system and a metric) or lacks a system of the baseline; 2 when a check could not fail
+    (too few groups in common) or nothing can be compared; 0 otherwise."""
+    from ragaudit.errors import UserError
     from ragaudit.judge.retrieval import check_rule
     from ragaudit.records.io import atomic_write_text
-    from ragaudit.steps.gate import gate_junit, gate_markdown, gate_runs
+    from ragaudit.secrets import redact
+    from ragaudit.steps.gate import (
+        gate_error_junit,
+        gate_error_markdown,
+        gate_junit,
+        gate_markdown,
+        gate_runs,
+    )
 
     check_rule(retrieval_rule)
-    report = gate_runs(
-        baseline,
-        candidate,
-        metrics=metrics,
-        systems=systems,
-        margin=margin,
-        alpha=alpha,
-        n_perm=resamples,
-        seed=seed,
-        rule=retrieval_rule,
-    )
+    try:
+        report = gate_runs(
+            baseline,
+            candidate,
+            metrics=metrics,
+            systems=systems,
+            margin=margin,
+            alpha=alpha,
+            n_perm=resamples,
+            seed=seed,
+            rule=retrieval_rule,
+            allow_partial=allow_partial,
+            missing=missing.value,
+            min_coverage=min_coverage,
+            max_undetectable=max_undetectable,
+        )
+    except UserError as err:
+        # CI's test report shows why the gate did not decide, not an empty page.
+        message = redact(str(err))
+        if markdown is not None:
+            atomic_write_text(markdown, gate_error_markdown(message))
+        if junit is not None:
+            atomic_write_text(junit, gate_error_junit(message))
+        raise
     text = gate_markdown(report)
     console.print(text, markup=False, highlight=False)
     if markdown is not None:
         atomic_write_text(markdown, text)
     if junit is not None:
         atomic_write_text(junit, gate_junit(report))
-    if not report.passed:
-        raise typer.Exit(1)
+    if report.exit_code:
+        raise typer.Exit(report.exit_code)

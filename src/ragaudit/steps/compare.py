@@ -29,12 +29,26 @@ from ragaudit.steps.analyze import load_examples
 from ragaudit.steps.inputs import from_responses
 
 
-def _selected(examples: list[Example], patterns: list[str] | None) -> list[Example]:
+def _selected(
+    examples: list[Example], patterns: list[str] | None, metric: str, left_out: dict[str, str]
+) -> list[Example]:
+    """The examples of the systems matching ``patterns``; none matching is an error that
+    says why, naming the matching systems left out for ``metric``."""
     if not patterns:
         return examples
+
+    def matches(system: str) -> bool:
+        return any(fnmatch.fnmatchcase(system, p) for p in patterns)
+
     known = sorted({ex.system for ex in examples})
-    chosen = {s for s in known if any(fnmatch.fnmatchcase(s, p) for p in patterns)}
+    chosen = {s for s in known if matches(s)}
     if not chosen:
+        excluded = {s: why for s, why in sorted(left_out.items()) if matches(s)}
+        if excluded:
+            whys = "; ".join(f"{s} {why}" for s, why in excluded.items())
+            raise UserError(
+                f"every system matching {', '.join(patterns)} is left out of {metric}: {whys}"
+            )
         raise UserError(
             f"no system matches {', '.join(patterns)} (the run's systems: {', '.join(known)})"
         )
@@ -142,7 +156,7 @@ def run_compare(
     into compare.json (replacing an earlier one of the same metric and split) and
     compare.md. Returns the study and the systems left out, with why."""
     examples, left_out, score = compare_examples(run, metric, rule)
-    examples = _selected(examples, systems)
+    examples = _selected(examples, systems, metric, left_out)
     scores = set_scores(examples, score, by=by, robustness=metric == "robustness")
     if len(scores) < 2:
         found = ", ".join(f"{n} ({c})" for n, c in Counter(_names(examples, by)).items())

@@ -9,12 +9,20 @@ import math
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from ragaudit.analysis.gate import GateCheck, GateReport, gate_check
+from ragaudit.analysis.gate import (
+    GateCheck,
+    GateReport,
+    MissingPolicy,
+    gate_check,
+    group_fingerprints,
+    missing_check,
+)
 from ragaudit.analysis.ranking import ALL, SetScores, example_score, set_scores
 from ragaudit.analysis.significance import PairedCounts
 from ragaudit.errors import UserError
 from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule
-from ragaudit.records.models import FREE_METRICS
+from ragaudit.records.io import read_jsonl
+from ragaudit.records.models import FREE_METRICS, QueryRecord
 from ragaudit.rundir import RunDir
 from ragaudit.steps.compare import compare_examples
 
@@ -39,20 +47,40 @@ def _scores(
     return scores, left_out, scored
 
 
-def _paired(
-    base: SetScores, cand: SetScores, system: str, scored_b: set[str], scored_c: set[str]
-) -> tuple[PairedCounts, int]:
-    """The groups the system has a scored query of on both runs, and how many it has on
-    one run only (those are left out: a group is compared with itself or not at all)."""
+def _fingerprints(run: Path) -> dict[str, str]:
+    rundir = RunDir(run)
+    if not rundir.dataset.exists():
+        raise UserError(f"{run}: no dataset.jsonl (not a run directory?)")
+    try:
+        return group_fingerprints(read_jsonl(rundir.dataset, QueryRecord))
+    except UserError as err:
+        raise UserError(f"{run}: {err}") from None
+
+
+def _paired(base: SetScores, cand: SetScores, system: str, common: list[str]) -> PairedCounts:
+    """The system's counts on the groups ``common`` to both runs."""
     bn, bd = base.row(system)
     cn, cd = cand.row(system)
     b_groups = {g: i for i, g in enumerate(base.groups)}
     c_groups = {g: i for i, g in enumerate(cand.groups)}
-    common = sorted(scored_b & scored_c)
     bi = [b_groups[g] for g in common]
     ci = [c_groups[g] for g in common]
-    counts = PairedCounts(common, bn[bi], bd[bi], cn[ci], cd[ci])
-    return counts, len(scored_b ^ scored_c)
+    return PairedCounts(common, bn[bi], bd[bi], cn[ci], cd[ci])
+
+
+def _check_metric(metric: str) -> None:
+    if metric in FREE_METRICS:
+        raise UserError(
+            f"the gate does not check reference-free metrics ({metric}): they are scores, "
+            "not verdicts; use ragaudit compare for them"
+        )
+    try:
+        example_score(metric)
+    except ValueError:
+        raise UserError(
+            f"unknown metric {metric!r}: the gate checks accuracy, robustness, "
+            "accuracy_retrieval, recall@K, mrr or ndcg@K (K a whole number, at least 1)"
+        ) from None
 
 
 def gate_runs(
@@ -66,63 +94,110 @@ def gate_runs(
     n_perm: int = 2000,
     seed: int = 0,
     rule: RetrievalRule = DEFAULT_RULE,
+    allow_partial: bool = False,
+    missing: MissingPolicy = "fail",
+    min_coverage: float = 0.0,
+    max_undetectable: float | None = None,
 ) -> GateReport:
-    """Check every system of both runs (or those matching ``systems``, shell patterns) on
-    each metric (default accuracy; retrieval metrics need no judging): regression where
+    """Check every system of the baseline (or those matching ``systems``, shell patterns)
+    on each metric (default accuracy; retrieval metrics need no judging): regression where
     the candidate is significantly worse than the baseline by more than ``margin``. The
-    checks share ``alpha`` (Bonferroni). Nothing to compare at all is an error, never a
-    pass."""
+    checks share ``alpha`` (Bonferroni).
+
+    Only groups whose questions and references are the same on both runs are paired. A
+    system of the baseline the candidate lacks is a failing check (``missing="skip"``: a
+    skipped one). A check that could not fail on the groups it has, that pairs less than
+    ``min_coverage`` of the baseline's groups, or that passes with a detectable drop over
+    ``max_undetectable``, is untestable, which is not a pass unless ``allow_partial``
+    (and another check was tested). Nothing to compare at all is an error."""
     metrics = list(dict.fromkeys(metrics or ["accuracy"]))  # a metric twice is checked once
     for metric in metrics:
-        if metric in FREE_METRICS:
-            raise UserError(f"the gate does not check reference-free metrics ({metric})")
-        try:
-            example_score(metric)
-        except ValueError as err:
-            raise UserError(str(err)) from None
+        _check_metric(metric)
+    if not 0.0 <= min_coverage <= 1.0:
+        raise UserError(f"min_coverage must be between 0 and 1, not {min_coverage:g}")
+    for run in (baseline, candidate):
+        if not run.is_dir():
+            raise UserError(f"{run}: no such run directory")
+    base_prints, cand_prints = _fingerprints(baseline), _fingerprints(candidate)
+    matching = {g for g, h in base_prints.items() if cand_prints.get(g) == h}
+    differing = sum(1 for g, h in base_prints.items() if g in cand_prints and cand_prints[g] != h)
+    if not matching:
+        raise UserError(
+            f"the two runs share no question: of the baseline's {len(base_prints)} groups, "
+            f"{differing} ask other questions or have other references on the candidate and "
+            f"{len(base_prints) - differing} are not in its dataset (not the same dataset?)"
+        )
     notes: list[str] = []
-    planned: list[tuple[str, str, PairedCounts]] = []
+    if differing:
+        notes.append(
+            f"{differing} of the baseline's {len(base_prints)} groups ask other questions or "
+            "have other references on the candidate (the datasets differ): left out"
+        )
+    planned: list[tuple[str, str, PairedCounts, int]] = []
+    absent: list[tuple[str, str, str, int]] = []
     for metric in metrics:
         base, base_out, base_scored = _scores(baseline, metric, rule)
         cand, cand_out, cand_scored = _scores(candidate, metric, rule)
-        if base is None or cand is None:
-            which = "baseline" if base is None else "candidate"
-            raise UserError(f"{metric}: the {which} run has nothing to count")
-        names = sorted(set(base.systems) & set(cand.systems))
+        if base is None:
+            raise UserError(f"{metric}: the baseline run {baseline} has nothing to count")
+        names = list(base.systems)
         if systems:
             names = [s for s in names if any(fnmatch.fnmatchcase(s, p) for p in systems)]
         if not names:
             raise UserError(
-                f"{metric}: no system is in both runs"
-                + (f" matching {', '.join(systems)}" if systems else "")
-                + f" (baseline: {', '.join(base.systems)}; candidate: {', '.join(cand.systems)})"
+                f"{metric}: no system of the baseline"
+                + (f" matches {', '.join(systems)}" if systems else " has a scored query")
+                + f" (baseline: {', '.join(base.systems) or 'none'})"
             )
-        for side, scores in (("baseline", base), ("candidate", cand)):
-            alone = sorted(set(scores.systems) - set(names))
-            if alone and not systems:
-                notes.append(f"{metric}: only the {side} has {', '.join(alone)}: not checked")
-        for system, why in {**base_out, **cand_out}.items():
-            notes.append(f"{metric}: {system} left out: {why}")
+        cand_systems = set(cand.systems) if cand is not None else set()
+        extra = sorted(cand_systems - set(base.systems) - set(base_out))
+        if extra and not systems:
+            notes.append(f"{metric}: only the candidate has {', '.join(extra)}: not checked")
+        for system, why in base_out.items():
+            notes.append(f"{metric}: the baseline's {system} left out: {why}")
         for system in names:
-            counts, unpaired = _paired(
-                base, cand, system, base_scored.get(system, set()), cand_scored.get(system, set())
-            )
+            scored_b = base_scored.get(system, set())
+            if system not in cand_systems or cand is None:
+                lost = cand_out.get(system)
+                reason = (
+                    f"the candidate's {system} {lost}"
+                    if lost is not None
+                    else f"the candidate has no scored query of {system}"
+                )
+                absent.append((system, metric, reason, len(scored_b)))
+                continue
+            scored_c = cand_scored.get(system, set())
+            common = sorted(scored_b & scored_c & matching)
+            unpaired = len(scored_b - scored_c)
             if unpaired:
                 notes.append(
-                    f"{system} {metric}: {unpaired} groups are scored on one run only (not the "
-                    "same dataset?): left out of the check"
+                    f"{system} {metric}: the candidate has no scored query in {unpaired} of the "
+                    f"baseline's {len(scored_b)} groups: left out of the check"
                 )
-            planned.append((system, metric, counts))
-    share = alpha / len(planned)
-    # The smallest p-value is 1 / (n_perm + 1): enough sign flips that every check can fail.
+            planned.append((system, metric, _paired(base, cand, system, common), len(scored_b)))
+    share = alpha / max(1, len(planned))
+    # The smallest p-value of random flips is 1 / (n_perm + 1): enough that every check can
+    # fail (checks on up to EXACT_MAX groups are enumerated exactly and need none).
     n_perm = max(n_perm, math.ceil(20 / share))
     checks: list[GateCheck] = [
-        gate_check(system, metric, counts, margin=margin, alpha=share, n_perm=n_perm, seed=seed)
-        for system, metric, counts in planned
+        gate_check(
+            system,
+            metric,
+            counts,
+            margin=margin,
+            alpha=share,
+            n_perm=n_perm,
+            seed=seed,
+            baseline_groups=of_baseline,
+            min_coverage=min_coverage,
+            max_undetectable=max_undetectable,
+        )
+        for system, metric, counts, of_baseline in planned
     ]
-    if all(c.status == "not tested" for c in checks):
-        reasons = "; ".join(c.sentence() for c in checks[:3])
-        raise UserError(f"the gate could test nothing: {reasons}")
+    checks += [
+        missing_check(system, metric, reason, alpha=share, margin=margin, baseline_groups=n)
+        for system, metric, reason, n in absent
+    ]
     return GateReport(
         baseline=str(baseline),
         candidate=str(candidate),
@@ -130,6 +205,8 @@ def gate_runs(
         margin=margin,
         checks=checks,
         notes=notes,
+        allow_partial=allow_partial,
+        missing=missing,
     )
 
 
@@ -137,18 +214,31 @@ def _cell(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
+def _status(check: GateCheck) -> str:
+    status = {"regression": "REGRESSION", "missing": "MISSING", "untestable": "UNTESTABLE"}.get(
+        check.status, check.status
+    )
+    if check.reason:
+        status += f" ({check.reason})"
+    return status
+
+
 def gate_markdown(report: GateReport) -> str:
-    """The one-screen summary: the verdict, a row per check, the notes."""
+    """The one-screen summary: the verdict, a row per check, what the candidate covers of
+    the baseline, the notes."""
+    checks = max(1, sum(c.status != "missing" for c in report.checks))
     lines = [
-        f"## ragaudit gate: {'PASS' if report.passed else 'FAIL'}",
+        f"## ragaudit gate: {report.verdict}",
         "",
         report.headline() + ".",
         "",
         f"Baseline `{report.baseline}`, candidate `{report.candidate}`; paired by semantic "
-        f"group; each check is held to alpha / checks = {report.alpha / len(report.checks):.3g}.",
+        f"group (same questions, same references); each check is held to alpha / checks = "
+        f"{report.alpha / checks:.3g}.",
         "",
-        "| system | metric | baseline | candidate | difference [95% CI] | p | groups | status |",
-        "|---|---|---|---|---|---|---|---|",
+        "| system | metric | baseline | candidate | difference [95% CI] | p | groups paired / "
+        "baseline | drop found with 80% power | status |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for c in report.checks:
         diff = "n/a"
@@ -156,56 +246,98 @@ def gate_markdown(report: GateReport) -> str:
             low, high = c.ci95 or (c.difference, c.difference)
             diff = f"{c.difference:+.3f} [{low:+.3f}, {high:+.3f}]"
         p = "n/a" if c.p_value is None else ("< 0.001" if c.p_value < 0.001 else f"{c.p_value:.3g}")
-        status = c.status.upper() if c.status == "regression" else c.status
-        if c.reason:
-            status += f" ({c.reason})"
         lines.append(
             f"| {c.system} | {c.metric} | {_cell(c.baseline)} | {_cell(c.candidate)} | "
-            f"{diff} | {p} | {c.n_groups} | {status} |"
+            f"{diff} | {p} | {c.coverage} | {_cell(c.detectable)} | {_status(c)} |"
         )
+    unseen = [
+        f"{c.system} {c.metric}: {c.undetected()}" for c in report.checks if c.status == "pass"
+    ]
+    if unseen:
+        lines += ["", "What a pass does not rule out:", "", *(f"- {line}" for line in unseen)]
     if report.notes:
         lines += ["", *(f"- {note}" for note in report.notes)]
     return "\n".join(lines) + "\n"
 
 
-def gate_junit(report: GateReport) -> str:
-    """JUnit XML: one test case per check; a regression is a failure, a check that could
-    not be tested is skipped with its reason."""
-    suite = ET.Element(
+def _suite(cases: int, failures: int, errors: int, skipped: int) -> ET.Element:
+    return ET.Element(
         "testsuite",
         name="ragaudit gate",
-        tests=str(len(report.checks)),
-        failures=str(len(report.regressions)),
-        skipped=str(sum(c.status == "not tested" for c in report.checks)),
-        errors="0",
+        tests=str(cases),
+        failures=str(failures),
+        errors=str(errors),
+        skipped=str(skipped),
     )
+
+
+def _xml(suite: ET.Element) -> str:
+    root = ET.Element("testsuites")
+    root.append(suite)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def gate_junit(report: GateReport) -> str:
+    """JUnit XML: one test case per check. A regression, and a system the candidate lacks,
+    are failures (a skipped case where missing systems are skipped); an untestable check
+    is an error (skipped with ``allow_partial``); a pass carries its sentence."""
+    kinds = []
     for check in report.checks:
+        if check.status == "regression" or (check.status == "missing" and report.missing == "fail"):
+            kinds.append("failure")
+        elif check.status == "untestable" and not report.allow_partial:
+            kinds.append("error")
+        elif check.status in ("untestable", "missing"):
+            kinds.append("skipped")
+        else:
+            kinds.append("pass")
+    suite = _suite(len(kinds), kinds.count("failure"), kinds.count("error"), kinds.count("skipped"))
+    for check, kind in zip(report.checks, kinds, strict=True):
         # The system in the name: grid names hold dots, which CI viewers read as packages.
         case = ET.SubElement(
             suite, "testcase", classname="ragaudit.gate", name=f"{check.system} {check.metric}"
         )
-        if check.status == "regression":
-            failure = ET.SubElement(case, "failure", message=check.sentence(), type="regression")
-            failure.text = check.sentence()
-        elif check.status == "not tested":
-            ET.SubElement(case, "skipped", message=check.reason or "not tested")
+        if kind == "pass":
+            ET.SubElement(case, "system-out").text = check.sentence()
+        elif kind == "skipped":
+            ET.SubElement(case, "skipped", message=check.reason or check.status)
         else:
-            out = ET.SubElement(case, "system-out")
-            out.text = check.sentence()
-    root = ET.Element("testsuites")
-    root.append(suite)
-    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+            element = ET.SubElement(case, kind, message=check.sentence(), type=check.status)
+            element.text = check.sentence()
+    return _xml(suite)
+
+
+def gate_error_junit(message: str) -> str:
+    """JUnit XML for a gate that could compare nothing (exit 2): one error case with why,
+    so that CI's test report shows the gate rather than nothing."""
+    suite = _suite(1, 0, 1, 0)
+    case = ET.SubElement(suite, "testcase", classname="ragaudit.gate", name="gate")
+    ET.SubElement(case, "error", message=message, type="untestable").text = message
+    return _xml(suite)
+
+
+def gate_error_markdown(message: str) -> str:
+    """The summary of a gate that could compare nothing."""
+    return f"## ragaudit gate: UNTESTABLE\n\n{message}\n"
 
 
 def assert_no_regression(
     baseline: Path | str, candidate: Path | str, **options: object
 ) -> GateReport:
     """For pytest: :func:`gate_runs` on two run directories, raising AssertionError with
-    the summary when the candidate regressed; the report otherwise."""
+    the summary unless the gate passes (a regression, a missing system or an untestable
+    check is not a pass); the report otherwise."""
     report = gate_runs(Path(baseline), Path(candidate), **options)  # type: ignore[arg-type]
     if not report.passed:
         raise AssertionError(gate_markdown(report))
     return report
 
 
-__all__ = ["assert_no_regression", "gate_junit", "gate_markdown", "gate_runs"]
+__all__ = [
+    "assert_no_regression",
+    "gate_error_junit",
+    "gate_error_markdown",
+    "gate_junit",
+    "gate_markdown",
+    "gate_runs",
+]
