@@ -4,6 +4,7 @@ corpus (strategy, size, label mix, the checks' thresholds)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -14,7 +15,7 @@ from ragaudit.options import StrictOptions
 from ragaudit.records.models import LABELS, QuestionLabel
 
 
-def mix_problem(weights: dict[str, float]) -> str | None:
+def mix_problem(weights: Mapping[str, float] | Mapping[QuestionLabel, float]) -> str | None:
     """Why label weights cannot be a mix, or None. Each weight must be a finite number
     >= 0 and their total finite and > 0: the shares are weight / total, which an infinite or
     NaN weight (or total) turns into NaN, an error far from the mistake.
