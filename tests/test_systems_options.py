@@ -147,3 +147,61 @@ def test_a_grid_system_named_like_another_entry_is_an_error() -> None:
     text = GRID + "  - {name: ret-bm25-k1, generator: none}\n"
     with pytest.raises(ConfigError, match="two systems are named 'ret-bm25-k1'"):
         parse_config(text)
+
+
+def test_a_grid_over_a_required_option_expands_as_if_each_value_were_written() -> None:
+    """An HTTP system's url (or an adapter's target) is required: a grid over it is where
+    it is written, each system with its own (issue 37 item 20)."""
+    config = parse_config(
+        "systems:\n"
+        "  - name: api\n"
+        "    kind: http\n"
+        "    grid:\n"
+        "      url: ['http://127.0.0.1:8001/ask', 'http://127.0.0.1:8002/ask']\n"
+        "      retries: [0, 3]\n"
+        "  - name: fn\n"
+        "    kind: callable\n"
+        "    grid:\n"
+        "      target: ['mod:small', 'mod:large']\n"
+    )
+    got = [(s.name, getattr(s, "url", None) or s.target, s.retries if s.kind == "http" else None)
+           for s in config.systems]  # fmt: skip
+    assert got == [
+        ("api-http_127.0.0.1_8001_ask-0", "http://127.0.0.1:8001/ask", 0),
+        ("api-http_127.0.0.1_8001_ask-3", "http://127.0.0.1:8001/ask", 3),
+        ("api-http_127.0.0.1_8002_ask-0", "http://127.0.0.1:8002/ask", 0),
+        ("api-http_127.0.0.1_8002_ask-3", "http://127.0.0.1:8002/ask", 3),
+        ("fn-mod_small", "mod:small", None),
+        ("fn-mod_large", "mod:large", None),
+    ]
+    again = parse_config(yaml.safe_dump(config.masked_dict()))
+    assert [s.model_dump() for s in again.systems] == [s.model_dump() for s in config.systems]
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        # each value is checked as if written out, the first one too
+        ("kind: http\n    grid:\n      url: [1, 'http://h/a']", r"grid \(url=1\): url: Input"),
+        ("kind: http\n    grid:\n      url: ['http://h/a', 2]", r"grid \(url=2\): url: Input"),
+        ("kind: callable\n    grid:\n      target: [m:f, nocolon]", r"grid \(target=nocolon\)"),
+        ("kind: callable\n    grid:\n      target: [nocolon, m:f]", r"grid \(target=nocolon\)"),
+        # a required option neither written nor varied is still missing
+        ("kind: http\n    grid:\n      retries: [1, 2]", r"systems\.0\.url: Field required"),
+        ("kind: http\n    grid:\n      url: []", "grid: url: give a list of values"),
+    ],
+)
+def test_a_grid_over_a_required_option_checks_every_value(entry: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        parse_config(f"systems:\n  - name: api\n    {entry}\n")
+
+
+def test_a_secret_in_a_gridded_url_does_not_become_part_of_a_systems_name() -> None:
+    """A system's name is written everywhere (records, reports): a token in a URL it was
+    made from is masked there too (issue 37 items 13 and 20)."""
+    config = parse_config(
+        "systems:\n  - name: api\n    kind: http\n    grid:\n"
+        "      url: ['http://h/a?token=tok-5ecret-9b1', 'http://h/b?token=tok-5ecret-9b1']\n"
+    )
+    assert [s.name for s in config.systems] == ["api-http_h_a_token", "api-http_h_b_token"]
+    assert config.systems[0].url == "http://h/a?token=tok-5ecret-9b1"  # sent as written

@@ -8,8 +8,9 @@ import itertools
 import re
 from typing import Annotated, Any
 
-from pydantic import Discriminator, Tag, ValidationError
+from pydantic import BeforeValidator, Discriminator, Tag, ValidationError
 
+from ragaudit.secrets import mask_url
 from ragaudit.systems.adapters.function import CallableSystemConfig
 from ragaudit.systems.adapters.http_endpoint import HTTPSystemConfig
 from ragaudit.systems.adapters.langchain import LangChainSystemConfig
@@ -33,6 +34,55 @@ def _kind(value: Any) -> str:
     return str(getattr(value, "kind", "builtin"))
 
 
+def _grid_problem(grid: dict[Any, Any]) -> str | None:
+    """What is wrong with a grid's shape (before any value is looked at), or None."""
+    for key, values in grid.items():
+        if key in ("name", "kind", "grid"):
+            return f"grid: {key} cannot vary"
+        if not isinstance(values, list) or not values:
+            return f"grid: {key}: give a list of values"
+    return None
+
+
+def _grid_message(err: ValidationError, chosen: dict[str, Any]) -> str:
+    """A combination's first validation error, naming the combination and the option."""
+    first = err.errors()[0]
+    where = ".".join(str(part) for part in first["loc"] if str(part) not in KINDS)
+    message = "unknown key" if first["type"] == "extra_forbidden" else first["msg"]
+    shown = ", ".join(f"{k}={v}" for k, v in chosen.items())
+    return f"grid ({shown}): {where + ': ' if where else ''}{message}"
+
+
+def _required_from_grid(data: Any) -> Any:
+    """An entry whose grid varies a required option it does not write (an HTTP system's
+    ``url``, an adapter's ``target``), with the grid's first value written in, so that the
+    entry validates as its first system would; ``expand_grid`` then gives each system its
+    own value. Every other entry is returned as is."""
+    if not isinstance(data, dict) or not isinstance(data.get("grid"), dict):
+        return data
+    grid = data["grid"]
+    problem = _grid_problem(grid)
+    if problem:
+        raise ValueError(problem)
+    kind = KINDS.get(_kind(data))
+    if kind is None:
+        return data  # the discriminator names the kinds
+    missing = {
+        key: values[0]
+        for key, values in grid.items()
+        if key not in data and key in kind.model_fields and kind.model_fields[key].is_required()
+    }
+    if not missing:
+        return data
+    filled = {**data, **missing}
+    try:
+        kind.model_validate({**filled, "grid": None})
+    except ValidationError as err:
+        if any(str(e["loc"][0]) in missing for e in err.errors() if e["loc"]):
+            raise ValueError(_grid_message(err, missing)) from None
+    return filled
+
+
 SystemConfig = Annotated[
     Annotated[BuiltinSystemConfig, Tag("builtin")]
     | Annotated[HTTPSystemConfig, Tag("http")]
@@ -44,6 +94,7 @@ SystemConfig = Annotated[
         custom_error_type="unknown_kind",
         custom_error_message="kind must be one of " + ", ".join(KINDS),
     ),
+    BeforeValidator(_required_from_grid),
 ]
 """One system under test: a built-in RAG pipeline or an adapter to the user's own."""
 
@@ -70,7 +121,9 @@ MAX_GRID_SYSTEMS = 1000
 
 
 def _token(key: str, value: Any) -> str:
-    shown = re.sub(r"[^A-Za-z0-9_.\-]+", "_", str(value)).strip("_.") or "_"
+    # A name is written everywhere: a password or token in a URL stays out of it.
+    text = mask_url(value) if isinstance(value, str) else str(value)
+    shown = re.sub(r"[^A-Za-z0-9_.\-]+", "_", text).strip("_.") or "_"
     return f"{_NAME_PREFIX.get(key, '')}{shown}"
 
 
@@ -109,11 +162,9 @@ def expand_grid(entry: SystemOptions) -> list[SystemOptions]:
     grid = entry.grid
     if not grid:
         return [entry]
-    for key, values in grid.items():
-        if key in ("name", "kind", "grid"):
-            raise ValueError(f"grid: {key} cannot vary")
-        if not isinstance(values, list) or not values:
-            raise ValueError(f"grid: {key}: give a list of values")
+    problem = _grid_problem(grid)
+    if problem:
+        raise ValueError(problem)
     base = entry.model_dump(exclude_unset=True, exclude={"grid"})
     out: list[SystemOptions] = []
     seen: dict[str, dict[str, Any]] = {}
@@ -133,11 +184,7 @@ def expand_grid(entry: SystemOptions) -> list[SystemOptions]:
             seen[name] = data
             out.append(parse_system({**data, "name": name}))
         except ValidationError as err:
-            first = err.errors()[0]
-            where = ".".join(str(part) for part in first["loc"] if str(part) not in KINDS)
-            message = "unknown key" if first["type"] == "extra_forbidden" else first["msg"]
-            shown = ", ".join(f"{k}={v}" for k, v in chosen.items())
-            raise ValueError(f"grid ({shown}): {where + ': ' if where else ''}{message}") from None
+            raise ValueError(_grid_message(err, chosen)) from None
         if len(out) > MAX_GRID_SYSTEMS:
             raise ValueError(f"grid: more than {MAX_GRID_SYSTEMS} systems")
     return out
