@@ -8,6 +8,12 @@ Two write disciplines, one per kind of file:
 * resumable steps append one record per line and fsync, so a run killed at any moment
   keeps every record it reported done; a torn last line (the kill landed mid-write) is
   cut off when the file is next opened for appending.
+
+Only the files ragaudit appends to may end in a torn line: a user's input file (a question
+set, a corpus, a label file) is read with ``skip_torn_tail=False``, so that its bad last
+line is an error with its line number rather than a record silently lost. Whole files are
+created with the permissions the user's umask gives (0644 under umask 022), as any other
+tool creates its output; a file that exists keeps its own.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -41,11 +48,51 @@ def _fsync_dir(directory: Path) -> None:
             os.close(fd)
 
 
-@contextlib.contextmanager
-def _atomic_open(path: Path) -> Iterator[IO[str]]:
+def _umask() -> int:
+    """The process's umask. Linux states it in /proc; elsewhere it can only be read by
+    setting it, so it is set and put back at once."""
+    with (
+        contextlib.suppress(OSError, ValueError),
+        open("/proc/self/status", encoding="ascii", errors="replace") as status,
+    ):
+        for line in status:
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _target_mode(path: Path) -> int:
+    """The permission bits a whole-file write gives ``path``: those it has when it exists
+    (a file the user made private stays private), else 0666 less the umask, as ``open``
+    creates a file. A temporary file is created 0600, so it is set explicitly."""
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        return 0o666 & ~_umask()
+
+
+def _temp_beside(path: Path) -> tuple[int, Path]:
+    """A new temporary file next to ``path`` (same filesystem, so the rename is atomic),
+    open as ``fd``, with the permissions ``path`` is to have."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    tmp = Path(tmp_name)
+    try:
+        if hasattr(os, "fchmod"):
+            os.fchmod(fd, _target_mode(path))
+        else:  # pragma: no cover - Windows has no fchmod and no umask to honour
+            os.chmod(tmp_name, _target_mode(path))
+    except BaseException:
+        os.close(fd)
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    return fd, Path(tmp_name)
+
+
+@contextlib.contextmanager
+def _atomic_open(path: Path) -> Iterator[IO[str]]:
+    fd, tmp = _temp_beside(path)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
             yield handle
@@ -96,20 +143,56 @@ def write_jsonl_atomic(path: Path, records: Iterable[BaseModel | Mapping[str, An
     return count
 
 
+def not_utf8(path: Path, data: bytes, exc: UnicodeDecodeError, *, line: int | None = None) -> str:
+    """The one-line message for ``path`` whose bytes ``data`` are not UTF-8: the line and
+    the byte that broke, so that the user can find and convert it."""
+    number = line if line is not None else data.count(b"\n", 0, exc.start) + 1
+    byte = data[exc.start : exc.start + 1].hex()
+    return (
+        f"{path}:{number}: not UTF-8 text (byte 0x{byte}): save the file as UTF-8 "
+        "(it may be Latin-1 or Windows-1252)"
+    )
+
+
+def read_utf8_text(path: Path) -> str:
+    """The text of ``path``, read as UTF-8 (a leading byte order mark is dropped); bytes that
+    are not UTF-8 are a :class:`RecordFileError` that names the line, never a traceback."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise RecordFileError(f"{path}: no such file") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise RecordFileError(not_utf8(path, data, exc)) from None
+
+
 def iter_jsonl_dicts(
     path: Path, *, skip_torn_tail: bool = True
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line_number, object)`` for each line of a JSON Lines file, streaming.
 
     A last line without its newline that does not parse is the trace of a killed append and
-    is skipped when ``skip_torn_tail``; anywhere else a bad line is a :class:`RecordFileError`.
+    is skipped when ``skip_torn_tail``: only for the files ragaudit itself appends to. A
+    user's input file is read with ``skip_torn_tail=False``, so that its bad last line is
+    an error. Anywhere else a bad line, or one that is not UTF-8, is a
+    :class:`RecordFileError` naming the line.
     """
     try:
-        handle = path.open("r", encoding="utf-8")
+        handle = path.open("rb")
     except FileNotFoundError:
         raise RecordFileError(f"{path}: no such file") from None
     with handle:
-        for number, line in enumerate(handle, start=1):
+        for number, raw in enumerate(handle, start=1):
+            try:
+                # Decoded line by line, so that a bad byte is reported at its own line.
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                if skip_torn_tail and not raw.endswith(b"\n"):  # cut inside a character
+                    return
+                raise RecordFileError(not_utf8(path, raw, exc, line=number)) from None
+            if number == 1 and line.startswith("\ufeff"):  # a byte order mark (Windows tools)
+                line = line[1:]
             if not line.strip():
                 continue
             try:
@@ -226,9 +309,9 @@ def export_parquet(records: Iterable[BaseModel], path: Path) -> int:
     for row in rows:
         names.extend(k for k in row if k not in names)
     table = pa.table({name: _column([row.get(name) for row in rows]) for name in names})
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _temp_beside(path)
     os.close(fd)
+    tmp_name = str(tmp)
     try:
         pq.write_table(table, tmp_name)
         os.replace(tmp_name, path)
