@@ -21,6 +21,7 @@ from ragaudit.records.io import (
     write_jsonl_atomic,
 )
 from ragaudit.records.models import QueryRecord, Reference
+from ragaudit.systems.corpus import CorpusError, load_corpus
 from tests.support.cli import ragaudit
 from tests.support.scripted_llm_server import ScriptedLLMServer
 
@@ -95,6 +96,12 @@ def _torn(path: Path, rows: list[dict[str, Any]]) -> Path:
     return path
 
 
+def test_a_bad_last_line_of_a_corpus_loses_no_document(tmp_path: Path) -> None:
+    corpus = _torn(tmp_path / "docs.jsonl", [{"id": "a", "text": "Alpha."}])
+    with pytest.raises(CorpusError, match=r"docs\.jsonl:2: not valid JSON"):
+        load_corpus(corpus)
+
+
 def test_the_appenders_torn_tail_is_still_skipped(tmp_path: Path) -> None:
     # ragaudit's own appended files keep their rule: a torn last line is a killed append.
     path = _torn(tmp_path / "responses.jsonl", [{"query_id": "q1"}])
@@ -112,6 +119,9 @@ systems:
 """
 
 
+# -- item 12: duplicate document ids -------------------------------------------------------
+
+
 def _documents_project(tmp_path: Path, server: ScriptedLLMServer, corpus: str) -> dict[str, str]:
     (tmp_path / "ragaudit.yaml").write_text(
         f"llm:\n  model: openai:scripted\ncorpus:\n  path: {corpus}\n"
@@ -120,6 +130,74 @@ def _documents_project(tmp_path: Path, server: ScriptedLLMServer, corpus: str) -
 
 
 LONG = "Alder Bridge is being built in Norhaven and work on it began in May of the year 2021."
+
+
+def test_duplicate_document_ids_are_refused_naming_both(
+    tmp_path: Path, llm_server: ScriptedLLMServer
+) -> None:
+    _write_jsonl(
+        tmp_path / "docs.jsonl",
+        [
+            {"id": "d", "text": LONG},
+            {"id": "e", "text": LONG},
+            {"id": "d", "text": "Other " + LONG},
+        ],
+    )
+    env = _documents_project(tmp_path, llm_server, "docs.jsonl")
+    result = ragaudit("generate", "--documents", "--size", "1", cwd=tmp_path, env=env)
+    _one_line_error(result, "docs.jsonl", "'d'", "line 1", "line 3")
+    assert llm_server.request_count == 0
+    (tmp_path / "docs.json").write_text(
+        json.dumps([{"id": 7, "text": LONG}, {"id": "7", "text": LONG}])
+    )
+    with pytest.raises(CorpusError, match=r"docs\.json: document id '7' .*item 1.*item 2"):
+        load_corpus(tmp_path / "docs.json")
+    (tmp_path / "obj.json").write_text('{"a": "one", "b": "two", "a": "three"}')
+    with pytest.raises(CorpusError, match=r"obj\.json: document id 'a' appears twice"):
+        load_corpus(tmp_path / "obj.json")
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "a.txt").write_text(LONG)
+    (folder / "a.md").write_text(LONG)
+    with pytest.raises(CorpusError, match=r"document id 'a' .*a\.md.*a\.txt"):
+        load_corpus(folder)
+
+
+# -- items 14, 15, 16: tracebacks that become one line ------------------------------------
+
+
+def test_a_latin1_text_file_in_a_corpus_folder_is_one_line(
+    tmp_path: Path, llm_server: ScriptedLLMServer
+) -> None:
+    folder = tmp_path / "docs"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "good.txt").write_text(LONG)
+    (folder / "sub" / "caf\u00e9.txt").write_bytes(("Le caf\u00e9 " + LONG).encode("latin-1"))
+    env = _documents_project(tmp_path, llm_server, "docs")
+    result = ragaudit("generate", "--documents", "--size", "1", cwd=tmp_path, env=env)
+    _one_line_error(result, "caf\u00e9.txt:1: not UTF-8 text (byte 0xe9)")
+    assert llm_server.request_count == 0
+    (tmp_path / "docs.json").write_bytes(
+        json.dumps({"a": "caf\u00e9"}, ensure_ascii=False).encode("latin-1")
+    )
+    with pytest.raises(CorpusError, match=r"docs\.json:1: not UTF-8 text"):
+        load_corpus(tmp_path / "docs.json")
+
+
+# -- item 21: an empty corpus --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "content"), [("docs.json", "{}"), ("docs.json", "[]"), ("docs.jsonl", "\n")]
+)
+def test_an_empty_corpus_is_called_empty(
+    tmp_path: Path, llm_server: ScriptedLLMServer, name: str, content: str
+) -> None:
+    (tmp_path / name).write_text(content)
+    env = _documents_project(tmp_path, llm_server, name)
+    result = ragaudit("generate", "--documents", "--size", "1", cwd=tmp_path, env=env)
+    _one_line_error(result, f"{name}: the corpus holds no documents")
+    assert "0 chunks" not in result.stderr
 
 
 # -- item 22: output files honour the umask ------------------------------------------------

@@ -1,15 +1,17 @@
 """The document corpus a RAG system retrieves from: loading and chunking.
 
 Documents come from a JSON object ``{id: text}`` (as the GRAMMAR reference corpora), a JSON
-list or JSON Lines of ``{"id": ..., "text": ...}``, or a folder of ``.txt`` / ``.md`` files
-(the id is the path relative to the folder, without the suffix). A chunk keeps its
-document id: retrieval is judged at document level.
+list or JSON Lines (``.jsonl``, ``.ndjson``) of ``{"id": ..., "text": ...}``, or a folder of
+``.txt`` / ``.md`` files (the id is the path relative to the folder, without the suffix),
+all UTF-8. A chunk keeps its document id: retrieval is judged at document level, so ids are
+unique.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -18,7 +20,7 @@ from pydantic import Field
 
 from ragaudit.errors import UserError
 from ragaudit.options import StrictOptions
-from ragaudit.records.io import iter_jsonl_dicts
+from ragaudit.records.io import RecordFileError, iter_jsonl_dicts, read_utf8_text
 
 
 class CorpusConfig(StrictOptions):
@@ -53,37 +55,101 @@ class Chunk:
     text: str
 
 
-def _from_objects(items: list[object], source: str) -> list[Document]:
+def _text_of(value: object, where: str) -> str:
+    if not isinstance(value, str):
+        shown = json.dumps(value, default=str)[:40]
+        raise CorpusError(f"{where}: text: expected a string, not {shown}")
+    return value
+
+
+def _from_objects(items: Sequence[tuple[str, object]], source: str) -> list[Document]:
+    """Documents of ``{"id", "text"}`` objects, each with where it is (``item 3``,
+    ``line 3``) for the errors."""
     docs = []
-    for i, item in enumerate(items):
+    places = []
+    for where, item in items:
         if not isinstance(item, dict) or "id" not in item or "text" not in item:
-            raise CorpusError(f'{source}: item {i + 1}: expected {{"id": ..., "text": ...}}')
-        docs.append(Document(str(item["id"]), str(item["text"])))
+            raise CorpusError(f'{source}: {where}: expected {{"id": ..., "text": ...}}')
+        docs.append(Document(str(item["id"]), _text_of(item["text"], f"{source}: {where}")))
+        places.append(where)
+    return _unique(docs, places, source)
+
+
+def _unique(docs: list[Document], places: list[str], source: str) -> list[Document]:
+    """``docs`` when their ids are unique. Two documents under one id would make one
+    chunk id name two texts (a question checked against the other's text, a retrieved id
+    that is right or wrong by chance): an error naming both places."""
+    first: dict[str, str] = {}
+    for doc, place in zip(docs, places, strict=True):
+        if doc.id in first:
+            raise CorpusError(
+                f"{source}: document id {doc.id!r} is given twice, at {first[doc.id]} and "
+                f"{place}: every document needs its own id"
+            )
+        first[doc.id] = place
+    if not docs:
+        raise CorpusError(f"{source}: the corpus holds no documents")
     return docs
 
 
+class _Keys(dict[str, object]):
+    """A JSON object that remembers a key it saw twice (``json`` keeps the last value of
+    a repeated key silently, which would lose a document)."""
+
+    repeated: str | None = None
+
+
+def _object(pairs: list[tuple[str, object]]) -> _Keys:
+    out = _Keys()
+    for key, value in pairs:
+        if key in out and out.repeated is None:
+            out.repeated = key
+        out[key] = value
+    return out
+
+
+def _read_file(path: Path) -> str:
+    try:
+        return read_utf8_text(path)
+    except RecordFileError as exc:  # not UTF-8: the file and line, one line
+        raise CorpusError(str(exc)) from None
+
+
 def load_corpus(path: Path) -> list[Document]:
-    """Documents from a JSON file, a JSON Lines file or a folder of text files."""
+    """Documents from a JSON file, a JSON Lines file or a folder of text files, read as
+    UTF-8. Every document needs its own id and the corpus at least one document: a
+    repeated id (a folder's ``a.txt`` and ``a.md`` too), a file that is not UTF-8 or a
+    bad line (the last one included) is a :class:`CorpusError` that names where."""
     if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.suffix.lower() in {".txt", ".md"})
+        files = sorted(
+            p for p in path.rglob("*") if p.suffix.lower() in {".txt", ".md"} and p.is_file()
+        )
         if not files:
             raise CorpusError(f"{path}: no .txt or .md files")
-        return [
-            Document(str(p.relative_to(path).with_suffix("")), p.read_text(encoding="utf-8"))
-            for p in files
-        ]
+        docs = [Document(str(p.relative_to(path).with_suffix("")), _read_file(p)) for p in files]
+        return _unique(docs, [str(p.relative_to(path)) for p in files], str(path))
     if not path.is_file():
         raise CorpusError(f"{path}: no such corpus file or folder")
-    if path.suffix.lower() == ".jsonl":
-        return _from_objects([row for _, row in iter_jsonl_dicts(path)], str(path))
+    if path.suffix.lower() in (".jsonl", ".ndjson"):
+        try:  # the user's file: a bad last line is an error, not a torn append
+            rows = [(f"line {n}", row) for n, row in iter_jsonl_dicts(path, skip_torn_tail=False)]
+        except RecordFileError as exc:
+            raise CorpusError(str(exc)) from None
+        return _from_objects(rows, str(path))
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(_read_file(path), object_pairs_hook=_object)
     except json.JSONDecodeError as exc:
         raise CorpusError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
     if isinstance(data, dict):
-        return [Document(str(k), str(v)) for k, v in data.items()]
+        if isinstance(data, _Keys) and data.repeated is not None:
+            raise CorpusError(
+                f"{path}: document id {data.repeated!r} appears twice: every document needs "
+                "its own id (JSON keeps only the last)"
+            )
+        docs = [Document(str(k), _text_of(v, f"{path}: {k!r}")) for k, v in data.items()]
+        return _unique(docs, [repr(k) for k in data], str(path))
     if isinstance(data, list):
-        return _from_objects(data, str(path))
+        return _from_objects([(f"item {i}", item) for i, item in enumerate(data, 1)], str(path))
     raise CorpusError(f"{path}: expected {{id: text}} or a list of {{id, text}}")
 
 
