@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from ragaudit.analysis.agreement import label_figures, unlabelled_pairs
+from ragaudit.documents.pairs import PairsError, read_input
 from ragaudit.records.io import (
     atomic_write_json,
     atomic_write_text,
@@ -20,7 +22,7 @@ from ragaudit.records.io import (
     iter_jsonl_dicts,
     write_jsonl_atomic,
 )
-from ragaudit.records.models import QueryRecord, Reference
+from ragaudit.records.models import LabelPair, LabelRecord, QueryRecord, Reference
 from ragaudit.systems.corpus import CorpusError, load_corpus
 from tests.support.cli import ragaudit
 from tests.support.scripted_llm_server import ScriptedLLMServer
@@ -87,6 +89,89 @@ def _snapshot(root: Path) -> dict[str, bytes]:
     }
 
 
+# -- item 7: one context id, two texts ----------------------------------------------------
+
+
+def test_squad_articles_sharing_a_title_keep_each_text(project: Path) -> None:
+    squad = _squad(
+        (
+            "Rivers",
+            "The Rhine is 1,230 km long.",
+            [_qa("r1", "How long is the Rhine?", "1,230 km")],
+        ),
+        (
+            "Rivers",
+            "The Danube flows into the Black Sea.",
+            [_qa("r2", "Where does it flow?", "the Black Sea")],
+        ),
+        ("Rivers", "The Rhine is 1,230 km long.", [_qa("r3", "Is the Rhine long?", "yes")]),
+    )
+    (project / "squad.json").write_text(json.dumps(squad))
+    result = ragaudit("generate", "--import", "squad.json", cwd=project)
+    assert result.returncode == 0, result.stderr
+    texts = {r["id"]: r["text"] for r in _rows(project / RUN / "imported/contexts.jsonl")}
+    imported = {
+        r["group_id"]: r
+        for r in _rows(project / RUN / "dataset.jsonl")
+        if r["source"] == "imported"
+    }
+    gold = {g: texts[r["gold_ids"][0]] for g, r in imported.items()}
+    assert gold == {
+        "imp-r1": "The Rhine is 1,230 km long.",
+        "imp-r2": "The Danube flows into the Black Sea.",
+        "imp-r3": "The Rhine is 1,230 km long.",
+    }
+    # label --input reads the file the same way: each pair is labelled against its own text.
+    (project / "ann.csv").write_text("id,label\nr1,fact_single\nr2,fact_single\nr3,reasoning\n")
+    result = ragaudit(
+        "label", "--input", "squad.json", "--no-llm", "--human", "ann.csv", cwd=project
+    )
+    assert result.returncode == 0, result.stderr
+    texts = {r["id"]: r["text"] for r in _rows(project / RUN / "labels/contexts.jsonl")}
+    pairs = {
+        r["pair_id"]: texts[r["gold_ids"][0]] for r in _rows(project / RUN / "labels/pairs.jsonl")
+    }
+    assert pairs["r2"] == "The Danube flows into the Black Sea."
+    assert pairs["r1"] == pairs["r3"] == "The Rhine is 1,230 km long."
+
+
+def test_one_context_id_with_two_texts_is_refused(project: Path) -> None:
+    pairs = _write_jsonl(
+        project / "pairs.jsonl",
+        [
+            {
+                "id": "a",
+                "context_id": "c1",
+                "context": "Ferries cross at dawn.",
+                "question": "When?",
+                "answer": "at dawn",
+            },
+            {
+                "id": "b",
+                "context_id": "c1",
+                "context": "Ferries cross at dawn.",
+                "question": "What?",
+                "answer": "ferries",
+            },
+            {
+                "id": "c",
+                "context_id": "c1",
+                "context": "Cranes unload cargo.",
+                "question": "Who?",
+                "answer": "cranes",
+            },
+        ],
+    )
+    before = _snapshot(project / RUN)
+    result = ragaudit("generate", "--import", str(pairs), cwd=project)
+    _one_line_error(result, "pairs.jsonl:3", "context_id 'c1'", "line 1")
+    assert _snapshot(project / RUN) == before
+    result = ragaudit("label", "--input", str(pairs), "--no-llm", "--human", "x.csv", cwd=project)
+    _one_line_error(result, "pairs.jsonl:3", "context_id 'c1'")
+    assert not (project / RUN / "labels.jsonl").exists()
+    assert not (project / RUN / "labels").exists()
+
+
 # -- item 8: a bad last line of an input file ---------------------------------------------
 
 
@@ -94,6 +179,29 @@ def _torn(path: Path, rows: list[dict[str, Any]]) -> Path:
     """``rows`` as JSON Lines and a last line that is not JSON, without its newline."""
     path.write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"id": "f", "conte')
     return path
+
+
+def test_a_bad_last_line_of_an_imported_file_is_an_error_with_its_line(project: Path) -> None:
+    rows = [
+        {"id": str(i), "context": f"Text {i}.", "question": f"Q{i}?", "answer": "a"}
+        for i in range(5)
+    ]
+    pairs = _torn(project / "pairs.jsonl", rows)
+    before = _snapshot(project / RUN)
+    result = ragaudit("generate", "--import", str(pairs), cwd=project)
+    _one_line_error(result, "pairs.jsonl:6: not valid JSON")
+    assert _snapshot(project / RUN) == before
+    result = ragaudit("label", "--input", str(pairs), "--no-llm", "--human", "x.csv", cwd=project)
+    _one_line_error(result, "pairs.jsonl:6: not valid JSON")
+
+
+def test_a_bad_last_line_of_a_human_label_file_is_an_error(project: Path) -> None:
+    _write_jsonl(project / "pairs.jsonl", [{"id": "a", "context": "C.", "question": "Q?"}])
+    _torn(project / "ann.jsonl", [{"id": "a", "label": "fact_single"}])
+    result = ragaudit(
+        "label", "--input", "pairs.jsonl", "--no-llm", "--human", "ann.jsonl", cwd=project
+    )
+    _one_line_error(result, "ann.jsonl:2: not valid JSON")
 
 
 def test_a_bad_last_line_of_a_corpus_loses_no_document(tmp_path: Path) -> None:
@@ -117,6 +225,68 @@ systems:
     retriever: keyword
     k: 1
 """
+
+
+# -- item 11: values read by their meaning -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("flag", "impossible"),
+    [(False, False), ("false", False), ("False", False), ("true", True), (True, True)],
+)
+def test_squad_is_impossible_is_read_by_its_meaning(
+    tmp_path: Path, flag: Any, impossible: bool
+) -> None:
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(_squad(("T", "Ctx.", [_qa("q", "Q?", "x", is_impossible=flag)]))))
+    (pair,) = read_input(path).pairs
+    assert pair.impossible is impossible
+
+
+@pytest.mark.parametrize(
+    ("answerable", "impossible"), [("false", True), ("TRUE", False), (False, True), (None, None)]
+)
+def test_jsonl_answerable_is_read_by_its_meaning(
+    tmp_path: Path, answerable: Any, impossible: bool | None
+) -> None:
+    row = {"id": "q", "context": "C.", "question": "Q?", "answer": "x", "answerable": answerable}
+    (pair,) = read_input(_write_jsonl(tmp_path / "p.jsonl", [row])).pairs
+    assert pair.impossible is impossible
+
+
+@pytest.mark.parametrize("flag", ["no", "", 1, 0, [], "maybe"])
+def test_a_flag_that_is_not_true_or_false_is_refused(tmp_path: Path, flag: Any) -> None:
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(_squad(("T", "Ctx.", [_qa("q", "Q?", "x", is_impossible=flag)]))))
+    with pytest.raises(PairsError, match=r"question 1: is_impossible: expected true or false"):
+        read_input(path)
+    row = {"id": "q", "context": "C.", "question": "Q?", "answerable": flag}
+    with pytest.raises(PairsError, match=r"p\.jsonl:1: answerable: expected true or false"):
+        read_input(_write_jsonl(tmp_path / "p.jsonl", [row]))
+
+
+def test_empty_answers_are_left_out_and_counted(project: Path) -> None:
+    rows = [
+        {"id": "a", "context": "C.", "question": "Q1?", "answer": ""},
+        {"id": "b", "context": "C.", "question": "Q2?", "answer": "   "},
+        {"id": "c", "context": "C.", "question": "Q3?", "answer": "kept"},
+    ]
+    result = ragaudit(
+        "generate", "--import", str(_write_jsonl(project / "p.jsonl", rows)), cwd=project
+    )
+    assert result.returncode == 0, result.stderr
+    assert "2 questions have no answer" in result.stderr
+    imported = [r for r in _rows(project / RUN / "dataset.jsonl") if r["source"] == "imported"]
+    assert [r["reference"]["values"] for r in imported] == [["kept"]]
+    # SQuAD: a blank first answer gives way to the first answer with text.
+    path = project / "s.json"
+    qas = [
+        {"id": "x", "question": "Q?", "answers": [{"text": " "}, {"text": "second"}]},
+        {"id": "y", "question": "R?", "answers": [{"text": ""}]},
+    ]
+    path.write_text(json.dumps(_squad(("T", "Ctx.", qas))))
+    answers = {p.pair_id: p.answer for p in read_input(path).pairs}
+    assert answers == {"x": "second", "y": None}
 
 
 # -- item 12: duplicate document ids -------------------------------------------------------
@@ -164,6 +334,74 @@ def test_duplicate_document_ids_are_refused_naming_both(
 
 
 # -- items 14, 15, 16: tracebacks that become one line ------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("qa", "message"),
+    [
+        (
+            {"id": "q", "question": 42, "answers": [{"text": "x"}]},
+            "question 1: question: expected text, not 42",
+        ),
+        (
+            {"id": "q", "question": "Q?", "answers": [{"text": 42}]},
+            "question 1: answer 1: expected text, not 42",
+        ),
+        (
+            {"id": "q", "question": "Q?", "answers": [{"text": None}]},
+            "question 1: answer 1: expected text, not None",
+        ),
+        ({"id": ["q"], "question": "Q?", "answers": []}, "question 1: id: expected text"),
+    ],
+)
+def test_a_squad_field_of_the_wrong_type_is_one_line(
+    project: Path, qa: dict[str, Any], message: str
+) -> None:
+    (project / "s.json").write_text(json.dumps(_squad(("T", "Ctx.", [qa]))))
+    before = _snapshot(project / RUN)
+    result = ragaudit("generate", "--import", "s.json", cwd=project)
+    _one_line_error(result, "s.json: article 1 (T), paragraph 1", message)
+    assert _snapshot(project / RUN) == before
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        (
+            {"id": "q", "context": "C.", "question": 42},
+            "p.jsonl:1: question: expected text, not 42",
+        ),
+        ({"id": "q", "context": ["C."], "question": "Q?"}, "p.jsonl:1: context: expected text"),
+        (
+            {"id": "q", "context": "C.", "question": "Q?", "answer": {"t": 1}},
+            "p.jsonl:1: answer: expected text",
+        ),
+    ],
+)
+def test_a_jsonl_field_of_the_wrong_type_is_refused(
+    tmp_path: Path, row: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(PairsError, match=message.replace(".", r"\.").replace("[", r"\[")):
+        read_input(_write_jsonl(tmp_path / "p.jsonl", [row]))
+
+
+def test_a_non_utf8_jsonl_file_is_one_line_with_its_line(project: Path) -> None:
+    good = json.dumps({"id": "a", "context": "C.", "question": "Q?", "answer": "x"}) + "\n"
+    row = {"id": "b", "context": "Caf\u00e9.", "question": "Q?", "answer": "x"}
+    bad = json.dumps(row, ensure_ascii=False)
+    (project / "p.jsonl").write_bytes((good + bad + "\n").encode("latin-1"))
+    before = _snapshot(project / RUN)
+    result = ragaudit("generate", "--import", "p.jsonl", cwd=project)
+    _one_line_error(result, "p.jsonl:2: not UTF-8 text")
+    assert _snapshot(project / RUN) == before
+    result = ragaudit("label", "--input", "p.jsonl", "--no-llm", "--human", "x.csv", cwd=project)
+    _one_line_error(result, "p.jsonl:2: not UTF-8 text")
+
+
+def test_a_utf8_byte_order_mark_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "p.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + b'{"id": "a", "context": "C.", "question": "Q?"}\n')
+    assert [p.pair_id for p in read_input(path).pairs] == ["a"]
 
 
 def test_a_latin1_text_file_in_a_corpus_folder_is_one_line(
@@ -247,3 +485,45 @@ def test_an_imported_dataset_is_readable_by_the_group(project: Path, umask: None
     assert ragaudit("generate", "--import", str(pairs), cwd=project).returncode == 0
     assert _mode(project / RUN / "dataset.jsonl") == 0o644
     assert _mode(project / RUN / "imported/contexts.jsonl") == 0o644
+
+
+# -- item 24: .ndjson, empty contexts, a human's unlabelled pairs -------------------------
+
+
+def test_an_ndjson_file_is_read_as_json_lines(project: Path) -> None:
+    pairs = _write_jsonl(
+        project / "p.ndjson", [{"id": "a", "context": "C.", "question": "Q?", "answer": "x"}]
+    )
+    result = ragaudit("generate", "--import", str(pairs), cwd=project)
+    assert result.returncode == 0, result.stderr
+    assert "imported 1 questions" in result.stdout
+
+
+def test_a_human_raters_unlabelled_pairs_are_not_called_undecided(project: Path) -> None:
+    (project / "s.json").write_text(
+        json.dumps(_squad(("T", "Ctx.", [_qa("a", "Q1?"), _qa("b", "Q2?"), _qa("c", "Q3?")])))
+    )
+    (project / "ann.csv").write_text("id,label\na,fact_single\nb,summary\n")
+    (project / "bob.csv").write_text("id,label\na,fact_single\nb,summary\nc,summary\n")
+    result = ragaudit(
+        "label",
+        "--input",
+        "s.json",
+        "--no-llm",
+        "--human",
+        "ann.csv",
+        "--human",
+        "bob.csv",
+        cwd=project,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "no usable reply" not in result.stdout
+    pairs = [LabelPair(pair_id=i, gold_ids=["T/000"], question="Q?") for i in "abc"]
+    records = [
+        LabelRecord(pair_id="a", rater="human:ann", label="fact_single", reason=""),
+        LabelRecord(pair_id="b", rater="llm", label=None, reason="no valid reply"),
+        LabelRecord(pair_id="a", rater="llm", label="fact_single", reason=""),
+    ]
+    figures = label_figures(pairs, records)
+    assert figures.undecided == {"human:ann": 0, "llm": 1}
+    assert unlabelled_pairs(pairs, records) == {"human:ann": 2, "llm": 1}

@@ -119,20 +119,41 @@ def _labelled_unanswerable(consensus: Sequence[str | None]) -> Proportion:
     )
 
 
+def _by_pair(records: Iterable[LabelRecord]) -> dict[str, dict[str, str | None]]:
+    """Pair id -> rater -> label (None: the rater was asked and gave no usable label)."""
+    by_pair: dict[str, dict[str, str | None]] = defaultdict(dict)
+    for record in records:
+        by_pair[record.pair_id][record.rater] = record.label
+    return by_pair
+
+
+def unlabelled_pairs(pairs: Sequence[LabelPair], records: Iterable[LabelRecord]) -> dict[str, int]:
+    """Per rater, the pairs it has no label record for at all: a human who labelled part
+    of the set, or a rater of an earlier run over fewer pairs. These were never asked, so
+    they are not *undecided* (asked, with no usable reply); like those, they are left out
+    of the rater's agreement."""
+    by_pair = _by_pair(records)
+    raters = sorted({r for labels in by_pair.values() for r in labels})
+    return {r: sum(1 for p in pairs if r not in by_pair.get(p.pair_id, {})) for r in raters}
+
+
 def label_figures(
     pairs: Sequence[LabelPair], records: Iterable[LabelRecord], seed: int = 0
 ) -> LabelFigures:
     """The composition of ``pairs`` by consensus label and the raters' agreement, from every
-    rater's labels (``records``; a rater that did not label a pair counts as undecided)."""
-    by_pair: dict[str, dict[str, str | None]] = defaultdict(dict)
-    for record in records:
-        by_pair[record.pair_id][record.rater] = record.label
+    rater's labels (``records``). A pair a rater gave no usable label (undecided) or has no
+    record for (unlabelled: see :func:`unlabelled_pairs`) has no label of that rater; only
+    the first kind is counted as undecided."""
+    by_pair = _by_pair(records)
     raters = sorted({r for labels in by_pair.values() for r in labels})
     known = {p.pair_id for p in pairs}
     ratings = {p.pair_id: [by_pair.get(p.pair_id, {}).get(r) for r in raters] for p in pairs}
     consensus = {pid: majority(labels) for pid, labels in ratings.items()}
     undecided = {
-        r: sum(1 for p in pairs if by_pair.get(p.pair_id, {}).get(r) is None) for r in raters
+        r: sum(
+            1 for p in pairs if r in by_pair.get(p.pair_id, {}) and by_pair[p.pair_id][r] is None
+        )
+        for r in raters
     }
     no_majority = sum(
         1 for pid, c in consensus.items() if c is None and any(x is not None for x in ratings[pid])

@@ -11,16 +11,17 @@ the labels of raters this command did not ask.
 from __future__ import annotations
 
 import csv
+import io
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ragaudit.analysis.agreement import consensus_labels, label_figures
+from ragaudit.analysis.agreement import consensus_labels, label_figures, unlabelled_pairs
 from ragaudit.analysis.summary import LabelFigures
 from ragaudit.documents.labels import LabelReply, Rater, label_pairs, raters_for
 from ragaudit.documents.pairs import PairSet, pairs_from_dataset, read_input
 from ragaudit.errors import UserError
-from ragaudit.records.io import iter_jsonl_dicts, read_jsonl, write_jsonl_atomic
+from ragaudit.records.io import iter_jsonl_dicts, read_jsonl, read_utf8_text, write_jsonl_atomic
 from ragaudit.records.models import LABELS, LabelPair, LabelRecord, QueryRecord
 from ragaudit.rundir import RunDir
 from ragaudit.steps.session import Session
@@ -35,6 +36,9 @@ class LabelResult:
     figures: LabelFigures
     raters: list[str]
     skipped: dict[str, int] = field(default_factory=dict)
+    # Per rater, pairs it has no label for (a human file covering part of the set): not
+    # undecided, which is a rater asked that gave no usable label.
+    unlabelled: dict[str, int] = field(default_factory=dict)
     dataset_labelled: int = 0
     dataset_kept: int = 0
 
@@ -70,13 +74,12 @@ def read_human_labels(path: Path, pair_ids: set[str]) -> list[LabelRecord]:
         raise UserError(f"{path}: no such label file")
     rows: Iterable[tuple[int, dict[str, object]]]
     if path.suffix.lower() == ".csv":
-        with path.open(encoding="utf-8", newline="") as handle:
-            reader = csv.DictReader(handle)
-            if not reader.fieldnames or not {"id", "label"} <= set(reader.fieldnames):
-                raise UserError(f"{path}: a CSV label file needs the columns id and label")
-            rows = [(n, dict(r)) for n, r in enumerate(reader, start=2)]
-    else:
-        rows = list(iter_jsonl_dicts(path))
+        reader = csv.DictReader(io.StringIO(read_utf8_text(path), newline=""))
+        if not reader.fieldnames or not {"id", "label"} <= set(reader.fieldnames):
+            raise UserError(f"{path}: a CSV label file needs the columns id and label")
+        rows = [(n, dict(r)) for n, r in enumerate(reader, start=2)]
+    else:  # the user's file: a bad last line is an error, not a torn append
+        rows = list(iter_jsonl_dicts(path, skip_torn_tail=False))
     out = []
     unknown = []
     for line, row in rows:
@@ -184,7 +187,12 @@ def label_run(
     records.sort(key=lambda r: (order[r.pair_id], r.rater))
     write_jsonl_atomic(run.labels, records)
     figures = label_figures(pairs.pairs, records)
-    result = LabelResult(figures=figures, raters=figures.raters, skipped=pairs.skipped)
+    result = LabelResult(
+        figures=figures,
+        raters=figures.raters,
+        skipped=pairs.skipped,
+        unlabelled={r: n for r, n in unlabelled_pairs(pairs.pairs, records).items() if n},
+    )
     if input_path is None:
         consensus = consensus_labels(pairs.pairs, records)
         result.dataset_labelled, result.dataset_kept = _into_dataset(run, consensus)
