@@ -216,6 +216,8 @@ def test_the_appenders_torn_tail_is_still_skipped(tmp_path: Path) -> None:
     assert [row for _, row in iter_jsonl_dicts(path)] == [{"query_id": "q1"}]
 
 
+# -- item 9: an edited question is a new query --------------------------------------------
+
 EDIT_CONFIG = """\
 run: {name: default}
 corpus: {path: runs/default/imported/contexts.jsonl}
@@ -225,6 +227,69 @@ systems:
     retriever: keyword
     k: 1
 """
+
+
+def test_reimporting_an_edited_question_asks_and_judges_it_again(tmp_path: Path) -> None:
+    (tmp_path / "ragaudit.yaml").write_text(EDIT_CONFIG)
+    first = {
+        "id": "h1",
+        "context": "Ferries cross the harbour at dawn.",
+        "question": "When do ferries cross?",
+        "answer": "at dawn",
+    }
+    second = {
+        "id": "h2",
+        "context": "The orchard grows apples.",
+        "question": "What does the orchard grow?",
+        "answer": "apples",
+    }
+    pairs = _write_jsonl(tmp_path / "pairs.jsonl", [first, second])
+    # The corpus is the contexts the import itself writes: the first import works.
+    assert ragaudit("generate", "--import", str(pairs), cwd=tmp_path).returncode == 0
+    assert ragaudit("run", cwd=tmp_path).returncode == 0
+    assert ragaudit("judge", "--no-llm", cwd=tmp_path).returncode == 0
+    old = {r["group_id"]: r["query_id"] for r in _rows(tmp_path / RUN / "dataset.jsonl")}
+    # The same id, a new question that the context does not answer.
+    edited = {**first, "question": "Who owns the ferries?", "answerable": False}
+    del edited["answer"]
+    _write_jsonl(pairs, [edited, second])
+    result = ragaudit("generate", "--import", str(pairs), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "1 questions changed or left the set" in result.stderr
+    new = {r["group_id"]: r["query_id"] for r in _rows(tmp_path / RUN / "dataset.jsonl")}
+    assert new["imp-h1"] != old["imp-h1"] and new["imp-h2"] == old["imp-h2"]
+    for folder in ("responses", "judgements"):
+        ids = [r["query_id"] for r in _rows(tmp_path / RUN / folder / "ret.jsonl")]
+        assert ids == [old["imp-h2"]]  # the edited question's old records are gone
+    result = ragaudit("run", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "│ ret    │         1 │            1 │" in result.stdout  # asked now, already done
+    result = ragaudit("judge", "--no-llm", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "judged 1 now, 1 before" in result.stdout
+    # Importing the same file again changes nothing and removes nothing.
+    result = ragaudit("generate", "--import", str(pairs), cwd=tmp_path)
+    assert result.returncode == 0 and "changed or left" not in result.stderr
+    assert len(_rows(tmp_path / RUN / "responses/ret.jsonl")) == 2
+
+
+# -- item 10: a failed import writes nothing ----------------------------------------------
+
+
+def test_a_failed_import_leaves_every_file_as_it_was(project: Path) -> None:
+    pairs = _write_jsonl(
+        project / "pairs.jsonl", [{"id": "a", "context": "C.", "question": "Q?", "answer": "x"}]
+    )
+    assert ragaudit("generate", "--import", str(pairs), cwd=project).returncode == 0
+    _write_jsonl(pairs, [{"id": "b", "context": "D.", "question": "R?", "answer": "y"}])
+    (project / "ragaudit.yaml").write_text("run: {name: default}\ncorpus: {path: missing.jsonl}\n")
+    before = _snapshot(project / RUN)
+    result = ragaudit("generate", "--import", str(pairs), cwd=project)
+    _one_line_error(result, "missing.jsonl")
+    after = _snapshot(project / RUN)
+    assert {k: v for k, v in after.items() if k != "provenance.json"} == {
+        k: v for k, v in before.items() if k != "provenance.json"
+    }
 
 
 # -- item 11: values read by their meaning -------------------------------------------------
@@ -497,6 +562,20 @@ def test_an_ndjson_file_is_read_as_json_lines(project: Path) -> None:
     result = ragaudit("generate", "--import", str(pairs), cwd=project)
     assert result.returncode == 0, result.stderr
     assert "imported 1 questions" in result.stdout
+
+
+def test_an_empty_squad_context_is_left_out_with_a_warning(project: Path) -> None:
+    squad = _squad(
+        ("T", "  ", [_qa("e1", "Q1?"), _qa("e2", "Q2?")]),
+        ("U", "Ferries cross at dawn.", [_qa("k", "When?", "at dawn")]),
+    )
+    (project / "s.json").write_text(json.dumps(squad))
+    result = ragaudit("generate", "--import", "s.json", cwd=project)
+    assert result.returncode == 0, result.stderr
+    assert "2 questions left out: their context is empty" in result.stderr
+    imported = [r for r in _rows(project / RUN / "dataset.jsonl") if r["source"] == "imported"]
+    assert [r["group_id"] for r in imported] == ["imp-k"]
+    assert read_input(project / "s.json").skipped == {"their context is empty": 2}
 
 
 def test_a_human_raters_unlabelled_pairs_are_not_called_undecided(project: Path) -> None:
