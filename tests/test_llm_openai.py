@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from pathlib import Path
 
@@ -14,11 +15,12 @@ from ragaudit.errors import (
     LLMAuthError,
     LLMError,
     LLMNotFoundError,
+    LLMReplyTooLongError,
     LLMTimeoutError,
     StructuredOutputError,
 )
 from ragaudit.llm import GenerationParams, LLMClient, UsageMeter, make_llm, user
-from ragaudit.llm.backends.openai_http import OpenAIBackend, parse_retry_after
+from ragaudit.llm.backends.openai_http import OpenAIBackend, parse_retry_after, reply_size_limit
 from tests.support.scripted_llm_server import Reply, ScriptedLLMServer
 
 
@@ -349,3 +351,123 @@ def test_a_server_echoing_the_key_does_not_put_it_in_the_cache(
     with _client(transport, llm_server, tmp_path) as client:
         assert client.complete([user("hi")]).text == "Your key is ***, all good."
     assert key.encode() not in (tmp_path / "llm.sqlite").read_bytes()
+
+
+# -- replies larger than the request could need (issue 37 item 23) --------------------------
+
+
+def test_a_reply_larger_than_the_request_could_need_is_refused_counted_and_not_cached(
+    transport: str, llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    """A 3 MB reply to a request for at most 64 tokens: a server that ignored max_tokens
+    (or a proxy gone wrong). Refused at once, counted with its reason, never stored."""
+    huge = "word " * 600_000  # 3 MB
+    llm_server.enqueue(Reply(content=huge))
+    params = GenerationParams(max_tokens=64)
+    limit = reply_size_limit(64)
+    with _client(transport, llm_server, tmp_path) as client:
+        with pytest.raises(LLMReplyTooLongError) as refused:
+            client.complete([user("a short answer, please")], params)
+        assert client.complete([user("and now?")], params).text == "echo: and now?"
+        usage = client.meter.total()
+    message = str(refused.value)
+    assert f"more than {limit:,} bytes" in message and "max_tokens=64" in message
+    assert "not cached" in message and "\n" not in message
+    assert (usage.failures, usage.oversized, usage.calls) == (1, 1, 1)
+    assert llm_server.request_count == 2  # not retried: the same request gets the same reply
+    cache = (tmp_path / "llm.sqlite").read_bytes()
+    assert len(cache) < 100_000 and b"word word" not in cache
+    llm_server.reset_counters()
+    llm_server.enqueue(Reply(content="a fine answer"))
+    with _client(transport, llm_server, tmp_path) as client:  # a rerun asks again
+        assert client.complete([user("a short answer, please")], params).text == "a fine answer"
+    assert llm_server.request_count == 1
+
+
+def test_the_bound_keeps_what_max_tokens_can_produce_and_no_more(
+    transport: str, llm_server: ScriptedLLMServer
+) -> None:
+    """The bound leaves room for what max_tokens can really produce, escaped: 12,288
+    Japanese characters (at most 3 a token for 4,096 tokens) that JSON writes as \\uXXXX,
+    74 KB; the same reply to a request for 16 tokens is refused."""
+    text = "日本語" * 4096
+    llm_server.enqueue(Reply(content=text), Reply(content=text))
+    with _client(transport, llm_server) as client:
+        reply = client.complete([user("in Japanese")], GenerationParams(max_tokens=4096))
+        assert reply.text == text
+        with pytest.raises(LLMReplyTooLongError):
+            client.complete([user("in Japanese")], GenerationParams(max_tokens=16))
+
+
+def _endless_server(content_length: bool) -> tuple[asyncio.AbstractEventLoop, int, list[int]]:
+    """A server whose reply does not end (200 MB in chunks of 64 KB, as long as they are
+    read), announced with a 10 GB Content-Length or chunked. Returns its loop, port, and
+    the bytes it managed to send."""
+    import socket
+    import threading
+
+    sent = [0]
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = int(next(
+            (line.split(b":")[1] for line in head.split(b"\r\n")
+             if line.lower().startswith(b"content-length")), b"0"))  # fmt: skip
+        await reader.readexactly(length)
+        framing = "Content-Length: 10000000000" if content_length else "Transfer-Encoding: chunked"
+        writer.write(
+            f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n{framing}\r\n\r\n".encode()
+        )
+        chunk = b'{"choices": [{"message": {"content": "' + b"x" * 65_536
+        try:
+            while sent[0] < 200_000_000:
+                data = chunk if content_length else b"%x\r\n%s\r\n" % (len(chunk), chunk)
+                writer.write(data)
+                await writer.drain()
+                sent[0] += len(chunk)
+                chunk = b"x" * 65_536
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            writer.close()
+
+    loop = asyncio.new_event_loop()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    loop.run_until_complete(asyncio.start_server(handle, "127.0.0.1", port))
+    threading.Thread(target=loop.run_forever, daemon=True).start()
+    return loop, port, sent
+
+
+@pytest.mark.parametrize("content_length", [True, False], ids=["10GB-length", "chunked"])
+def test_an_endless_reply_is_refused_at_the_bound_not_read_to_its_end(
+    transport: str, content_length: bool
+) -> None:
+    loop, port, sent = _endless_server(content_length)
+    config = LLMConfig(
+        model="openai:m", base_url=f"http://127.0.0.1:{port}/v1", api_key="sk-t-0123456789",
+        timeout_s=60, max_retries=0, transport=transport,
+    )  # fmt: skip
+    start = time.perf_counter()
+    with make_llm(config) as client, pytest.raises(LLMReplyTooLongError):
+        client.complete([user("hi")], GenerationParams(max_tokens=16))
+    assert time.perf_counter() - start < 10  # refused, not timed out
+    assert sent[0] < 20_000_000  # read to the bound (and socket buffers), then dropped
+    loop.call_soon_threadsafe(loop.stop)
+
+
+def test_a_refused_reply_is_shown_with_its_reason_and_counted(
+    llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    from tests.support.cli import ragaudit
+
+    llm_server.enqueue(Reply(content="word " * 600_000))
+    env = {"OPENAI_BASE_URL": llm_server.base_url, "OPENAI_API_KEY": "sk-t-0000000000"}
+    result = ragaudit("doctor", "--example", "--llm", "openai:m", cwd=tmp_path, env=env)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "LLM check failed" in result.stderr and "refused, not cached" in result.stderr
+    assert "1 oversized" in result.stdout  # the usage table
+    usage = json.loads((tmp_path / "runs" / "default" / "usage.json").read_text())
+    assert usage["steps"]["doctor"]["oversized"] == 1
+    assert usage["steps"]["doctor"]["failures"] == 1

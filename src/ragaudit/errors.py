@@ -56,6 +56,11 @@ class LLMTimeoutError(LLMError):
     """Every attempt of a call ran past its timeout."""
 
 
+class LLMReplyTooLongError(LLMError):
+    """The server's reply was larger than the request could need (it ignored max_tokens):
+    refused at once, never cached."""
+
+
 class StructuredOutputError(LLMError):
     """The model's reply never matched the requested structure within the allowed re-asks."""
 

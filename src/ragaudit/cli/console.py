@@ -36,7 +36,9 @@ def usage_table(meter: UsageMeter) -> Table:
             str(usage.prompt_tokens),
             str(usage.completion_tokens),
             str(usage.retries),
-            str(usage.failures),
+            f"{usage.failures} ({usage.oversized} oversized)"
+            if usage.oversized
+            else str(usage.failures),
             f"{usage.llm_seconds:.2f}",
             f"{usage.wall_seconds:.2f}",
         )

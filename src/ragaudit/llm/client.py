@@ -19,7 +19,7 @@ from typing import Any, Protocol, TypeVar
 from pydantic import TypeAdapter, ValidationError
 
 from ragaudit.aio import gather_all, new_event_loop
-from ragaudit.errors import LLMError, StructuredOutputError
+from ragaudit.errors import LLMError, LLMReplyTooLongError, StructuredOutputError
 from ragaudit.llm.cache import LLMCache, cache_key, request_payload
 from ragaudit.llm.parsing import extract_json, parse_lines
 from ragaudit.llm.types import (
@@ -174,8 +174,8 @@ class LLMClient:
                 call_start = time.perf_counter()
                 try:
                     raw = await self.backend.acomplete(messages, params)
-                except LLMError:
-                    self.meter.record_failure()
+                except LLMError as exc:
+                    self.meter.record_failure(oversized=isinstance(exc, LLMReplyTooLongError))
                     raise
                 seconds = time.perf_counter() - call_start
             count_request(raw.prompt_tokens, raw.completion_tokens)

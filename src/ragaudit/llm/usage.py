@@ -71,6 +71,7 @@ class StepUsage:
     completion_tokens: int = 0
     retries: int = 0
     failures: int = 0
+    oversized: int = 0  # of the failures: replies larger than the request could need
     llm_seconds: float = 0.0
     wall_seconds: float = 0.0
 
@@ -143,10 +144,14 @@ class UsageMeter:
         with self._lock:
             self._get(None).cache_hits += 1
 
-    def record_failure(self) -> None:
-        """Count one call that failed for good."""
+    def record_failure(self, *, oversized: bool = False) -> None:
+        """Count one call that failed for good; ``oversized`` when its reply was refused as
+        larger than the request could need (counted apart, so that a server ignoring
+        max_tokens shows)."""
         with self._lock:
-            self._get(None).failures += 1
+            usage = self._get(None)
+            usage.failures += 1
+            usage.oversized += int(oversized)
 
     def total(self) -> StepUsage:
         """All steps added together."""

@@ -12,25 +12,123 @@ Two transports share one retry and error policy:
 Retries: 429, 5xx, 408/409, timeouts and dropped connections, with exponential backoff and
 jitter, honouring ``Retry-After`` / ``retry-after-ms`` up to ``max_retry_wait_s``. 401/403/404
 are configuration mistakes and fail at once with one line naming the server, never the key.
+
+A reply is refused when it is larger than the request could need (:func:`reply_size_limit`:
+64 KiB + 32 bytes a token of ``max_tokens``): a server that ignores ``max_tokens`` must not
+fill memory or the cache. aiohttp stops reading at the bound; the SDK's client is given a
+hook that does the same. Such a reply fails the call at once (asking again gets the same).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import email.utils
 import json
 import random
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, Literal
 
-from ragaudit.errors import LLMAuthError, LLMError, LLMNotFoundError, LLMTimeoutError
+from ragaudit.errors import (
+    LLMAuthError,
+    LLMError,
+    LLMNotFoundError,
+    LLMReplyTooLongError,
+    LLMTimeoutError,
+)
 from ragaudit.llm.types import GenerationParams, Messages, RawCompletion
 from ragaudit.secrets import redact, register_secret
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 Transport = Literal["aiohttp", "openai-sdk"]
+
+
+# What a reply may take beyond its text (the JSON envelope, usage, a server's own fields),
+# and the most bytes one token of text can take in it: a token is a few characters, and
+# JSON may write a character as \uXXXX (6 bytes; 12 for one outside the BMP).
+REPLY_BYTES_BASE = 64 * 1024
+REPLY_BYTES_PER_TOKEN = 32
+
+
+def reply_size_limit(max_tokens: int) -> int:
+    """The most bytes a chat-completion body may have for a request of ``max_tokens``:
+    more than that, the server did not honour ``max_tokens`` (or sent something else), and
+    the reply is refused rather than read into memory and cached.
+
+    >>> reply_size_limit(512)
+    81920
+    """
+    return REPLY_BYTES_BASE + REPLY_BYTES_PER_TOKEN * max_tokens
+
+
+class _TooLong(Exception):
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+
+
+# The bound of the reply being read, for the SDK's response hook (set around each call).
+_reply_limit: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "ragaudit_reply_limit", default=None
+)
+
+
+def _too_long_by_header(headers: Mapping[str, str], limit: int) -> bool:
+    """Whether the announced length alone is past ``limit`` (an uncompressed body)."""
+    length = headers.get("Content-Length") or headers.get("content-length") or ""
+    encoded = headers.get("Content-Encoding") or headers.get("content-encoding") or "identity"
+    return encoded == "identity" and length.isdigit() and int(length) > limit
+
+
+async def _read_bounded(response: Any, limit: int) -> bytes | None:
+    """An aiohttp response's body, or None once it passes ``limit`` bytes (decoded): the
+    connection is then dropped, not drained."""
+    if _too_long_by_header(response.headers, limit):
+        response.close()
+        return None
+    if response.content_length is not None and "Content-Encoding" not in response.headers:
+        data: bytes = await response.read()  # framed by its length, within the bound
+        return data
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.content.iter_any():
+        size += len(chunk)
+        if size > limit:
+            response.close()
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _sdk_reply_hook(httpx: Any) -> Callable[[Any], Awaitable[None]]:
+    """A response hook for the SDK's httpx client that refuses a body past the bound of
+    the call (:data:`_reply_limit`) while it is read, before the SDK holds all of it."""
+
+    class Bounded(httpx.AsyncByteStream):  # type: ignore[misc]  # httpx is Any here
+        def __init__(self, inner: Any, limit: int) -> None:
+            self.inner, self.limit = inner, limit
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            size = 0
+            async for chunk in self.inner:
+                size += len(chunk)
+                if size > self.limit:
+                    raise _TooLong(self.limit)
+                yield chunk
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+    async def hook(response: Any) -> None:
+        limit = _reply_limit.get()
+        if limit is None:
+            return
+        if _too_long_by_header(response.headers, limit):
+            raise _TooLong(limit)
+        response.stream = Bounded(response.stream, limit)
+
+    return hook
 
 
 def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
@@ -190,7 +288,11 @@ class OpenAIBackend:
             base_url=self.base_url,
             max_retries=0,  # retries are ours, so both transports behave the same
             timeout=self.timeout_s,
-            http_client=openai.DefaultAsyncHttpxClient(limits=limits, timeout=self.timeout_s),
+            http_client=openai.DefaultAsyncHttpxClient(
+                limits=limits,
+                timeout=self.timeout_s,
+                event_hooks={"response": [_sdk_reply_hook(httpx)]},
+            ),
         )
 
     async def _post_aiohttp(self, body: dict[str, Any]) -> Any:
@@ -201,9 +303,13 @@ class OpenAIBackend:
             async with session.post(
                 f"{self.base_url}/chat/completions", data=json.dumps(body).encode("utf-8")
             ) as response:
-                raw = await response.read()
+                limit = reply_size_limit(body["max_tokens"])
+                raw = await _read_bounded(response, limit)
                 if response.status >= 400:
-                    raise _HTTPStatus(response.status, response.headers, _error_detail(raw))
+                    detail = _error_detail(raw) if raw is not None else ""
+                    raise _HTTPStatus(response.status, response.headers, detail)
+                if raw is None:
+                    raise _TooLong(limit)
                 try:
                     return json.loads(raw)
                 except (json.JSONDecodeError, UnicodeDecodeError):
@@ -219,6 +325,8 @@ class OpenAIBackend:
         import openai
 
         client = self._session()
+        limit = reply_size_limit(body["max_tokens"])
+        bound = _reply_limit.set(limit)
         try:
             response = await client.chat.completions.create(**body)
         except openai.APIStatusError as exc:
@@ -231,7 +339,14 @@ class OpenAIBackend:
             raise _Unreachable(type(exc.__cause__ or exc).__name__) from None
         except openai.APIResponseValidationError as exc:
             raise ValueError(str(exc)) from None
-        return response.model_dump()
+        finally:
+            _reply_limit.reset(bound)
+        data = response.model_dump()
+        # A compressed body is bounded as sent: its text is checked once decoded.
+        text = ((data.get("choices") or [{}])[0].get("message") or {}).get("content") or ""
+        if len(text) > limit:
+            raise _TooLong(limit)
+        return data
 
     # -- the call -------------------------------------------------------------------------
 
@@ -291,6 +406,13 @@ class OpenAIBackend:
                         f"{self.describe()}: {last_problem} ({attempt + 1} attempts); "
                         "raise llm.timeout_s or check the server"
                     ) from None
+            except _TooLong as exc:
+                # Not asked again: a server that ignored max_tokens does so the next time.
+                raise LLMReplyTooLongError(
+                    f"{self.describe()}: a reply of more than {exc.limit:,} bytes, more than "
+                    f"max_tokens={params.max_tokens} can need ({REPLY_BYTES_BASE // 1024} KiB + "
+                    f"{REPLY_BYTES_PER_TOKEN} bytes a token): refused, not cached"
+                ) from None
             except _Unreachable as exc:
                 last_problem = f"cannot connect ({exc.cause})"
             except ValueError as exc:
