@@ -87,6 +87,9 @@ def templates_sql(
         err_console.print(f"rejected: {sql}: {reason}", markup=False)
     for name, note in result.notes.items():
         err_console.print(f"no template from {name}: {note}", markup=False)
+    for t in result.templates:  # e.g. the groups a template drops, named
+        if t.note:
+            err_console.print(f"note ({t.id}): {t.note}", markup=False)
 
 
 def _print_wordings(result: TextTemplatesResult) -> None:

@@ -7,14 +7,16 @@ Rules (docs/generate.md states them for users):
 * **mostly-NULL columns** (more than half NULL) are never answers;
 * **long free text** (average length over 80 characters) is never an answer nor a key;
 * a **descriptive key** is a text column whose name says it names the row (``name``,
-  ``title``, ``label``, ``code``, ``email``), at most 10 % NULL and nearly unique (at least
-  90 % distinct among its values);
+  ``title``, ``label``, ``code``, ``email``), at most 10 % NULL and nearly unique: few of
+  its values repeat an earlier one (:func:`few_exceptions`: at most 10 %, or a single one
+  among at least five, so that a table of seven people may have two called Ann Lee);
 * a template ``SELECT A FROM T WHERE K = '[T.K]'`` is kept when K determines A **per
-  group** often enough: at least ``MIN_SINGLE_ANSWER_SHARE`` of the key's values with an
-  answer have exactly one (the paper's single-answer rule applies to groups, not tables:
-  a name that occurs twice with two different answers makes that group ambiguous, and
+  group** often enough: few of the key's values with an answer have several (the same
+  :func:`few_exceptions`; the paper's single-answer rule applies to groups, not tables: a
+  name that occurs twice with two different answers makes that group ambiguous, and
   instantiation drops it, or keeps it as a set with ``--allow-multi``). One GROUP BY per
-  key checks every answer column at once;
+  key checks every answer column at once; the ambiguous groups of a kept template are
+  named in its ``note``;
 * across a **foreign key** T.fk -> R: the key of T, the answer from R
   (``SELECT r.A FROM T t JOIN R r ON t.fk = r.pk WHERE t.K = '[T.K]'``);
 * through an **association table** X with foreign keys to R1 and R2: X's own attributes,
@@ -23,20 +25,44 @@ Rules (docs/generate.md states them for users):
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ragaudit.db.engine import Database
 from ragaudit.db.schema import ColumnInfo, ForeignKey, SchemaInfo, TableInfo
-from ragaudit.generate.sql.templates import SqlTemplate, new_templates
+from ragaudit.generate.sql.templates import SqlTemplate, new_templates, normalize_sql
 
 _ID_NAME = re.compile(r"(^id$|_id$|[a-z0-9]Id$|ID$|^id_|_key$|uuid|guid)", re.IGNORECASE)
 _KEY_NAME = re.compile(r"(name|title|label|code|email)", re.IGNORECASE)
 MAX_NULL_FRACTION_ANSWER = 0.5
 MAX_NULL_FRACTION_KEY = 0.1
-MIN_DISTINCT_FRACTION_KEY = 0.9
 MAX_AVG_LENGTH = 80
-MIN_SINGLE_ANSWER_SHARE = 0.9
+# A key's repeated values, a template's ambiguous groups: at most this share of them ...
+MAX_EXCEPTION_SHARE = 0.1
+# ... or a single one among at least this many (in a small table one is over 10 %).
+MIN_FOR_ONE_EXCEPTION = 5
+NAMED_GROUPS = 3  # ambiguous groups a template's note names
+
+
+def few_exceptions(exceptions: int, total: int) -> bool:
+    """Whether ``exceptions`` of ``total`` (values of a key that repeat an earlier one,
+    groups of a template with several answers) are few enough to drop: at most 10 %, or a
+    single one among at least five. A share alone refuses a seven-row table for one
+    repeated name (86 % distinct); a count alone would take a column of three values, two
+    alike, for a key.
+
+    >>> few_exceptions(1, 7), few_exceptions(2, 7), few_exceptions(1, 4), few_exceptions(10, 100)
+    (True, False, False, True)
+    """
+    return exceptions <= MAX_EXCEPTION_SHARE * total or (
+        exceptions == 1 and total >= MIN_FOR_ONE_EXCEPTION
+    )
+
+
+def _exceptions_rule() -> str:
+    return f"at most {MAX_EXCEPTION_SHARE:.0%}, or one of at least {MIN_FOR_ONE_EXCEPTION}"
 
 
 @dataclass
@@ -96,7 +122,7 @@ def key_columns(p: _Profile) -> list[ColumnInfo]:
         non_null = (p.table.row_count or 0) - (c.null_count or 0)
         if non_null <= 0 or _null_fraction(c, p.table) > MAX_NULL_FRACTION_KEY:
             continue
-        if (c.distinct_count or 0) < MIN_DISTINCT_FRACTION_KEY * non_null:
+        if not few_exceptions(non_null - (c.distinct_count or 0), non_null):
             continue
         if p.avg_length.get(c.name, 0) > MAX_AVG_LENGTH:
             continue
@@ -118,9 +144,14 @@ class Determination:
         return self.single / self.answered if self.answered else 0.0
 
     @property
+    def ambiguous(self) -> int:
+        """Groups with several answers (dropped at instantiation)."""
+        return self.answered - self.single
+
+    @property
     def enough(self) -> bool:
         """The template is worth keeping: its ambiguous groups are few enough to drop."""
-        return self.single >= 1 and self.share >= MIN_SINGLE_ANSWER_SHARE
+        return self.single >= 1 and few_exceptions(self.ambiguous, self.answered)
 
 
 def _determination(
@@ -142,20 +173,67 @@ def _determination(
     return [Determination(int(row[i] or 0), int(row[n + i] or 0)) for i in range(n)]
 
 
+def _ambiguous_values(
+    db: Database, from_sql: str, keys: list[str], answer: str, limit: int = NAMED_GROUPS
+) -> list[tuple[object, ...]]:
+    """The first key (tuple) values with several answers, to name them."""
+    not_null = " AND ".join(f"{k} IS NOT NULL" for k in keys)
+    group = ", ".join(keys)
+    sql = (
+        f"SELECT {group} FROM {from_sql} WHERE {not_null} GROUP BY {group} "
+        f"HAVING COUNT(DISTINCT {answer}) > 1 ORDER BY {group} LIMIT {limit}"
+    )
+    return [tuple(row) for row in db.execute(sql).rows]
+
+
+@dataclass
+class _Candidate:
+    """A template found, with the groups it will drop."""
+
+    sql: str
+    name: str
+    note: str | None = None
+
+
 @dataclass
 class _Found:
     """Templates found for one table, and what was tried, for the explanation."""
 
-    out: list[tuple[str, str]]  # (sql, name) of every table's templates, in order found
+    out: list[_Candidate]  # every table's templates, in the order found
     kept: int = 0
     # (key, answer column, share of single-answer groups) of every pair tried
     tried: list[tuple[str, str, float]] = field(default_factory=list)
 
-    def add(self, key: str, answer: str, d: Determination, sql: str, name: str) -> None:
+    def add(
+        self,
+        key: str,
+        answer: str,
+        d: Determination,
+        sql: str,
+        name: str,
+        ambiguous: Callable[[], list[tuple[object, ...]]],
+        key_names: list[str],
+    ) -> None:
+        """Record a pair tried; keep its template when ``d`` is enough, with a note that
+        names its ambiguous groups (``ambiguous`` asks the database for them)."""
         self.tried.append((key, answer, d.share))
-        if d.enough:
-            self.out.append((sql, name))
-            self.kept += 1
+        if not d.enough:
+            return
+        note = None
+        if d.ambiguous:
+            shown = [
+                " and ".join(f"{k}={v!r}" for k, v in zip(key_names, values, strict=True))
+                for values in ambiguous()
+            ]
+            more = f" (and {d.ambiguous - len(shown)} more)" if d.ambiguous > len(shown) else ""
+            verb = "has" if d.ambiguous == 1 else "have"
+            note = (
+                f"{d.ambiguous} of {d.answered} groups {verb} several answers and "
+                f"{'is' if d.ambiguous == 1 else 'are'} dropped at generate: "
+                f"{', '.join(shown)}{more}"
+            )
+        self.out.append(_Candidate(sql, name, note))
+        self.kept += 1
 
 
 def _single_table(db: Database, p: _Profile, found: _Found) -> None:
@@ -164,7 +242,8 @@ def _single_table(db: Database, p: _Profile, found: _Found) -> None:
     answers = answer_columns(p)
     for key in key_columns(p):
         others = [a for a in answers if a.name != key.name]
-        ok = _determination(db, table, [q(db, key.name)], [q(db, a.name) for a in others])
+        keys = [q(db, key.name)]
+        ok = _determination(db, table, keys, [q(db, a.name) for a in others])
         for answer, d in zip(others, ok, strict=True):
             found.add(
                 key.name,
@@ -173,6 +252,8 @@ def _single_table(db: Database, p: _Profile, found: _Found) -> None:
                 f"SELECT {q(db, answer.name)} FROM {table} "
                 f"WHERE {q(db, key.name)} = '[{p.table.name}.{key.name}]'",
                 f"{answer.name}-by-{p.table.name}-{key.name}",
+                functools.partial(_ambiguous_values, db, table, keys, q(db, answer.name)),
+                [key.name],
             )
 
 
@@ -198,7 +279,8 @@ def _across_foreign_keys(
         answers = answer_columns(ref)
         for key in key_columns(p):
             exprs = [f"r.{q(db, a.name)}" for a in answers]
-            ok = _determination(db, from_sql, [f"t.{q(db, key.name)}"], exprs)
+            keys = [f"t.{q(db, key.name)}"]
+            ok = _determination(db, from_sql, keys, exprs)
             for answer, expr, d in zip(answers, exprs, ok, strict=True):
                 found.add(
                     key.name,
@@ -208,6 +290,8 @@ def _across_foreign_keys(
                     f"WHERE t.{q(db, key.name)} = '[{p.table.name}.{key.name}]'",
                     f"{ref.table.name}-{answer.name}-by-{p.table.name}-{key.name}"
                     f"-via-{'-'.join(fk.columns)}",
+                    functools.partial(_ambiguous_values, db, from_sql, keys, expr),
+                    [key.name],
                 )
 
 
@@ -242,6 +326,8 @@ def _through_association(
                     f"WHERE a.{q(db, k1.name)} = '[{r1.table.name}.{k1.name}]' "
                     f"AND b.{q(db, k2.name)} = '[{r2.table.name}.{k2.name}]'",
                     f"{answer.name}-by-{r1.table.name}-{k1.name}-{r2.table.name}-{k2.name}",
+                    functools.partial(_ambiguous_values, db, from_sql, keys, expr),
+                    [f"{r1.table.name}.{k1.name}", f"{r2.table.name}.{k2.name}"],
                 )
 
 
@@ -259,9 +345,11 @@ def _why_no_key(p: _Profile) -> str:
         non_null = (p.table.row_count or 0) - (c.null_count or 0)
         if _null_fraction(c, p.table) > MAX_NULL_FRACTION_KEY:
             reasons.append(f"{c.name} is {_null_fraction(c, p.table):.0%} NULL (at most 10%)")
-        elif non_null and (c.distinct_count or 0) < MIN_DISTINCT_FRACTION_KEY * non_null:
-            share = (c.distinct_count or 0) / non_null
-            reasons.append(f"{c.name} is {share:.0%} distinct (at least 90%)")
+        elif non_null and not few_exceptions(non_null - (c.distinct_count or 0), non_null):
+            repeated = non_null - (c.distinct_count or 0)
+            reasons.append(
+                f"{c.name} repeats {repeated} of its {non_null} values ({_exceptions_rule()})"
+            )
         else:
             reasons.append(f"{c.name} is long free text")
     return "no key names its rows: " + "; ".join(reasons)
@@ -277,8 +365,9 @@ def _explain(p: _Profile, found: _Found) -> str:
         return "no column to ask about besides its key"
     key, answer, share = max(found.tried, key=lambda t: t[2])
     return (
-        f"{key} determines no column in at least {MIN_SINGLE_ANSWER_SHARE:.0%} of its groups "
-        f"(best: {answer}, {share:.0%})"
+        f"{key} determines no column in at least {1 - MAX_EXCEPTION_SHARE:.0%} of its groups "
+        f"(best: {answer}, {share:.0%}), nor in all but one of at least "
+        f"{MIN_FOR_ONE_EXCEPTION}"
     )
 
 
@@ -294,7 +383,7 @@ def enumerate_templates(db: Database, schema: SchemaInfo) -> Enumeration:
     """Every template the rules above find, in schema order, with unique ids; and one
     explanation per table that yields none (empty tables included)."""
     profiles = {t.name.lower(): _profile(db, t) for t in schema.tables if t.row_count}
-    ordered: list[tuple[str, str]] = []
+    ordered: list[_Candidate] = []
     found = {name: _Found(ordered) for name in profiles}
     for name, p in profiles.items():
         _single_table(db, p, found[name])
@@ -307,6 +396,9 @@ def enumerate_templates(db: Database, schema: SchemaInfo) -> Enumeration:
         if not found[name].kept:
             notes[p.table.name] = _explain(p, found[name])
     templates = new_templates(
-        [sql for sql, _ in ordered], "enumerator", names=[n for _, n in ordered]
+        [c.sql for c in ordered], "enumerator", names=[c.name for c in ordered]
     )
+    # new_templates keeps the first of two alike: the notes follow the same order.
+    notes_by_sql = {normalize_sql(c.sql): c.note for c in reversed(ordered)}
+    templates = [t.model_copy(update={"note": notes_by_sql.get(t.sql)}) for t in templates]
     return Enumeration(templates, {t.name: notes[t.name] for t in schema.tables if t.name in notes})
