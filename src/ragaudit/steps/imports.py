@@ -45,13 +45,14 @@ def query_of(pair: LabelPair) -> QueryRecord:
     afresh, never one that inherits the old question's answers and verdicts; the group id
     stays the set's own id."""
     unanswerable = bool(pair.impossible)
+    answer = None if unanswerable else pair.answer  # the reference is this answer, or none
     reference = (
         Reference(values=[], display="(no answer)")
-        if unanswerable or pair.answer is None
-        else Reference(values=[pair.answer], display=pair.answer)
+        if answer is None
+        else Reference(values=[answer], display=answer)
     )  # import_questions keeps no answerable question without its answer
     return QueryRecord(
-        query_id=stable_id("imported", pair.pair_id, pair.question, reference.model_dump()),
+        query_id=stable_id("imported", pair.pair_id, pair.question, answer),
         group_id=f"imp-{pair.pair_id}",
         template_id=f"imported:{pair.source}",
         variant=IMPORTED_VARIANT,
