@@ -597,6 +597,7 @@ def test_a_human_raters_unlabelled_pairs_are_not_called_undecided(project: Path)
     )
     assert result.returncode == 0, result.stderr
     assert "no usable reply" not in result.stdout
+    assert "pairs a rater did not label: human:ann 1" in result.stdout
     pairs = [LabelPair(pair_id=i, gold_ids=["T/000"], question="Q?") for i in "abc"]
     records = [
         LabelRecord(pair_id="a", rater="human:ann", label="fact_single", reason=""),

@@ -102,6 +102,9 @@ def label_cmd(
             f"undecided (no usable reply; each reason is in labels.jsonl): {listed}",
             markup=False,
         )
+    if result.unlabelled:
+        listed = ", ".join(f"{r} {n}" for r, n in sorted(result.unlabelled.items()))
+        console.print(f"pairs a rater did not label: {listed}", markup=False)
     if input_path is None:
         kept = (
             f"; {result.dataset_kept} kept the label they were generated for"

@@ -20,10 +20,11 @@ def read_neutral(
 ) -> Iterator[Example]:
     """Examples from a neutral JSONL file (query_id, group_id, template_id, variant, query,
     reference, response, retrieved_ids, gold_ids, correct); a row's own ``system`` field
-    wins over ``system``."""
+    wins over ``system``. The file is the user's, not one ragaudit appends to: a bad last
+    line is an error with its number, never skipped as torn."""
     name = system or "external"
     seen: dict[str, set[str]] = {}  # system -> query ids
-    for number, row in iter_jsonl_dicts(path):
+    for number, row in iter_jsonl_dicts(path, skip_torn_tail=False):
         missing = [f for f in NEUTRAL_FIELDS if f not in row]
         if missing:
             raise RecordFileError(f"{path}:{number}: missing {', '.join(missing)}")
