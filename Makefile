@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP_DEV := $(VENV)/.stamp-dev
 STAMP_DEMO := $(VENV)/.stamp-demo
 
-.PHONY: demo test bench bench-ragas lint postgres chromium clean help
+.PHONY: demo test bench bench-ragas lint docs postgres chromium clean help
 
 help:
 	@echo "make demo   - install and run ragaudit demo (every step on a generated company), offline"
@@ -14,6 +14,7 @@ help:
 	@echo "make bench  - run the benchmarks and print their ratios"
 	@echo "make bench-ragas - ragaudit and Ragas generate test sets side by side (embedded model)"
 	@echo "make lint   - ruff, mypy, and the layers as import contracts (lint-imports)"
+	@echo "make docs   - the guides and the API reference (mkdocs, warnings as errors) into site/"
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,7 +29,7 @@ $(STAMP_DEMO): pyproject.toml | $(BIN)/python
 
 $(STAMP_DEV): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[local,dense,langchain,llamaindex,dev]'
+	$(BIN)/pip install --quiet -e '.[local,dense,langchain,llamaindex,dev,docs]'
 	touch $@
 
 # Resumable: a second make demo reuses ragaudit-demo/ and asks the model nothing again.
@@ -60,6 +61,9 @@ $(STAMP_RAGAS): benchmarks/ragas-requirements.txt
 bench-ragas: $(STAMP_DEV) $(STAMP_RAGAS)
 	$(BIN)/python benchmarks/run_all.py ragas
 
+docs: $(STAMP_DEV)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
 lint: $(STAMP_DEV)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
@@ -67,4 +71,4 @@ lint: $(STAMP_DEV)
 	$(BIN)/lint-imports
 
 clean:
-	rm -rf $(VENV) $(RAGAS_VENV) build dist src/*.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(RAGAS_VENV) build dist site src/*.egg-info .pytest_cache .ruff_cache

@@ -1,10 +1,71 @@
-"""ragaudit: audit Retrieval-Augmented Generation systems with grounded, executed answers."""
+"""ragaudit: audit Retrieval-Augmented Generation systems with grounded, executed answers.
 
-from importlib.metadata import PackageNotFoundError, version
+``import ragaudit as ra``: :class:`ra.Project` (the journey on a run directory),
+:func:`ra.evaluate` (any system's logs), :func:`ra.system` (a Python callable under test),
+:class:`ra.Answer`, :func:`ra.gate`, :func:`ra.assert_no_regression`, :func:`ra.compare`,
+and ``ra.llm.Scripted`` (a scripted LLM for tests). What ``__all__`` names, and what it
+returns, is the public API: it follows semantic versioning; everything else is private.
+"""
 
-try:
-    __version__ = version("ragaudit")
-except PackageNotFoundError:  # running from a source tree that is not installed
-    __version__ = "0.0.0+unknown"
+from typing import TYPE_CHECKING
 
-__all__ = ["__version__"]
+from ragaudit.lazy import lazy_exports
+from ragaudit.version import __version__
+
+if TYPE_CHECKING:
+    from ragaudit import llm
+    from ragaudit.api import (
+        Answers,
+        Dataset,
+        Evaluation,
+        Project,
+        assert_no_regression,
+        compare,
+        evaluate,
+        gate,
+        system,
+    )
+    from ragaudit.errors import UserError
+    from ragaudit.systems.base import Answer
+
+# Loaded on first use: the command line imports this package too, and pays for none of it.
+_exports = lazy_exports(
+    __name__,
+    {
+        "Project": "api",
+        "evaluate": "api",
+        "Evaluation": "api",
+        "Answers": "api",
+        "Dataset": "api",
+        "system": "api",
+        "gate": "api",
+        "compare": "api",
+        "assert_no_regression": "api",
+        "Answer": "systems.base",
+        "UserError": "errors",
+    },
+)
+
+
+def __getattr__(name: str) -> object:
+    if name == "llm":  # the subpackage itself (ra.llm.Scripted)
+        import importlib
+
+        return importlib.import_module("ragaudit.llm")
+    return _exports(name)
+
+__all__ = [
+    "Answer",
+    "Answers",
+    "Dataset",
+    "Evaluation",
+    "Project",
+    "UserError",
+    "__version__",
+    "assert_no_regression",
+    "compare",
+    "evaluate",
+    "gate",
+    "llm",
+    "system",
+]

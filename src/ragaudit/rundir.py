@@ -23,6 +23,7 @@ import contextlib
 import json
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -232,6 +233,20 @@ class RunDir:
         handle.flush()
         _HELD[key] = handle
 
+    @contextlib.contextmanager
+    def holding(self, step: str) -> Iterator[RunDir]:
+        """:meth:`lock` for the length of a ``with`` block: a long-lived process (a
+        notebook, a test session) holds the run only while a step writes it, so that the
+        command line can use it in between. A hold already taken is kept."""
+        key = (self.root / ".lock").resolve()
+        held_before = key in _HELD
+        self.lock(step)
+        try:
+            yield self
+        finally:
+            if not held_before and key in _HELD:
+                _HELD.pop(key).close()
+
     @property
     def provenance(self) -> Path:
         """Per step: the ragaudit version, when, and the configuration it ran with."""
@@ -243,7 +258,7 @@ class RunDir:
         (steps are appended, never replaced): the step, the ragaudit version, the time,
         that configuration and the command's ``options`` (flags that change the figures),
         so that every figure can be traced to the settings that made it."""
-        from ragaudit import __version__
+        from ragaudit.version import __version__
 
         masked = config.masked_dict()
         text = yaml.safe_dump(masked, sort_keys=False, allow_unicode=True)

@@ -302,6 +302,11 @@ class RankingStudy(_Model):
     seed: int = Field(description="seed of the resamples")
     sets: list[SetRanking] = Field(description="the reference first")
     agreements: list[SetAgreement] = Field(description="the reference against each other set")
+    left_out: dict[str, str] = Field(
+        default_factory=dict,
+        description="systems of the run left out of the study, and why (e.g. retrieval-only "
+        "systems give no answers for an answer metric)",
+    )
 
 
 def rank_sets(

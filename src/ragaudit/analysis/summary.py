@@ -578,6 +578,67 @@ class Summary(_Model):
     def _supported(cls, value: int) -> int:
         return supported_version(value, SCHEMA_VERSION)
 
+    def rows(self) -> list[dict[str, Any]]:
+        """Every proportion of :attr:`systems` as a row: system, variant (``all`` for the
+        system-wide figures), metric, value, low, high, k, n. Undefined figures keep a null
+        value.
+
+        >>> Summary(retrieval_rule="any", systems={}).rows()
+        []
+        """
+        out: list[dict[str, Any]] = []
+
+        def add(system: str, variant: str, metric: str, p: Proportion | None) -> None:
+            if p is not None:
+                low, high = p.ci95
+                out.append(
+                    {
+                        "system": system,
+                        "variant": variant,
+                        "metric": metric,
+                        "value": p.value,
+                        "low": low,
+                        "high": high,
+                        "k": p.k,
+                        "n": p.n,
+                    }
+                )
+
+        for name, figures in self.systems.items():
+            add(name, "all", "acc_retrieval_db", figures.acc_retrieval_db)
+            add(name, "all", "knowledge_base_holes", figures.knowledge_base_holes)
+            add(
+                name,
+                "all",
+                "acc_retrieval_db_closed_domain",
+                figures.acc_retrieval_db_closed_domain,
+            )
+            for variant, v in figures.variants.items():
+                for metric in _VARIANT_PROPORTIONS:
+                    add(name, variant, metric, getattr(v, metric))
+        return out
+
+    def to_pandas(self) -> Any:
+        """:meth:`rows` as a pandas DataFrame: one row per system x variant x metric, with
+        columns system, variant, metric, value, low, high, k, n (n is what the figure is
+        over: queries, or groups for robustness and Acc_retrieval_db)."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            self.rows(), columns=["system", "variant", "metric", "value", "low", "high", "k", "n"]
+        )
+
+
+# The proportions of a variant's figures, in the order tables show them.
+_VARIANT_PROPORTIONS = (
+    "accuracy",
+    "robustness",
+    "gap_fraction",
+    "accuracy_retrieval",
+    "robustness_retrieval",
+    "acc_retrieval_db",
+)
+
 
 def summary_schema() -> dict[str, Any]:
     """The JSON Schema of summary.json, generated from :class:`Summary`."""

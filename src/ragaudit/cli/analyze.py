@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ragaudit.cli.common import resolve_config
+from ragaudit.cli.common import project_for
 from ragaudit.cli.console import console, err_console
 from ragaudit.cli.options import (
     ConfigOption,
@@ -63,35 +63,18 @@ def analyze_cmd(
         scan_table,
         system_tables,
     )
-    from ragaudit.steps.analyze import default_neutral, run_analysis
 
     check_rule(retrieval_rule)
-    config = resolve_config(config_path)
-    run = RunDir.from_config(config)
-    run.lock("analyze")
-    run.record_step(
-        config,
-        "analyze",
-        {
-            "neutral": [str(p) for p in neutral] if neutral else None,
-            "retrieval_rule": retrieval_rule,
-            "seed": seed,
-            "system": system if neutral else None,
-            "llm_only": llm_only,
-            "outcome": outcome.value,
-        },
-    )
-    result = run_analysis(
-        run,
-        neutral=default_neutral(neutral or []),
-        rule=retrieval_rule,
+    project = project_for(config_path)
+    summary = project.analyze(
+        neutral=list(neutral or []),
+        retrieval_rule=retrieval_rule,
         seed=seed,
         system=system,
         llm_only=llm_only,
         outcome="retrieval" if outcome is Outcome.retrieval else "answer",
-        reference_free=config.reference_free,
     )
-    summary = result.summary
+    run = RunDir(project.run_dir)
     if outcome is Outcome.retrieval:
         console.print(f"outcome: retrieval correctness ({retrieval_rule})", markup=False)
     for warning in summary.warnings:

@@ -4,12 +4,16 @@ the LLM session of a command."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ragaudit.cli.console import console, usage_table
 from ragaudit.cli.progress import prepare_embedded_model
 from ragaudit.config import DEFAULT_CONFIG_NAME, Config, load_config
 from ragaudit.rundir import RunDir
 from ragaudit.steps.session import Session, SessionHooks
+
+if TYPE_CHECKING:
+    from ragaudit.api.project import Project
 
 
 def load_run(
@@ -46,3 +50,24 @@ def session_hooks() -> SessionHooks:
 def session_for(config: Config, run: RunDir) -> Session:
     """The LLM session of one command over ``run``."""
     return Session(config, run, session_hooks())
+
+
+def project_for(
+    config_path: Path | None,
+    example: bool = False,
+    db: str | None = None,
+    llm: str | None = None,
+    *,
+    rate: bool = False,
+    transient: bool = True,
+) -> Project:
+    """The API's project for one command: the configuration with the command line's
+    overrides, rich bars on stderr, and each step's LLM usage printed when it ends."""
+    from ragaudit.api.project import Project
+    from ragaudit.cli.progress import CliProgress
+
+    return Project(
+        load_run(config_path, example, db, llm),
+        progress=CliProgress(rate=rate, transient=transient),
+        session_hooks=session_hooks(),
+    )

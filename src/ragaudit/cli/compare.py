@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ragaudit.cli.common import resolve_config
+from ragaudit.cli.common import project_for
 from ragaudit.cli.console import console, err_console
 from ragaudit.cli.options import ConfigOption, RetrievalRuleOption, SeedOption, SetSplit
 from ragaudit.judge.retrieval import DEFAULT_RULE
@@ -66,35 +66,21 @@ def compare_cmd(
     significantly that another set reverses. Writes compare.json and compare.md."""
     from ragaudit.judge.retrieval import check_rule
     from ragaudit.report.compare import terminal_tables
-    from ragaudit.steps.compare import run_compare
 
     check_rule(retrieval_rule)
-    config = resolve_config(config_path)
-    run = RunDir.from_config(config)
-    run.lock("compare")
-    options = {
-        "metric": metric,
-        "by": by.value,
-        "reference": reference,
-        "system": systems,
-        "alpha": alpha,
-        "resamples": resamples,
-        "seed": seed,
-        "retrieval_rule": retrieval_rule,
-    }
-    study, left_out = run_compare(
-        run,
+    project = project_for(config_path)
+    study = project.compare(
         metric=metric,
         by=by.value,
         reference=reference,
         systems=systems,
         alpha=alpha,
-        n_boot=resamples,
+        resamples=resamples,
         seed=seed,
-        rule=retrieval_rule,
+        retrieval_rule=retrieval_rule,
     )
-    run.record_step(config, "compare", options)
-    for system, why in left_out.items():
+    run = RunDir(project.run_dir)
+    for system, why in study.left_out.items():
         err_console.print(f"left out: {system}: {why}", markup=False, style="yellow")
     for table in terminal_tables(study):
         console.print(table)

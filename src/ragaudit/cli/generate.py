@@ -8,17 +8,15 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, TextColumn
 from rich.table import Table
 
-from ragaudit.cli.common import load_run, session_for
+from ragaudit.cli.common import project_for
 from ragaudit.cli.console import console, err_console
 from ragaudit.cli.options import (
     ConfigOption,
     DbOption,
     ExampleOption,
 )
-from ragaudit.cli.progress import counting_bar
 from ragaudit.errors import UserError
 from ragaudit.records.models import LABELS
 from ragaudit.rundir import RunDir
@@ -54,13 +52,9 @@ def parse_mix(text: str) -> dict[str, float] | None:
 
 def _import(config_path: Path | None, example: bool, path: Path) -> None:
     """``generate --import``: a question set of the user's into the dataset."""
-    from ragaudit.steps.imports import import_questions
-
-    config = load_run(config_path, example, None)
-    run = RunDir.from_config(config).create()
-    run.lock("generate")
-    stats = import_questions(config, run, path)
-    run.record_step(config, "generate", {"import": str(path)})
+    project = project_for(config_path, example)
+    stats = project.import_questions(path)
+    run = RunDir(project.run_dir)
     for warning in stats.warnings:
         err_console.print(f"warning: {warning}", markup=False, style="yellow")
     console.print(
@@ -79,38 +73,14 @@ def _documents(
     seed: int | None,
 ) -> None:
     """``generate --documents``: pairs from the corpus, with a bar of accepted pairs."""
-    from pydantic import ValidationError
-
-    from ragaudit.documents.options import DocumentOptions
-    from ragaudit.steps.documents import generate_from_documents
-
-    config = load_run(config_path, example)
-    run = RunDir.from_config(config).create()
-    run.lock("generate")
-    updates: dict[str, object] = {
-        "strategy": strategy.value if strategy else None,
-        "size": size,
-        "seed": seed,
-    }
-    data = config.generate.documents.model_dump()
-    data |= {k: v for k, v in updates.items() if v is not None}
-    if mix is not None:
-        data["mix"] = parse_mix(mix)
-    try:
-        options = DocumentOptions.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise UserError(f"generate.documents: {first['msg']}") from None
-    resolved = config.model_copy(deep=True)
-    resolved.generate.documents = options
-    run.record_step(resolved, "generate")
-    with session_for(config, run) as session, counting_bar(rate=False) as bar:
-        task = bar.add_task("pairs accepted", total=options.size)
-        stats = generate_from_documents(
-            session,
-            options,
-            on_candidate=lambda record: bar.advance(task) if record.accepted else None,
-        )
+    project = project_for(config_path, example, rate=False)
+    stats = project.generate_documents(
+        strategy=strategy.value if strategy else None,
+        size=size,
+        mix=parse_mix(mix) if mix is not None else None,
+        seed=seed,
+    )
+    run = RunDir(project.run_dir)
     table = Table(title=f"Dataset from documents -> {run.dataset}", title_justify="left")
     table.add_column("")
     table.add_column("count", justify="right")
@@ -208,10 +178,6 @@ def generate_cmd(
     """Instantiate the templates into dataset.jsonl: one semantic group per instantiated SQL
     query, each asked in every verified wording, with answers executed on the database.
     With --documents, write checked question-answer pairs from the corpus instead."""
-    from rich.progress import MofNCompleteColumn, TimeElapsedColumn
-
-    from ragaudit.steps.generate import generate_dataset
-
     if documents and imported is not None:
         raise UserError("--documents and --import are two steps: run them one after the other")
     if documents:
@@ -222,36 +188,21 @@ def generate_cmd(
         return
     if strategy or size or mix:
         raise UserError("--strategy, --size and --mix go with --documents")
-    config = load_run(config_path, example, db)
-    run = RunDir.from_config(config).create()
-    run.lock("generate")
-    updates = {
-        "balanced": balanced,
-        "allow_multi": allow_multi,
-        "include_unanswerable": include_unanswerable,
-        "include_null": include_null,
-        "max_groups_per_template": max_groups_per_template,
-        "seed": seed,
-        "unverified": unverified,
-    }
-    options = config.generate.model_copy(update={k: v for k, v in updates.items() if v is not None})
-    run.record_step(config.model_copy(update={"generate": options}), "generate")
-    from ragaudit.generate.sql.templates import load_templates
-
-    total = len(load_templates(run.templates_sql).templates)
-    with Progress(
-        TextColumn("generating"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("templates"),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=True,
-    ) as progress:
-        task = progress.add_task("templates", total=total)
-        stats = generate_dataset(
-            config, run, options, on_template=lambda _t, _s: progress.advance(task)
-        )
+    project = project_for(config_path, example, db)
+    dataset = project.generate(
+        balanced=balanced,
+        allow_multi=allow_multi,
+        include_unanswerable=include_unanswerable,
+        include_null=include_null,
+        max_groups_per_template=max_groups_per_template,
+        seed=seed,
+        unverified=unverified,
+    )
+    stats, options, run = dataset.stats, project.config.generate, RunDir(project.run_dir)
+    if allow_multi is not None:
+        options = options.model_copy(update={"allow_multi": allow_multi})
+    if include_null is not None:
+        options = options.model_copy(update={"include_null": include_null})
     overview = stats.overview()
     table = Table(title=f"Dataset -> {run.dataset}", title_justify="left")
     table.add_column("")

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ragaudit.cli.common import load_run, session_for
+from ragaudit.cli.common import project_for
 from ragaudit.cli.console import console, err_console
 from ragaudit.cli.options import (
     ConfigOption,
@@ -15,11 +15,11 @@ from ragaudit.cli.options import (
     RetrievalRuleOption,
     SystemsOption,
 )
-from ragaudit.cli.progress import counting_bar, harness_progress
-from ragaudit.config import Config
 from ragaudit.errors import UserError
 from ragaudit.judge.retrieval import DEFAULT_RULE
-from ragaudit.rundir import RunDir
+
+if TYPE_CHECKING:
+    from ragaudit.api.project import Project
 
 
 def judge_cmd(
@@ -64,41 +64,25 @@ def judge_cmd(
     writes judgements/<system>.jsonl (resumable). With --reference-free, also the
     reference-free metrics (faithfulness, answer relevancy, context precision,
     self-consistency) into scores/<system>.jsonl."""
+    from ragaudit.api.project import PROJECT_LLM
     from ragaudit.judge.retrieval import check_rule
-    from ragaudit.steps.judge import judge_run, require_judged
+    from ragaudit.steps.judge import require_judged
 
     check_rule(retrieval_rule)
-    config = load_run(config_path, llm=llm)
-    run = RunDir.from_config(config).create()
-    run.lock("judge")
-    run.record_step(
-        config,
-        "judge",
-        {
-            "system": system,
-            "samples": samples,
-            "audit": audit,
-            "closed_domain": closed_domain,
-            "retrieval_rule": retrieval_rule,
-            "no_llm": no_llm,
-            "reference_free": reference_free,
-            "metric": [m.value for m in metric or []],
-        },
-    )
     if metric and not reference_free:
         raise UserError("--metric chooses reference-free metrics: add --reference-free")
     if reference_free and no_llm:
         raise UserError("--reference-free asks the LLM: it cannot go with --no-llm")
-    with session_for(config, run) as session:
-        report = judge_run(
-            session,
-            use_llm=not no_llm,
-            systems=system,
-            samples=samples,
-            audit=audit,
-            closed_domain=closed_domain,
-            rule=retrieval_rule,
-        )
+    project = project_for(config_path, llm=llm)
+    report = project.judge(
+        None if no_llm else PROJECT_LLM,
+        systems=system,
+        samples=samples,
+        audit=audit,
+        closed_domain=closed_domain,
+        retrieval_rule=retrieval_rule,
+        check=False,  # the report is printed first, then checked
+    )
     for warning in report.warnings:
         err_console.print(f"warning: {warning}", markup=False, style="yellow")
     for name, entry in report.systems.items():
@@ -128,20 +112,12 @@ def judge_cmd(
             )
     require_judged(report)
     if reference_free:
-        _score(config, run, system, [m.value for m in metric or []])
+        _score(project, system, [m.value for m in metric or []])
 
 
-def _score(config: Config, run: RunDir, systems: list[str] | None, metrics: list[str]) -> None:
+def _score(project: Project, systems: list[str] | None, metrics: list[str]) -> None:
     """Score the responses with the reference-free metrics, and say what could not be."""
-    from ragaudit.steps.reference_free import score_run
-
-    with session_for(config, run) as session, counting_bar() as bar:
-        entries = score_run(
-            session,
-            systems=systems,
-            metrics=metrics or None,  # type: ignore[arg-type]
-            progress=harness_progress(bar),
-        )
+    entries = project.score(metrics or None, systems=systems)
     for name, entry in entries.items():
         calls = ", ".join(f"{m} {n}" for m, n in entry.calls.items())
         console.print(

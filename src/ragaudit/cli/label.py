@@ -7,10 +7,9 @@ from typing import Annotated
 
 import typer
 
-from ragaudit.cli.common import load_run, session_for
+from ragaudit.cli.common import project_for
 from ragaudit.cli.console import console, err_console
 from ragaudit.cli.options import ConfigOption, Phrasing
-from ragaudit.cli.progress import counting_bar
 from ragaudit.rundir import RunDir
 
 
@@ -51,36 +50,17 @@ def label_cmd(
     """Label every (context, question) pair fact_single, summary, reasoning or unanswerable;
     writes labels.jsonl and prints the composition and the raters' agreement."""
     from ragaudit.report.terminal import label_tables
-    from ragaudit.steps.label import label_run
 
-    config = load_run(config_path)
-    run = RunDir.from_config(config).create()
-    run.lock("label")
-    run.record_step(
-        config,
-        "label",
-        {
-            "input": str(input_path) if input_path else None,
-            "llm": llm,
-            "phrasing": [p.value for p in phrasing] if phrasing else None,
-            "samples": samples,
-            "human": [str(h) for h in human] if human else None,
-            "no_llm": no_llm,
-        },
+    project = project_for(config_path, rate=False)
+    result = project.label(
+        input_path=input_path,
+        models=llm,
+        phrasings=[p.value for p in phrasing] if phrasing else None,
+        samples=samples,
+        human=list(human) if human else None,
+        use_llm=not no_llm,
     )
-    with session_for(config, run) as session, counting_bar(rate=False) as bar:
-        task = bar.add_task("labelling", total=None)
-        result = label_run(
-            session,
-            input_path=input_path,
-            models=llm,
-            phrasings=[p.value for p in phrasing] if phrasing else None,
-            samples=samples,
-            human=human,
-            use_llm=not no_llm,
-            on_start=lambda total: bar.update(task, total=total),
-            on_done=lambda _record: bar.advance(task),
-        )
+    run = RunDir(project.run_dir)
     for reason, n in sorted(result.skipped.items()):
         err_console.print(
             f"warning: {n} queries not labelled: {reason}", markup=False, style="yellow"

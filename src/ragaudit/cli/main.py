@@ -9,7 +9,6 @@ from typing import Annotated
 
 import typer
 
-from ragaudit import __version__
 from ragaudit.cli import (
     analyze,
     compare,
@@ -30,6 +29,7 @@ from ragaudit.cli.console import console, err_console
 from ragaudit.errors import UserError
 from ragaudit.rundir import release_locks
 from ragaudit.secrets import redact
+from ragaudit.version import __version__
 
 app = typer.Typer(
     name="ragaudit",

@@ -64,3 +64,61 @@ def harness_progress(
         return on_start, advance
 
     return hooks
+
+
+class _BarTask:
+    """One bar of :class:`CliProgress`."""
+
+    def __init__(self, progress: Progress, description: str, total: int | None, rate: bool):
+        self._progress = progress
+        self._rate = rate
+        self._id = progress.add_task(escape(description), total=total, rate="")
+        self._asked = 0
+        self._since = time.perf_counter()
+
+    def start(self, total: int | None, done: int = 0) -> None:
+        self._progress.reset(self._id, total=total, completed=done, start=True)
+        self._asked, self._since = 0, time.perf_counter()
+
+    def advance(self, n: int = 1) -> None:
+        self._asked += n
+        if self._rate:
+            per_s = self._asked / max(time.perf_counter() - self._since, 1e-9)
+            self._progress.update(self._id, advance=n, rate=f"{per_s:.1f}/s")
+        else:
+            self._progress.advance(self._id, n)
+
+
+class _Quiet:
+    """A bar not shown."""
+
+    def start(self, total: int | None, done: int = 0) -> None:
+        """Nothing shown."""
+
+    def advance(self, n: int = 1) -> None:
+        """Nothing shown."""
+
+
+class CliProgress:
+    """The command line's display of the API's progress protocol: rich bars on stderr
+    (with a rate column when asked), started on the first task."""
+
+    def __init__(self, *, rate: bool = False, transient: bool = True) -> None:
+        self._bars = counting_bar(rate=rate, transient=transient)
+        self._rate = rate
+        self._started = False
+
+    def task(self, description: str, total: int | None = None) -> _BarTask | _Quiet:
+        """A new bar (none where stderr is not a terminal: a log has no use for bars)."""
+        if not err_console.is_terminal:
+            return _Quiet()
+        if not self._started:
+            self._bars.start()
+            self._started = True
+        return _BarTask(self._bars, description, total, self._rate)
+
+    def close(self) -> None:
+        """Stop the display."""
+        if self._started:
+            self._bars.stop()
+            self._started = False

@@ -8,14 +8,13 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ragaudit.cli.common import load_run, session_for
+from ragaudit.cli.common import project_for
 from ragaudit.cli.console import console, err_console
 from ragaudit.cli.options import (
     ConfigOption,
     LLMOption,
     SystemsOption,
 )
-from ragaudit.cli.progress import counting_bar, harness_progress
 from ragaudit.rundir import RunDir
 
 
@@ -40,29 +39,10 @@ def run_cmd(
     """Ask every system under test every query: responses/<system>.jsonl, one line per
     query. Resumable: a rerun asks only what is missing."""
 
-    from ragaudit.steps.run import run_systems, selected_systems
-
-    config = load_run(config_path, llm=llm)
-    if concurrency:
-        config.harness.concurrency = concurrency
-    if timeout:
-        config.harness.timeout_s = timeout
-    chosen = selected_systems(config, system)
-    run = RunDir.from_config(config).create()
-    run.lock("run")
-    run.record_step(
-        config,
-        "run",
-        {"system": system, "limit": limit, "retry_errors": retry_errors, "timeout": timeout},
-    )
-    progress = counting_bar(rate=True, transient=False)
-
-    hooks = harness_progress(progress, rate=True)
-
-    with session_for(config, run) as session, progress:
-        results = run_systems(
-            session, chosen, limit=limit, retry_errors=retry_errors, progress=hooks
-        )
+    project = project_for(config_path, llm=llm, rate=True, transient=False)
+    results = project.run(system, limit=limit, retry_errors=retry_errors,
+                          concurrency=concurrency, timeout=timeout)  # fmt: skip
+    run = RunDir(project.run_dir)
     table = Table(title=f"Responses -> {run.responses_dir}", title_justify="left")
     for header in ("system", "asked now", "already done", "errors", "queries/s", "tokens"):
         table.add_column(header, justify="left" if header == "system" else "right")

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ragaudit.cli.common import load_run, session_for
+from ragaudit.cli.common import load_run, project_for
 from ragaudit.cli.console import console, err_console
 from ragaudit.cli.options import (
     ConfigOption,
@@ -21,7 +21,6 @@ from ragaudit.cli.options import (
     SqlGenerator,
     TextGenerator,
 )
-from ragaudit.cli.progress import counting_bar
 from ragaudit.errors import UserError
 from ragaudit.rundir import RunDir
 
@@ -47,21 +46,12 @@ def templates_sql(
 ) -> None:
     """Write templates/sql.yaml: SQL templates from the schema enumerator (offline), the
     LLM, or an imported reference file. An existing file is kept unless --overwrite."""
-    from ragaudit.steps.templates import make_sql_templates
-
-    config = load_run(config_path, example, db, llm=llm)
-    if generator:
-        config.templates.sql_generator = generator.value
-    run = RunDir.from_config(config).create()
-    run.lock("templates sql")
-    run.record_step(config, "templates sql")
-    with (
-        session_for(config, run) as session,
-        session.llm("templates", config.templates.sql_generator == "llm") as client,
-    ):
-        result = make_sql_templates(
-            config, run, from_reference=from_reference, overwrite=overwrite, llm=client
-        )
+    project = project_for(config_path, example, db, llm)
+    result = project.templates_sql(
+        generator=generator.value if generator else None,
+        from_reference=from_reference,
+        overwrite=overwrite,
+    )
     if not result.written:
         console.print(
             f"{result.path} exists ({len(result.templates)} templates) and is kept: it may hold "
@@ -175,39 +165,22 @@ def templates_text(
     verbalizer (offline), the LLM, or imported reference files. Wordings already in the
     file are kept; only (template, style) pairs without one are worded. Then every wording
     without a verdict is verified (templates verify)."""
-    from ragaudit.steps.templates import make_text_templates, require_usable
+    from ragaudit.steps.templates import require_usable
 
-    config = load_run(config_path, example, db, llm=llm)
-    if generator:
-        config.templates.text_generator = generator.value
-    if no_verify:
-        config.templates.verify = False
-    run = RunDir.from_config(config).create()
-    run.lock("templates text")
-    run.record_step(config, "templates text")
-    references: dict[str, Path] = {}
+    references: dict[str, str | Path] = {}
     for item in from_reference or []:
         style, sep, path = item.partition("=")
         if not sep or not style or not path:
             raise UserError(f"--from-reference {item!r}: expected STYLE=PATH")
         references[style] = Path(path)
-    use_llm = (
-        config.templates.text_generator == "llm" and not references
-    ) or config.templates.verify
-    from ragaudit.generate.sql.templates import load_templates
-
-    total = len(load_templates(run.templates_sql).templates)
-    bar = counting_bar()
-    with session_for(config, run) as session, session.llm("templates", use_llm) as client, bar:
-        task = bar.add_task("wording", total=total)
-        result = make_text_templates(
-            config,
-            run,
-            references=references or None,
-            overwrite=overwrite,
-            llm=client,
-            on_template=lambda _t: bar.advance(task),
-        )
+    project = project_for(config_path, example, db, llm)
+    result = project.templates_text(
+        verify=not no_verify and project.config.templates.verify,
+        generator=generator.value if generator else None,
+        from_reference=references or None,
+        overwrite=overwrite,
+        check=False,  # the wordings are printed first, then checked
+    )
     _print_wordings(result)
     worded = len(result.worded)
     console.print(
@@ -229,20 +202,8 @@ def templates_verify(
 ) -> None:
     """Check that each wording of templates/text.yaml asks exactly what its SQL template
     answers, and store the verdict next to it (verified: true, or rejected: why)."""
-    from ragaudit.generate.sql.templates import load_templates
-    from ragaudit.steps.templates import verify_text_templates
-
-    config = load_run(config_path, example, db, llm=llm)
-    run = RunDir.from_config(config)
-    run.lock("templates verify")
-    run.record_step(config, "templates verify")
-    total = len(load_templates(run.templates_sql).templates)
-    bar = counting_bar()
-    with session_for(config, run) as session, session.llm("verify") as client, bar:
-        task = bar.add_task("verifying", total=total)
-        result = verify_text_templates(
-            config, run, client, recheck=recheck, on_template=lambda _t, _n: bar.advance(task)
-        )
+    project = project_for(config_path, example, db, llm)
+    result = project.verify_templates(recheck=recheck)
     _print_wordings(result)
 
 

@@ -7,24 +7,37 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ragaudit.errors import ConfigError
 from ragaudit.lazy import lazy_exports
 from ragaudit.llm.options import LLMConfig
 from ragaudit.llm.types import Completion, GenerationParams, Message, assistant, system, user
 from ragaudit.llm.usage import StepUsage, UsageMeter
 
 if TYPE_CHECKING:
+    from ragaudit.llm.backends.scripted import Scripted
     from ragaudit.llm.cache import LLMCache
     from ragaudit.llm.client import Backend, LLMClient
 
 # The client and its cache load on first use: the options and value types above are all a
 # configuration or a usage table needs.
 __getattr__ = lazy_exports(
-    __name__, {"LLMCache": "cache", "Backend": "client", "LLMClient": "client"}
+    __name__,
+    {
+        "LLMCache": "cache",
+        "Backend": "client",
+        "LLMClient": "client",
+        "Scripted": "backends.scripted",
+    },
 )
 
 
 def make_backend(config: LLMConfig) -> Backend:
     """The backend named by ``config.model`` (``local``, ``local:<gguf>``, ``openai:<model>``)."""
+    if config.backend == "scripted":
+        raise ConfigError(
+            f"llm.model {config.model!r}: a scripted LLM lives in the Python process that made "
+            "it (ra.llm.Scripted, given to ra.Project); name a real model here"
+        )
     if config.backend == "openai":
         from ragaudit.llm.backends.openai_http import OpenAIBackend
 
@@ -50,18 +63,21 @@ def make_llm(
     cache_path: Path | None = None,
     meter: UsageMeter | None = None,
     loop: asyncio.AbstractEventLoop | None = None,
+    backend: Backend | None = None,
 ) -> LLMClient:
-    """A ready client: backend from the config, cache at ``cache_path`` when caching is on;
+    """A ready client: backend from the config (or ``backend``, an object of the caller's
+    such as a :class:`Scripted`, never cached), cache at ``cache_path`` when caching is on;
     on ``loop`` when given (a session's), else on a loop of its own."""
     from ragaudit.llm.cache import LLMCache
     from ragaudit.llm.client import LLMClient
 
-    cache = LLMCache(cache_path) if (config.cache and cache_path is not None) else None
+    cached = config.cache and cache_path is not None and backend is None
+    cache = LLMCache(cache_path) if cached and cache_path is not None else None
     params = GenerationParams(
         temperature=config.temperature, max_tokens=config.max_tokens, seed=config.seed
     )
     return LLMClient(
-        make_backend(config),
+        backend if backend is not None else make_backend(config),
         cache=cache,
         meter=meter,
         default_params=params,
@@ -76,6 +92,7 @@ __all__ = [
     "LLMCache",
     "LLMClient",
     "Message",
+    "Scripted",
     "StepUsage",
     "UsageMeter",
     "assistant",

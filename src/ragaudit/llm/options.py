@@ -18,7 +18,8 @@ class LLMConfig(StrictOptions):
 
     model: str = Field(
         "local",
-        description="'local' (embedded model), 'local:/path/model.gguf', or 'openai:<model>'.",
+        description="'local' (embedded model), 'local:/path/model.gguf', or 'openai:<model>' "
+        "('scripted:<name>': a ra.llm.Scripted of the Python process, never in a file).",
     )
     base_url: str | None = Field(
         None, description="OpenAI-compatible server; else OPENAI_BASE_URL."
@@ -45,6 +46,8 @@ class LLMConfig(StrictOptions):
     @classmethod
     def _known_backend(cls, value: str) -> str:
         backend, _, rest = value.partition(":")
+        if backend == "scripted" and rest:
+            return value  # a ra.llm.Scripted given to ra.Project: checked where it is used
         if backend not in {"local", "openai"}:
             raise ValueError(
                 f"unknown backend '{backend}': use 'local', 'local:/path.gguf' or 'openai:<model>'"
@@ -63,7 +66,7 @@ class LLMConfig(StrictOptions):
 
     @property
     def backend(self) -> str:
-        """The backend kind: ``local`` or ``openai``."""
+        """The backend kind: ``local``, ``openai`` (or ``scripted``, from Python)."""
         return self.model.partition(":")[0]
 
     @property

@@ -177,6 +177,7 @@ def run_compare(
         )
     except ValueError as err:
         raise UserError(str(err)) from None
+    study = study.model_copy(update={"left_out": dict(left_out)})
     kept = [s for s in read_compare(run.compare) if (s.metric, s.by) != (metric, by)]
     studies = [*kept, study]
     atomic_write_json(run.compare, json.loads(CompareFile(studies=studies).model_dump_json()))

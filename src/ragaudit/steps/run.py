@@ -3,7 +3,7 @@ responses/<system>.jsonl (resumable, see :mod:`ragaudit.run.harness`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -21,7 +21,7 @@ from ragaudit.systems.adapters import (
     LangChainSystemConfig,
     LlamaIndexSystemConfig,
 )
-from ragaudit.systems.base import Retriever
+from ragaudit.systems.base import Retriever, System, SystemOptions
 from ragaudit.systems.builtin import BuiltinSystemConfig
 from ragaudit.systems.corpus import Chunk, chunk, load_corpus
 from ragaudit.systems.factory import build_system, needs_corpus, needs_llm
@@ -97,7 +97,7 @@ def llm_model_of(config: Config, sc: SystemConfig) -> str:
 
 def run_systems(
     session: Session,
-    systems: list[SystemConfig],
+    systems: Sequence[SystemConfig | System],
     *,
     limit: int | None = None,
     retry_errors: bool = False,
@@ -105,8 +105,17 @@ def run_systems(
 ) -> dict[str, SystemRunStats]:
     """Ask every system in ``systems`` every query (the first ``limit``), one system after
     the other, each with the harness's concurrency; the built-in ones answer with the
-    session's clients (one per model they name)."""
-    models = [llm_model_of(session.config, sc) for sc in systems if needs_llm(sc)]
+    session's clients (one per model they name). A system may be a configuration entry or
+    an object already built (``ra.system(fn)``: a Python callable)."""
+    names = [s.name for s in systems]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise UserError(f"two systems are named {twice[0]!r}: each writes responses/<name>.jsonl")
+    models = [
+        llm_model_of(session.config, sc)
+        for sc in systems
+        if isinstance(sc, SystemOptions) and needs_llm(sc)
+    ]
     with session.clients("run", models) as llms:
         return session.run(
             _run_systems(
@@ -124,7 +133,7 @@ def run_systems(
 async def _run_systems(
     config: Config,
     run: RunDir,
-    systems: list[SystemConfig],
+    systems: Sequence[SystemConfig | System],
     llms: dict[str, LLMClient],
     *,
     limit: int | None,
@@ -138,19 +147,24 @@ async def _run_systems(
         queries = queries[:limit]
     if not queries:
         raise UserError(f"{run.dataset} holds no queries")
-    chunks = load_chunks(config) if any(needs_corpus(s) for s in systems) else None
+    configs: list[SystemConfig] = [s for s in systems if isinstance(s, SystemOptions)]
+    chunks = load_chunks(config) if any(needs_corpus(s) for s in configs) else None
     index_dir = config.harness.index_dir or run.index_dir
     shared: dict[tuple[str, float], Retriever] = {}
     results: dict[str, SystemRunStats] = {}
     known: tuple[set[str], str] | None = None
     for sc in systems:
-        system = build_system(
-            sc,
-            chunks=chunks,
-            llm=llms.get(llm_model_of(config, sc)),
-            index_dir=index_dir,
-            concurrency=config.harness.concurrency,
-            retrievers=shared,
+        system: System = (
+            build_system(
+                sc,  # a configuration entry
+                chunks=chunks,
+                llm=llms.get(llm_model_of(config, sc)),
+                index_dir=index_dir,
+                concurrency=config.harness.concurrency,
+                retrievers=shared,
+            )
+            if isinstance(sc, SystemOptions)
+            else sc
         )
         hooks = progress(sc.name) if progress else (None, None)
         try:
@@ -159,7 +173,7 @@ async def _run_systems(
                 queries,
                 run.responses(sc.name),
                 concurrency=config.harness.concurrency,
-                timeout_s=sc.timeout_s or config.harness.timeout_s,
+                timeout_s=getattr(sc, "timeout_s", None) or config.harness.timeout_s,
                 retry_errors=retry_errors,
                 store_texts=config.harness.store_texts,
                 on_start=hooks[0],
@@ -169,9 +183,14 @@ async def _run_systems(
             await system.aclose()
         # Checked over the whole file, so that a resumed run says the same.
         retrieved, depth = retrieved_ids(run.responses(sc.name))
-        if retrieved:
+        if retrieved and isinstance(sc, SystemOptions):
             known = known if known is not None else _known_ids(config, queries)
-            results[sc.name].warnings = retrieval_warnings(sc, retrieved, depth, *known)
+            results[sc.name].warnings = retrieval_warnings(
+                sc,  # a configuration entry
+                retrieved,
+                depth,
+                *known,
+            )
     atomic_write_json(
         run.run_stats, {name: SystemRunEntry.of(s).model_dump() for name, s in results.items()}
     )

@@ -22,7 +22,7 @@ from ragaudit.llm.usage import UsageMeter
 from ragaudit.rundir import RunDir
 
 if TYPE_CHECKING:
-    from ragaudit.llm.client import LLMClient
+    from ragaudit.llm.client import Backend, LLMClient
 
 T = TypeVar("T")
 
@@ -46,10 +46,18 @@ class Session:
     """One command's LLM work over ``run``. Use it as a context manager: leaving it closes
     the event loop."""
 
-    def __init__(self, config: Config, run: RunDir, hooks: SessionHooks | None = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        run: RunDir,
+        hooks: SessionHooks | None = None,
+        backends: dict[str, Backend] | None = None,
+    ) -> None:
         self.config = config
         self.run_dir = run
         self.hooks = hooks or SessionHooks()
+        # Backends the caller made (a ra.llm.Scripted), by the model name that means them.
+        self.backends = dict(backends or {})
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
 
@@ -99,7 +107,11 @@ class Session:
                 if settings.backend == "local" and not settings.model_name:
                     self.hooks.assemble_model()
                 made[model] = make_llm(
-                    settings, cache_path=self.cache_path(model), meter=meter, loop=self.loop
+                    settings,
+                    cache_path=self.cache_path(model),
+                    meter=meter,
+                    loop=self.loop,
+                    backend=self.backends.get(model),
                 )
             with meter.step(step):
                 yield made

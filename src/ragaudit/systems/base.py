@@ -91,6 +91,17 @@ class SystemAnswer:
     usage: TokenUsage = field(default_factory=TokenUsage)
 
 
+@dataclass(frozen=True)
+class Answer:
+    """What a Python callable under test may return (``ra.Answer``): the answer's text and
+    the ids of the documents it retrieved (best first), and optionally their texts, so
+    that ragaudit can say whether retrieval or generation went wrong."""
+
+    text: str | None
+    retrieved_ids: list[str] = field(default_factory=list)
+    contexts: list[str] | None = None
+
+
 class System(Protocol):
     """A system under test. ``answer`` may raise: the harness records the error."""
 

@@ -16,7 +16,7 @@ from pydantic import Field, field_validator
 from ragaudit.errors import ConfigError
 from ragaudit.records.models import RetrievedItem, TokenUsage
 from ragaudit.secrets import register_secret
-from ragaudit.systems.base import SystemAnswer, SystemFailure, SystemOptions
+from ragaudit.systems.base import Answer, SystemAnswer, SystemFailure, SystemOptions
 
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -90,11 +90,15 @@ def _items(ids: Any, texts: Any = None, scores: Any = None) -> list[RetrievedIte
 
 
 def to_answer(value: Any, source: str) -> SystemAnswer:
-    """A callable's return value as an answer: a string; a dict with ``answer`` (or
-    ``response``) and optionally ``retrieved_ids``, ``contexts``, ``scores``, ``usage``; or a
-    tuple ``(answer, ids[, contexts])``."""
+    """A callable's return value as an answer: a string; an :class:`Answer`; a dict with
+    ``answer`` (or ``response``) and optionally ``retrieved_ids``, ``contexts``, ``scores``,
+    ``usage``; or a tuple ``(answer, ids[, contexts])``."""
     if isinstance(value, SystemAnswer):
         return value
+    if isinstance(value, Answer):
+        return SystemAnswer(
+            response=value.text, retrieved=_items(list(value.retrieved_ids), value.contexts)
+        )
     if value is None or isinstance(value, str):
         return SystemAnswer(response=value)
     if isinstance(value, tuple) and 1 <= len(value) <= 3:

@@ -1,0 +1,46 @@
+"""The public Python API of ragaudit (``import ragaudit as ra``): a project and its steps,
+evaluation of any system's logs, the regression gate, and a scripted LLM for tests. The
+command line is a client of the same steps, on the same run directory."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ragaudit.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from ragaudit.api.evaluate import Evaluation, evaluate
+    from ragaudit.api.functions import assert_no_regression, compare, gate, system
+    from ragaudit.api.project import Project
+    from ragaudit.api.tables import Answers, Dataset
+
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "Project": "project",
+        "evaluate": "evaluate",
+        "Evaluation": "evaluate",
+        "Answers": "tables",
+        "Dataset": "tables",
+        "system": "functions",
+        "gate": "functions",
+        "compare": "functions",
+        "assert_no_regression": "functions",
+    },
+)
+
+__all__ = [
+    "Answers",
+    "Dataset",
+    "Evaluation",
+    "Project",
+    "assert_no_regression",
+    "compare",
+    "evaluate",
+    "gate",
+    "system",
+]
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

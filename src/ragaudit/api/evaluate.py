@@ -1,0 +1,247 @@
+"""``ra.evaluate``: the logs of any system (question, answer, reference, ...) judged and
+analyzed, with no project and no run: what Ragas's ``evaluate(...)`` is to a dataset.
+
+Each row is judged as ``ragaudit judge`` judges a response (deterministic matchers first,
+then the LLM judge when one is given), and the verdicts are analyzed exactly as
+``ragaudit analyze --neutral`` analyzes a neutral file: the rows are written as one (in a
+folder of the caller's, or a temporary one) and read back by the same code.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ragaudit.aio import new_event_loop
+from ragaudit.analysis.summary import Summary
+from ragaudit.errors import UserError
+from ragaudit.judge.cascade import JudgeStats, judge_many
+from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, check_rule
+from ragaudit.llm.options import LLMConfig
+from ragaudit.records.io import write_jsonl_atomic
+from ragaudit.records.models import (
+    Judgement,
+    QueryRecord,
+    Reference,
+    ResponseRecord,
+    RetrievedItem,
+    stable_id,
+)
+from ragaudit.rundir import RunDir
+from ragaudit.steps.analyze import run_analysis
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ragaudit.llm.client import Backend
+
+ROW_COLUMNS = [
+    "query_id",
+    "group_id",
+    "variant",
+    "question",
+    "reference",
+    "answer",
+    "correct",
+    "method",
+    "retrieval_correct",
+    "rationale",
+]
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What :func:`evaluate` found: a verdict per row, and the figures over them."""
+
+    queries: list[QueryRecord]
+    responses: list[ResponseRecord]
+    judgements: list[Judgement]
+    summary: Summary
+    methods: dict[str, int]  # how the verdicts were reached (match:<rule>, llm, unmatched)
+    neutral: Path  # the neutral file the figures were computed from
+
+    @property
+    def accuracy(self) -> float | None:
+        """Correct verdicts over decided ones (None when none was decided)."""
+        decided = [j.correct for j in self.judgements if j.correct is not None]
+        return sum(decided) / len(decided) if decided else None
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row per input row: query_id, group_id, variant, question, reference,
+        answer, correct, method, retrieval_correct, rationale."""
+        import pandas as pd
+
+        rows = [
+            {
+                "query_id": q.query_id,
+                "group_id": q.group_id,
+                "variant": q.variant,
+                "question": q.query,
+                "reference": q.reference.display,
+                "answer": r.response,
+                "correct": j.correct,
+                "method": j.method,
+                "retrieval_correct": j.retrieval_correct,
+                "rationale": j.rationale,
+            }
+            for q, r, j in zip(self.queries, self.responses, self.judgements, strict=True)
+        ]
+        return pd.DataFrame(rows, columns=ROW_COLUMNS)
+
+
+def _records(
+    rows: Iterable[Mapping[str, Any]], system: str
+) -> tuple[list[QueryRecord], list[ResponseRecord], list[bool]]:
+    """The rows as queries and responses, and whether each row says what was retrieved
+    (an empty list is a retrieval that found nothing; no list, a retrieval not known)."""
+    queries, responses, known = [], [], []
+    seen: set[str] = set()
+    for i, row in enumerate(rows, 1):
+        where = f"row {i}"
+        question = row.get("question", row.get("query"))
+        if not isinstance(question, str) or not question.strip():
+            raise UserError(f"{where}: question: expected a non-empty string")
+        if "reference" not in row or row["reference"] is None:
+            raise UserError(f"{where}: reference: needed to judge the answer (the known answer)")
+        reference = row["reference"]
+        values = list(reference) if isinstance(reference, list | tuple) else [reference]
+        if any(not isinstance(v, str | int | float | bool) for v in values):
+            raise UserError(f"{where}: reference: expected a value or a list of values")
+        answer = row.get("answer", row.get("response"))
+        if answer is not None and not isinstance(answer, str):
+            raise UserError(f"{where}: answer: expected a string or null")
+        query_id = str(row.get("query_id") or stable_id("evaluate", i, question))
+        if query_id in seen:
+            raise UserError(f"{where}: query_id {query_id!r} appears twice")
+        seen.add(query_id)
+        ids = row.get("retrieved_ids")
+        contexts = row.get("contexts")
+        known.append(ids is not None or contexts is not None)
+        retrieved = [
+            RetrievedItem(id=str(doc), text=text)
+            for doc, text in zip(
+                ids if ids is not None else [f"context-{k}" for k in range(len(contexts or []))],
+                contexts if contexts is not None else [None] * len(ids or []),
+                strict=False,
+            )
+        ]
+        gold = row.get("gold_ids")
+        queries.append(
+            QueryRecord(
+                query_id=query_id,
+                group_id=str(row.get("group") or row.get("group_id") or query_id),
+                variant=str(row.get("variant") or "logged"),
+                query=question,
+                reference=Reference.from_values(values),
+                gold_ids=[str(g) for g in gold] if gold is not None else None,
+                gold_kind="states" if gold is not None else None,
+                source="imported",
+            )
+        )
+        responses.append(
+            ResponseRecord(
+                query_id=query_id,
+                system=str(row.get("system") or system),
+                response=answer,
+                retrieved=retrieved,
+                error=row.get("error"),
+            )
+        )
+    if not queries:
+        raise UserError("evaluate: no rows")
+    return queries, responses, known
+
+
+def _rows(rows: Any) -> list[Mapping[str, Any]]:
+    to_dict = getattr(rows, "to_dict", None)
+    if callable(to_dict):  # a pandas DataFrame
+        records = to_dict(orient="records")
+        return [{k: (None if _missing(v) else v) for k, v in r.items()} for r in records]
+    return list(rows)
+
+
+def _missing(value: Any) -> bool:
+    try:
+        return bool(value != value)  # NaN, pandas' missing value
+    except (TypeError, ValueError):
+        return False
+
+
+def evaluate(
+    rows: Iterable[Mapping[str, Any]] | Any,
+    *,
+    llm: str | Backend | None = None,
+    system: str = "external",
+    retrieval_rule: RetrievalRule = DEFAULT_RULE,
+    seed: int = 0,
+    out: str | Path | None = None,
+) -> Evaluation:
+    """Judge and analyze logged rows (dicts, or a DataFrame): ``question``, ``answer``,
+    ``reference`` (a value or a list of values, the known answer) and optionally
+    ``group`` (rows of one group are wordings of one question: robustness is computed
+    over them), ``variant``, ``contexts``, ``retrieved_ids``, ``gold_ids``, ``system``,
+    ``query_id``. ``llm`` (a model name or a :class:`ragaudit.llm.Scripted`) judges what
+    the matchers leave open; without it those answers are ``unmatched`` and count
+    incorrect. ``out``: a folder for the neutral file and the figures (default: a
+    temporary one).
+
+    >>> result = evaluate([{"question": "Capital of France?", "answer": "Paris.",
+    ...                     "reference": "Paris"}])
+    >>> result.judgements[0].correct, result.judgements[0].method
+    (True, 'match:exact')
+    """
+    check_rule(retrieval_rule)
+    queries, responses, retrieval_known = _records(_rows(rows), system)
+    client = None
+    loop = new_event_loop()
+    if llm is not None:
+        from ragaudit.llm import make_llm
+
+        if isinstance(llm, str):
+            client = make_llm(LLMConfig(model=llm), loop=loop)
+        else:
+            spec = getattr(llm, "spec", None) or f"scripted:{llm.model}"
+            client = make_llm(LLMConfig(model=spec), loop=loop, backend=llm)
+    stats = JudgeStats()
+    try:
+        judgements = loop.run_until_complete(
+            judge_many(
+                zip(queries, responses, strict=True), client, rule=retrieval_rule, stats=stats
+            )
+        )
+    finally:
+        if client is not None:
+            client.close()
+        loop.close()
+    folder = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="ragaudit-evaluate-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    neutral = folder / "neutral.jsonl"
+    lines = []
+    for q, r, j, known in zip(queries, responses, judgements, retrieval_known, strict=True):
+        if j.correct is None:
+            continue  # the judge failed: left out, as analyze leaves judge-failed answers out
+        lines.append(
+            {
+                "query_id": q.query_id,
+                "group_id": q.group_id,
+                "variant": q.variant,
+                "query": q.query,
+                "reference": q.reference.display,
+                "response": r.response,
+                "retrieved_ids": r.retrieved_ids if known else None,
+                "gold_ids": q.gold_ids,
+                "gold_kind": q.gold_kind,
+                "correct": j.correct,
+                "system": r.system,
+                "error": r.error,
+            }
+        )
+    write_jsonl_atomic(neutral, [json.loads(json.dumps(line)) for line in lines])
+    summary = run_analysis(
+        RunDir(folder), neutral=[neutral], rule=retrieval_rule, seed=seed, system=system
+    ).summary
+    return Evaluation(queries, responses, judgements, summary, dict(stats.methods), neutral)

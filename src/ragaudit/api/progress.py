@@ -1,0 +1,189 @@
+"""One progress protocol for long work called from Python: a bar per task, shown by rich in
+a terminal, by tqdm in a notebook (where it is installed), or not at all.
+
+A step reports progress through small callbacks (a counter per template, a start and an
+advance per system); :class:`Progress` makes those callbacks, whichever display is behind
+it, so that the API's methods all report the same way.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any, Literal, Protocol
+
+ProgressChoice = Literal["auto", "rich", "tqdm", "none"]
+
+
+class Task(Protocol):
+    """One bar: started with a total (and what was already done), advanced as work ends."""
+
+    def start(self, total: int | None, done: int = 0) -> None:
+        """(Re)start the bar at ``done`` of ``total``."""
+        ...
+
+    def advance(self, n: int = 1) -> None:
+        """``n`` more units done."""
+        ...
+
+
+class Progress(Protocol):
+    """A progress display: tasks open until :meth:`close`."""
+
+    def task(self, description: str, total: int | None = None) -> Task:
+        """A new bar."""
+        ...
+
+    def close(self) -> None:
+        """Take the display down."""
+        ...
+
+
+class _SilentTask:
+    def start(self, total: int | None, done: int = 0) -> None:
+        """Nothing to show."""
+
+    def advance(self, n: int = 1) -> None:
+        """Nothing to show."""
+
+
+class SilentProgress:
+    """Shows nothing (``progress="none"``): for scripts, tests and CI logs."""
+
+    def task(self, description: str, total: int | None = None) -> Task:
+        """A bar that shows nothing."""
+        return _SilentTask()
+
+    def close(self) -> None:
+        """Nothing to take down."""
+
+
+class _RichTask:
+    def __init__(self, progress: Any, description: str, total: int | None) -> None:
+        from rich.markup import escape
+
+        self._progress = progress
+        self._id = progress.add_task(escape(description), total=total)
+
+    def start(self, total: int | None, done: int = 0) -> None:
+        self._progress.reset(self._id, total=total, completed=done, start=True)
+
+    def advance(self, n: int = 1) -> None:
+        self._progress.advance(self._id, n)
+
+
+class RichProgress:
+    """Bars on stderr with rich (the terminal's display), started on first use."""
+
+    def __init__(self) -> None:
+        self._progress: Any = None
+
+    def task(self, description: str, total: int | None = None) -> Task:
+        """A new bar, with its count and time left."""
+        if self._progress is None:
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                TextColumn,
+                TimeRemainingColumn,
+            )
+            from rich.progress import Progress as RichBars
+
+            self._progress = RichBars(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeRemainingColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            )
+            self._progress.start()
+        return _RichTask(self._progress, description, total)
+
+    def close(self) -> None:
+        """Stop the display."""
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+
+class _TqdmTask:
+    def __init__(self, tqdm: Any, description: str, total: int | None) -> None:
+        self._bar = tqdm(total=total, desc=description, leave=False)
+
+    def start(self, total: int | None, done: int = 0) -> None:
+        self._bar.reset(total=total)
+        self._bar.update(done)
+
+    def advance(self, n: int = 1) -> None:
+        self._bar.update(n)
+
+    def close(self) -> None:
+        self._bar.close()
+
+
+class TqdmProgress:
+    """Bars with ``tqdm.auto`` (widgets in a notebook)."""
+
+    def __init__(self) -> None:
+        from tqdm.auto import tqdm
+
+        self._tqdm = tqdm
+        self._tasks: list[_TqdmTask] = []
+
+    def task(self, description: str, total: int | None = None) -> Task:
+        """A new bar."""
+        task = _TqdmTask(self._tqdm, description, total)
+        self._tasks.append(task)
+        return task
+
+    def close(self) -> None:
+        """Close every bar."""
+        for task in self._tasks:
+            task.close()
+        self._tasks.clear()
+
+
+def _in_notebook() -> bool:
+    shell = sys.modules.get("IPython")
+    get = getattr(shell, "get_ipython", None)
+    kernel = get() if callable(get) else None
+    return kernel is not None and type(kernel).__name__ == "ZMQInteractiveShell"
+
+
+def make_progress(choice: ProgressChoice | Progress) -> Progress:
+    """The display ``choice`` names: ``auto`` is tqdm in a notebook (if installed), rich
+    on a terminal, nothing otherwise; or a :class:`Progress` of the caller's."""
+    if not isinstance(choice, str):
+        return choice
+    if choice == "auto":
+        if _in_notebook():
+            choice = "tqdm"
+        elif sys.stderr.isatty():
+            choice = "rich"
+        else:
+            choice = "none"
+    if choice == "tqdm":
+        try:
+            return TqdmProgress()
+        except ImportError:
+            return SilentProgress()
+    if choice == "rich":
+        return RichProgress()
+    if choice == "none":
+        return SilentProgress()
+    raise ValueError(f"progress {choice!r}: use auto, rich, tqdm, none or a Progress")
+
+
+def system_hooks(
+    progress: Progress,
+) -> Callable[[str], tuple[Callable[[int, int], None], Callable[[int], None]]]:
+    """Hooks for the harness and the judge: one bar per system, started when its work
+    starts (records of an earlier run count as done)."""
+
+    def hooks(name: str) -> tuple[Callable[[int, int], None], Callable[[int], None]]:
+        task = progress.task(name)
+        return task.start, task.advance
+
+    return hooks

@@ -1,0 +1,697 @@
+"""``ra.Project``: the whole journey from Python, on the same run directory, with the same
+locks, provenance, files and errors as the command line.
+
+Each method is one step: it holds the run directory while it writes (a second writer, in
+this process or another, gets the same one-line :class:`~ragaudit.errors.UserError` as on
+the command line), records the step and its options in ``provenance.json`` and the
+resolved ``ragaudit.yaml``, runs the step, and returns its typed result. A run started
+here is continued by ``ragaudit`` commands in the same folder, and the other way round.
+
+Every method has an async twin (``arun``, ``ajudge``, ...), and the plain ones also work
+inside a running event loop (a notebook cell): the step then runs in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
+
+from ragaudit.api.progress import Progress, ProgressChoice, make_progress, system_hooks
+from ragaudit.api.tables import Answers, Dataset, read_answers
+from ragaudit.config import DEFAULT_CONFIG_NAME, Config, load_config
+from ragaudit.errors import UserError
+from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, check_rule
+from ragaudit.llm.usage import UsageMeter
+from ragaudit.rundir import RunDir
+from ragaudit.steps.session import Session, SessionHooks
+from ragaudit.systems.base import System
+
+if TYPE_CHECKING:
+    from ragaudit.analysis.ranking import RankingStudy
+    from ragaudit.analysis.summary import Summary
+    from ragaudit.llm.client import Backend
+    from ragaudit.run.harness import SystemRunStats
+    from ragaudit.steps.documents import DocumentStats
+    from ragaudit.steps.imports import ImportStats
+    from ragaudit.steps.judge import JudgeReport
+    from ragaudit.steps.label import LabelResult
+    from ragaudit.steps.reference_free import ScoreEntry
+    from ragaudit.steps.templates import SqlTemplatesResult, TextTemplatesResult
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class _Default:
+    """The project's own LLM (``judge()``), as against ``judge(llm=None)``: none."""
+
+    def __repr__(self) -> str:
+        return "<the project's LLM>"
+
+
+PROJECT_LLM: Any = _Default()
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def step(method: Callable[P, T]) -> Callable[P, T]:
+    """A step of the API: callable from plain code and from inside a running event loop
+    (a notebook), where it runs in a worker thread, since a step runs its own loop."""
+
+    @functools.wraps(method)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        if not _loop_running():
+            return method(*args, **kwargs)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragaudit") as pool:
+            return pool.submit(method, *args, **kwargs).result()
+
+    return wrapper
+
+
+def twin(method: Callable[P, T]) -> Callable[P, Any]:
+    """The async twin of a step: awaits it in a worker thread."""
+
+    @functools.wraps(method)
+    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        return await asyncio.to_thread(method, *args, **kwargs)
+
+    wrapper.__doc__ = f"Async twin of :meth:`{method.__name__}`."
+    return wrapper
+
+
+def _anchor(config: Config, root: Path) -> Config:
+    """``config`` with its relative paths (the runs' folder, the corpus, the index folder)
+    taken against ``root`` instead of the working directory."""
+    config = config.model_copy(deep=True)
+    if not config.run.root.is_absolute():
+        config.run.root = root / config.run.root
+    if config.corpus.path is not None and not config.corpus.path.is_absolute():
+        config.corpus.path = root / config.corpus.path
+    if config.harness.index_dir is not None and not config.harness.index_dir.is_absolute():
+        config.harness.index_dir = root / config.harness.index_dir
+    return config
+
+
+class Project:
+    """One ragaudit project: its configuration and its run directory.
+
+    ``config`` is a ragaudit.yaml (a path), a :class:`~ragaudit.config.Config`, or None
+    (``./ragaudit.yaml`` where there is one, else the defaults). ``root`` is the folder
+    the configuration's relative paths are taken against (the working directory by
+    default, as on the command line). ``db`` overrides ``database.url`` (``"example"``:
+    the bundled example database), ``llm`` the model (``"local"``, ``"openai:<model>"``,
+    or a :class:`ragaudit.llm.Scripted`), ``run`` the run's name. ``progress``: ``auto``
+    (rich in a terminal, tqdm in a notebook), ``rich``, ``tqdm``, ``none``, or a
+    :class:`~ragaudit.api.progress.Progress`. ``session_hooks``: what is shown of each
+    step's LLM work (the command line prints its usage table); by default nothing, and
+    :attr:`usage` holds the last step's.
+    """
+
+    def __init__(
+        self,
+        config: str | Path | Config | None = None,
+        *,
+        root: str | Path | None = None,
+        db: str | None = None,
+        llm: str | Backend | None = None,
+        run: str | None = None,
+        progress: ProgressChoice | Progress = "auto",
+        session_hooks: SessionHooks | None = None,
+    ) -> None:
+        if isinstance(config, Config):
+            resolved = config.model_copy(deep=True)
+        elif config is not None:
+            resolved = load_config(Path(config))
+        else:
+            default = Path(root or ".") / DEFAULT_CONFIG_NAME
+            resolved = load_config(default if default.exists() else None)
+        if root is not None:
+            resolved = _anchor(resolved, Path(root))
+        if db is not None:
+            resolved.database.url = db
+        self._backends: dict[str, Backend] = {}
+        if llm is not None:
+            if isinstance(llm, str):
+                resolved.llm.model = llm
+            else:
+                spec = getattr(llm, "spec", None) or f"scripted:{llm.model}"
+                resolved.llm.model = spec
+                self._backends[spec] = llm
+        if run is not None:
+            resolved.run.name = run
+        self.config: Config = type(resolved).model_validate(resolved.model_dump())
+        self.progress = progress
+        self.session_hooks = session_hooks
+        self.usage: UsageMeter | None = None  # the LLM usage of the last step that asked one
+
+    @classmethod
+    def example(cls, root: str | Path = ".", **options: Any) -> Project:
+        """A project on the bundled example database, its runs under ``root``."""
+        return cls(Config(), root=root, db="example", **options)
+
+    # -- the run directory -----------------------------------------------------------------
+
+    @property
+    def run_dir(self) -> Path:
+        """The run directory: ``<run.root>/<run.name>``."""
+        return RunDir.from_config(self.config).root
+
+    def _run(self) -> RunDir:
+        return RunDir.from_config(self.config)
+
+    @contextlib.contextmanager
+    def _step(
+        self,
+        name: str,
+        options: dict[str, Any] | None = None,
+        config: Config | None = None,
+        create: bool = True,
+    ) -> Iterator[RunDir]:
+        """Hold the run directory while the step writes, and record the step first
+        (``create``: make the run's folders, for the steps that fill them)."""
+        run = self._run().create() if create else self._run()
+        with run.holding(name):
+            run.record_step(config or self.config, name, options)
+            yield run
+
+    @contextlib.contextmanager
+    def _session(self, run: RunDir, config: Config | None = None) -> Iterator[Session]:
+        meters: list[UsageMeter] = []
+        shown = self.session_hooks or SessionHooks()
+
+        def show(meter: UsageMeter) -> None:
+            meters.append(meter)
+            shown.show_usage(meter)
+
+        hooks = SessionHooks(assemble_model=shown.assemble_model, show_usage=show)
+        with Session(config or self.config, run, hooks, backends=self._backends) as session:
+            try:
+                yield session
+            finally:
+                self.usage = meters[-1] if meters else None
+
+    @contextlib.contextmanager
+    def _progress(self) -> Iterator[Progress]:
+        display = make_progress(self.progress)
+        try:
+            yield display
+        finally:
+            display.close()
+
+    # -- templates -------------------------------------------------------------------------
+
+    @step
+    def templates_sql(
+        self,
+        *,
+        generator: Literal["enumerator", "llm"] | None = None,
+        from_reference: str | Path | None = None,
+        overwrite: bool = False,
+    ) -> SqlTemplatesResult:
+        """Write ``templates/sql.yaml`` (``ragaudit templates sql``): SQL templates from the
+        schema enumerator (offline), the LLM, or a GRAMMAR reference file; an existing file
+        (which may hold your edits) is kept unless ``overwrite``. Returns the templates and,
+        per table, why none were made."""
+        from ragaudit.steps.templates import make_sql_templates
+
+        config = self.config.model_copy(deep=True)
+        if generator:
+            config.templates.sql_generator = generator
+        with (
+            self._step("templates sql", config=config) as run,
+            self._session(run, config) as session,
+            session.llm("templates", config.templates.sql_generator == "llm") as client,
+        ):
+            return make_sql_templates(
+                config,
+                run,
+                from_reference=Path(from_reference) if from_reference else None,
+                overwrite=overwrite,
+                llm=client,
+            )
+
+    @step
+    def templates_text(
+        self,
+        *,
+        verify: bool = True,
+        generator: Literal["verbalizer", "llm"] | None = None,
+        from_reference: dict[str, str | Path] | None = None,
+        overwrite: bool = False,
+        check: bool = True,
+    ) -> TextTemplatesResult:
+        """Word every SQL template in every style into ``templates/text.yaml`` (``ragaudit
+        templates text``), then (``verify``) check each new wording asks what its SQL
+        answers. Returns the wordings with the counts proposed / verified / rejected per
+        style. ``check``: a UserError when no wording is usable (the command line prints
+        the wordings first, then checks)."""
+        from ragaudit.generate.sql.templates import load_templates
+        from ragaudit.steps.templates import make_text_templates, require_usable
+
+        config = self.config.model_copy(deep=True)
+        if generator:
+            config.templates.text_generator = generator
+        config.templates.verify = verify
+        references = {k: Path(v) for k, v in (from_reference or {}).items()}
+        use_llm = (
+            config.templates.text_generator == "llm" and not references
+        ) or config.templates.verify
+        with (
+            self._step("templates text", config=config) as run,
+            self._session(run, config) as session,
+            session.llm("templates", use_llm) as client,
+            self._progress() as display,
+        ):
+            total = len(load_templates(run.templates_sql).templates)
+            task = display.task("wording", total)
+            result = make_text_templates(
+                config,
+                run,
+                references=references or None,
+                overwrite=overwrite,
+                llm=client,
+                on_template=lambda _t: task.advance(),
+            )
+        if check:
+            require_usable(result)
+        return result
+
+    @step
+    def verify_templates(self, *, recheck: bool = False) -> TextTemplatesResult:
+        """Judge every wording of ``templates/text.yaml`` without a verdict (``ragaudit
+        templates verify``; ``recheck``: all of them again)."""
+        from ragaudit.generate.sql.templates import load_templates
+        from ragaudit.steps.templates import verify_text_templates
+
+        with (
+            self._step("templates verify") as run,
+            self._session(run) as session,
+            session.llm("verify") as client,
+            self._progress() as display,
+        ):
+            task = display.task("verifying", len(load_templates(run.templates_sql).templates))
+            return verify_text_templates(
+                self.config,
+                run,
+                client,
+                recheck=recheck,
+                on_template=lambda _t, _n: task.advance(),
+            )
+
+    # -- datasets --------------------------------------------------------------------------
+
+    @step
+    def generate(
+        self,
+        *,
+        balanced: bool | None = None,
+        allow_multi: bool | None = None,
+        include_unanswerable: bool | None = None,
+        include_null: bool | None = None,
+        max_groups_per_template: int | None = None,
+        seed: int | None = None,
+        unverified: bool | None = None,
+    ) -> Dataset:
+        """Instantiate the templates into ``dataset.jsonl`` (``ragaudit generate``): one
+        semantic group per instantiated SQL query, asked in every usable wording, its
+        answer executed on the database. Options left None keep the configuration's.
+        Returns the :class:`Dataset` (``.stats``: what was kept and dropped)."""
+        from ragaudit.generate.sql.templates import load_templates
+        from ragaudit.steps.generate import generate_dataset
+
+        updates = {
+            "balanced": balanced,
+            "allow_multi": allow_multi,
+            "include_unanswerable": include_unanswerable,
+            "include_null": include_null,
+            "max_groups_per_template": max_groups_per_template,
+            "seed": seed,
+            "unverified": unverified,
+        }
+        options = self.config.generate.model_copy(
+            update={k: v for k, v in updates.items() if v is not None}
+        )
+        config = self.config.model_copy(update={"generate": options})
+        with self._step("generate", config=config) as run, self._progress() as display:
+            task = display.task("generating", len(load_templates(run.templates_sql).templates))
+            stats = generate_dataset(
+                self.config, run, options, on_template=lambda _t, _s: task.advance()
+            )
+            return Dataset.read(run, stats)
+
+    @step
+    def generate_documents(
+        self,
+        *,
+        strategy: Literal["statements", "simple"] | None = None,
+        size: int | None = None,
+        mix: dict[str, float] | None = None,
+        seed: int | None = None,
+    ) -> DocumentStats:
+        """Write checked question-answer pairs from the corpus's documents into the
+        dataset's document part (``ragaudit generate --documents``)."""
+        from pydantic import ValidationError
+
+        from ragaudit.documents.options import DocumentOptions
+        from ragaudit.steps.documents import generate_from_documents
+
+        data = self.config.generate.documents.model_dump()
+        updates = {"strategy": strategy, "size": size, "seed": seed, "mix": mix}
+        data |= {k: v for k, v in updates.items() if v is not None}
+        try:
+            options = DocumentOptions.model_validate(data)
+        except ValidationError as exc:
+            raise UserError(f"generate.documents: {exc.errors()[0]['msg']}") from None
+        config = self.config.model_copy(deep=True)
+        config.generate.documents = options
+        with (
+            self._step("generate", config=config) as run,
+            self._session(run) as session,
+            self._progress() as display,
+        ):
+            task = display.task("pairs accepted", options.size)
+            return generate_from_documents(
+                session,
+                options,
+                on_candidate=lambda record: task.advance() if record.accepted else None,
+            )
+
+    @step
+    def import_questions(self, path: str | Path) -> ImportStats:
+        """Add a question set of yours (SQuAD JSON, or JSON Lines of id, context, question,
+        answer, answerable) as the dataset's imported part (``ragaudit generate
+        --import``). Everything is checked before anything is written."""
+        from ragaudit.steps.imports import import_questions
+
+        run = self._run().create()
+        with run.holding("generate"):
+            stats = import_questions(self.config, run, Path(path))
+            run.record_step(self.config, "generate", {"import": str(path)})
+        return stats
+
+    def dataset(self) -> Dataset:
+        """The run's dataset as it is on disk (whichever door wrote it)."""
+        return Dataset.read(self._run())
+
+    # -- asking and judging ----------------------------------------------------------------
+
+    @step
+    def run(
+        self,
+        systems: Sequence[str | System] | None = None,
+        *,
+        limit: int | None = None,
+        retry_errors: bool = False,
+        concurrency: int | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, SystemRunStats]:
+        """Ask every system every question (``ragaudit run``): the configuration's systems,
+        or those named, or systems of your own (``ra.system(fn, name=...)``). Resumable: a
+        rerun asks only what is missing. Returns per system what was asked and how it went."""
+        from ragaudit.steps.run import run_systems, selected_systems
+
+        config = self.config.model_copy(deep=True)
+        if concurrency:
+            config.harness.concurrency = concurrency
+        if timeout:
+            config.harness.timeout_s = timeout
+        names = [s for s in systems or [] if isinstance(s, str)]
+        objects = [s for s in systems or [] if not isinstance(s, str)]
+        chosen: list[Any] = []
+        if names or not objects:
+            chosen = list(selected_systems(config, names or None))
+        chosen += objects
+        options = {
+            "system": [s if isinstance(s, str) else s.name for s in systems or []] or None,
+            "limit": limit,
+            "retry_errors": retry_errors,
+            "timeout": timeout,
+        }
+        with (
+            self._step("run", options, config) as run,
+            self._session(run, config) as session,
+            self._progress() as display,
+        ):
+            return run_systems(
+                session,
+                chosen,
+                limit=limit,
+                retry_errors=retry_errors,
+                progress=system_hooks(display),
+            )
+
+    @step
+    def judge(
+        self,
+        llm: Any = PROJECT_LLM,
+        *,
+        systems: list[str] | None = None,
+        samples: int = 1,
+        audit: int = 0,
+        closed_domain: bool = False,
+        retrieval_rule: RetrievalRule = DEFAULT_RULE,
+        check: bool = True,
+    ) -> JudgeReport:
+        """Judge every response (``ragaudit judge``): deterministic matchers first, the
+        project's LLM for the rest. ``llm=None``: matchers only (``--no-llm``); what they
+        cannot decide is recorded ``unmatched``, counted incorrect, and counted in the
+        report. A model name or a :class:`ragaudit.llm.Scripted` judges with that instead.
+        ``check``: a UserError when the LLM judge failed on every answer it was asked
+        about (the command line prints the report first, then checks it)."""
+        from ragaudit.steps.judge import judge_run, require_judged
+
+        check_rule(retrieval_rule)
+        judge = self
+        if llm is not None and llm is not PROJECT_LLM:
+            judge = Project(
+                self.config, llm=llm, progress=self.progress, session_hooks=self.session_hooks
+            )
+        use_llm = llm is not None
+        options = {
+            "system": systems,
+            "samples": samples,
+            "audit": audit,
+            "closed_domain": closed_domain,
+            "retrieval_rule": retrieval_rule,
+            "no_llm": not use_llm,
+        }
+        with (
+            judge._step("judge", options) as run,
+            judge._session(run) as session,
+            self._progress() as display,
+        ):
+            report = judge_run(
+                session,
+                use_llm=use_llm,
+                systems=systems,
+                samples=samples,
+                audit=audit,
+                closed_domain=closed_domain,
+                rule=retrieval_rule,
+                progress=system_hooks(display),
+            )
+        self.usage = judge.usage
+        if check:
+            require_judged(report)
+        return report
+
+    @step
+    def score(
+        self, metrics: list[str] | None = None, *, systems: list[str] | None = None
+    ) -> dict[str, ScoreEntry]:
+        """Score the responses with the reference-free metrics (``ragaudit judge
+        --reference-free``): faithfulness, answer_relevancy, context_precision,
+        self_consistency; ``analyze`` then says how far each can be trusted."""
+        from ragaudit.records.models import FREE_METRICS
+        from ragaudit.steps.reference_free import score_run
+
+        unknown = [m for m in metrics or [] if m not in FREE_METRICS]
+        if unknown:
+            raise UserError(
+                f"unknown reference-free metric {unknown[0]!r}: use {', '.join(FREE_METRICS)}"
+            )
+        options = {"system": systems, "reference_free": True, "metric": metrics}
+        with (
+            self._step("judge", options) as run,
+            self._session(run) as session,
+            self._progress() as display,
+        ):
+            return score_run(
+                session,
+                systems=systems,
+                metrics=metrics or None,  # type: ignore[arg-type]  # checked above
+                progress=system_hooks(display),
+            )
+
+    def answers(self, *, retrieval_rule: RetrievalRule = DEFAULT_RULE) -> Answers:
+        """Every answer of the run joined with its question, verdict, scores and where it
+        went wrong; ``.to_pandas()`` for a DataFrame."""
+        return read_answers(self._run(), retrieval_rule)
+
+    # -- figures ---------------------------------------------------------------------------
+
+    @step
+    def analyze(
+        self,
+        *,
+        neutral: list[str | Path] | None = None,
+        system: str = "external",
+        retrieval_rule: RetrievalRule = DEFAULT_RULE,
+        seed: int = 0,
+        llm_only: str | None = None,
+        outcome: Literal["answer", "retrieval"] = "answer",
+    ) -> Summary:
+        """Groups, robustness, the retrieval database, module blame and paired tests
+        (``ragaudit analyze``): writes summary.json, summary.md and drilldown.jsonl and
+        returns the typed :class:`~ragaudit.analysis.summary.Summary` (``.to_pandas()``)."""
+        from ragaudit.steps.analyze import default_neutral, run_analysis
+
+        check_rule(retrieval_rule)
+        paths = [Path(p) for p in neutral or []]
+        options = {
+            "neutral": [str(p) for p in paths] or None,
+            "retrieval_rule": retrieval_rule,
+            "seed": seed,
+            "system": system if paths else None,
+            "llm_only": llm_only,
+            "outcome": outcome,
+        }
+        with self._step("analyze", options, create=False) as run:
+            return run_analysis(
+                run,
+                neutral=default_neutral(paths),
+                rule=retrieval_rule,
+                seed=seed,
+                system=system,
+                llm_only=llm_only,
+                outcome=outcome,
+                reference_free=self.config.reference_free,
+            ).summary
+
+    @step
+    def report(self) -> Path:
+        """Write report.html (``ragaudit report``) from what the earlier steps wrote; its
+        path."""
+        from ragaudit.report.build import write_report
+
+        run = self._run()
+        with run.holding("report"):
+            path = write_report(run)
+            run.record_step(self.config, "report")
+        return path
+
+    @step
+    def compare(
+        self,
+        *,
+        metric: str = "accuracy",
+        by: Literal["source", "variant", "label"] = "source",
+        reference: str | None = None,
+        systems: list[str] | None = None,
+        alpha: float = 0.05,
+        resamples: int = 1000,
+        seed: int = 0,
+        retrieval_rule: RetrievalRule = DEFAULT_RULE,
+    ) -> RankingStudy:
+        """Do the run's test sets rank its systems alike (``ragaudit compare``)? Kendall's
+        tau-b with its interval, and the separated pairs another set reverses."""
+        from ragaudit.steps.compare import run_compare
+
+        check_rule(retrieval_rule)
+        options = {
+            "metric": metric,
+            "by": by,
+            "reference": reference,
+            "system": systems,
+            "alpha": alpha,
+            "resamples": resamples,
+            "seed": seed,
+            "retrieval_rule": retrieval_rule,
+        }
+        run = self._run()
+        with run.holding("compare"):
+            study, _left_out = run_compare(
+                run,
+                metric=metric,
+                by=by,
+                reference=reference,
+                systems=systems,
+                alpha=alpha,
+                n_boot=resamples,
+                seed=seed,
+                rule=retrieval_rule,
+            )
+            run.record_step(self.config, "compare", options)
+        return study
+
+    @step
+    def label(
+        self,
+        *,
+        input_path: str | Path | None = None,
+        models: list[str] | None = None,
+        phrasings: list[str] | None = None,
+        samples: int = 1,
+        human: list[str | Path] | None = None,
+        use_llm: bool = True,
+    ) -> LabelResult:
+        """The question-type composition of the dataset (or of ``input_path``, a question
+        set) by each rater (``models`` x ``phrasings`` x ``samples``, and ``human`` label
+        files), with their agreement (``ragaudit label``)."""
+        from ragaudit.steps.label import label_run
+
+        options = {
+            "input": str(input_path) if input_path else None,
+            "llm": models,
+            "phrasing": phrasings,
+            "samples": samples,
+            "human": [str(h) for h in human] if human else None,
+            "no_llm": not use_llm,
+        }
+        with (
+            self._step("label", options) as run,
+            self._session(run) as session,
+            self._progress() as display,
+        ):
+            task = display.task("labelling")
+            return label_run(
+                session,
+                input_path=Path(input_path) if input_path else None,
+                models=models,
+                phrasings=phrasings,
+                samples=samples,
+                human=[Path(h) for h in human] if human else None,
+                use_llm=use_llm,
+                on_start=lambda total: task.start(total),
+                on_done=lambda _record: task.advance(),
+            )
+
+    # -- async twins -----------------------------------------------------------------------
+
+    atemplates_sql = twin(templates_sql)
+    atemplates_text = twin(templates_text)
+    averify_templates = twin(verify_templates)
+    agenerate = twin(generate)
+    agenerate_documents = twin(generate_documents)
+    aimport_questions = twin(import_questions)
+    arun = twin(run)
+    ajudge = twin(judge)
+    ascore = twin(score)
+    aanalyze = twin(analyze)
+    areport = twin(report)
+    acompare = twin(compare)
+    alabel = twin(label)
+
+    def __repr__(self) -> str:
+        return f"Project(run_dir={str(self.run_dir)!r}, llm={self.config.llm.model!r})"

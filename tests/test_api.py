@@ -1,0 +1,320 @@
+"""ragaudit from Python (``import ragaudit as ra``): the journey on the example database
+with no LLM at all, one run folder used from both doors, ``ra.evaluate`` against
+``analyze --neutral``, a scripted LLM, locks, async twins and calls from inside a running
+event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import ragaudit as ra
+from ragaudit.analysis.summary import Summary
+from ragaudit.errors import UserError
+from tests.support.cli import ragaudit
+
+
+def _right_when_even(dataset: ra.Dataset):  # type: ignore[no-untyped-def]
+    """A system built to answer right exactly the questions of even length (it knows the
+    references) and to refuse the others."""
+    truth = {q.query: q.reference.display for q in dataset}
+
+    def mine(question: str) -> ra.Answer:
+        if len(question) % 2 == 0:
+            return ra.Answer(truth[question], retrieved_ids=["doc-1"])
+        return ra.Answer("I don't know.", retrieved_ids=[])
+
+    return mine
+
+
+def _project(root: Path) -> ra.Project:
+    return ra.Project.example(root=root, progress="none")
+
+
+def test_the_journey_without_an_llm_gives_what_the_system_was_built_to_answer(
+    tmp_path: Path,
+) -> None:
+    project = _project(tmp_path)
+    sql = project.templates_sql()
+    assert sql.written and len(sql.templates) > 5
+    text = project.templates_text(verify=False)
+    assert all(c.proposed for c in text.counts.values())
+    dataset = project.generate(unverified=True)
+    frame = dataset.to_pandas()
+    assert len(frame) == len(dataset) > 100
+    assert list(frame.columns[:6]) == [
+        "query_id", "group_id", "variant", "query", "reference", "source"
+    ]  # fmt: skip
+    stats = project.run([ra.system(_right_when_even(dataset), name="mine")])
+    assert stats["mine"].asked == len(dataset) and stats["mine"].errors == 0
+    report = project.judge(llm=None)
+    assert set(report.systems["mine"].methods) <= {"match:exact", "match:contains", "match:refusal"}
+    answers = project.answers().to_pandas()
+    assert len(answers) == len(dataset)
+    built = answers["query"].map(lambda q: len(q) % 2 == 0)
+    assert (answers["correct"] == built).all()  # to the query
+    assert set(answers.loc[~built, "where"]) <= {"knowledge base", "retriever", "language model"}
+    assert set(answers.loc[built, "where"]) == {"correct"}
+    summary = project.analyze()
+    assert isinstance(summary, Summary)
+    figures = summary.to_pandas()
+    columns = ["system", "variant", "metric", "value", "low", "high", "k", "n"]
+    assert list(figures.columns) == columns
+    accuracy = figures[(figures.metric == "accuracy")].set_index("variant")
+    for variant, rows in answers.groupby("variant"):
+        assert accuracy.loc[variant, "k"] == rows["correct"].sum()
+        assert accuracy.loc[variant, "n"] == len(rows)
+    # The command line's analyze on the same folder gives the same figures.
+    (tmp_path / "ragaudit.yaml").write_text("database: {url: example}\n")
+    result = ragaudit("analyze", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    written = Summary.model_validate_json((project.run_dir / "summary.json").read_text())
+    assert written.systems == summary.systems
+    assert written.comparisons == summary.comparisons
+    assert project.report().exists()
+
+
+CALLABLE = """
+import json
+from pathlib import Path
+
+TRUTH = {}
+
+def answer(question):
+    if not TRUTH:
+        for line in Path("runs/default/dataset.jsonl").read_text().splitlines():
+            row = json.loads(line)
+            TRUTH[row["query"]] = row["reference"]["display"]
+    return TRUTH[question] if len(question) % 2 == 0 else "I don't know."
+"""
+
+CONFIG = """\
+database: {url: example}
+systems:
+  - {name: mine, kind: callable, target: "mysystem:answer"}
+"""
+
+
+def _records(path: Path) -> list[dict[str, object]]:
+    """A record file's lines without their timing, in query order (answers come back in
+    the order they finish)."""
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    for row in rows:
+        row.pop("latency_s", None)
+    return sorted(rows, key=lambda row: str(row["query_id"]))
+
+
+def test_one_run_folder_from_both_doors(tmp_path: Path) -> None:
+    """The same journey from the command line and from Python gives identical files, and
+    each door continues what the other started."""
+    cli, py = tmp_path / "cli", tmp_path / "py"
+    for folder in (cli, py):
+        folder.mkdir()
+        (folder / "ragaudit.yaml").write_text(CONFIG)
+        (folder / "mysystem.py").write_text(textwrap.dedent(CALLABLE))
+    for args in (
+        ["templates", "sql"],
+        ["templates", "text", "--no-verify"],
+        ["generate", "--unverified"],
+        ["run"],
+        ["judge", "--no-llm"],
+    ):
+        result = ragaudit(*args, cwd=cli)
+        assert result.returncode == 0, (args, result.stderr)
+    # Python: generate, then the command line runs and judges, then Python analyzes.
+    project = ra.Project(py / "ragaudit.yaml", root=py, progress="none")
+    project.templates_sql()
+    project.templates_text(verify=False)
+    project.generate(unverified=True)
+    for args in (["run"], ["judge", "--no-llm"]):
+        result = ragaudit(*args, cwd=py)
+        assert result.returncode == 0, (args, result.stderr)
+    summary = project.analyze()
+    a, b = cli / "runs" / "default", py / "runs" / "default"
+    for name in ("templates/sql.yaml", "templates/text.yaml", "dataset.jsonl"):
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+    for name in ("responses/mine.jsonl", "judgements/mine.jsonl"):
+        assert _records(a / name) == _records(b / name), name
+    result = ragaudit("analyze", cwd=cli)
+    assert result.returncode == 0, result.stderr
+    assert Summary.model_validate_json((a / "summary.json").read_text()).systems == summary.systems
+    # Both doors record their steps in the same provenance.
+    steps = [s["step"] for s in json.loads((b / "provenance.json").read_text())["steps"]]
+    assert steps == ["templates sql", "templates text", "generate", "run", "judge", "analyze"]
+
+
+def _logged_rows(n: int = 200) -> tuple[list[dict[str, object]], list[bool]]:
+    """Logs of a system: every question asked in two wordings (a group), answered right
+    or wrong in ways the matchers decide."""
+    rows, truth = [], []
+    for i in range(n):
+        group, right = i // 2, (i * 7) % 5 != 0
+        city = f"City{group}"
+        rows.append(
+            {
+                "question": f"Where is office {group}? (wording {i % 2})",
+                "answer": f"It is in {city}." if right else "I don't know.",
+                "reference": city,
+                "group": f"g{group}",
+                "variant": f"w{i % 2}",
+                "retrieved_ids": [f"d{group}"] if i % 3 else [],
+                "gold_ids": [f"d{group}"],
+            }
+        )
+        truth.append(right)
+    return rows, truth
+
+
+def test_evaluate_gives_the_verdicts_and_figures_of_analyze_neutral(tmp_path: Path) -> None:
+    rows, truth = _logged_rows()
+    result = ra.evaluate(rows, out=tmp_path / "eval")
+    assert [j.correct for j in result.judgements] == truth
+    frame = result.to_pandas()
+    assert len(frame) == 200 and frame["correct"].tolist() == truth
+    # The same rows, with the same verdicts, as a neutral file through the command line.
+    neutral = tmp_path / "neutral.jsonl"
+    lines = [
+        {
+            "query_id": q.query_id,
+            "group_id": q.group_id,
+            "variant": q.variant,
+            "query": q.query,
+            "reference": q.reference.display,
+            "response": r.response,
+            "retrieved_ids": r.retrieved_ids,
+            "gold_ids": q.gold_ids,
+            "gold_kind": "states",
+            "correct": ok,
+        }
+        for q, r, ok in zip(result.queries, result.responses, truth, strict=True)
+    ]
+    neutral.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    cli = tmp_path / "cli"
+    cli.mkdir()
+    out = ragaudit("analyze", "--neutral", str(neutral), cwd=cli)
+    assert out.returncode == 0, out.stderr
+    written = Summary.model_validate_json((cli / "runs/default/summary.json").read_text())
+    assert written.systems == result.summary.systems
+    # A DataFrame works as well as dicts.
+    import pandas as pd
+
+    again = ra.evaluate(pd.DataFrame(rows))
+    assert [j.correct for j in again.judgements] == truth
+
+
+def test_evaluate_refuses_rows_it_cannot_judge() -> None:
+    with pytest.raises(UserError, match="row 2: reference"):
+        ra.evaluate([{"question": "a?", "answer": "b", "reference": "b"}, {"question": "c?"}])
+    with pytest.raises(UserError, match="row 1: question"):
+        ra.evaluate([{"question": "", "answer": "b", "reference": "b"}])
+
+
+def test_a_scripted_llm_judges_and_its_broken_replies_are_refused() -> None:
+    rows = [
+        {"question": "Who leads the Oslo office?", "answer": "Kari does.", "reference": "K. Berg"},
+        {"question": "Who leads the Rome office?", "answer": "Marco.", "reference": "M. Rossi"},
+    ]
+    verdicts = {"Oslo": '{"verdict": "Correct", "reason": "same person"}', "Rome": "not JSON"}
+
+    def reply(messages):  # type: ignore[no-untyped-def]
+        asked = messages[1]["content"]  # the question; a re-ask adds turns after it
+        return next(v for k, v in verdicts.items() if k in asked)
+
+    llm = ra.llm.Scripted(responder=reply)
+    result = ra.evaluate(rows, llm=llm)
+    oslo, rome = result.judgements
+    assert (oslo.correct, oslo.method) == (True, "llm")
+    assert rome.correct is None and rome.method == "judge-failed"  # re-asked, then refused
+    assert len(llm.requests) > 2  # the malformed reply was asked again
+    assert result.methods == {"llm": 1, "judge-failed": 1}
+
+
+def test_the_command_line_cannot_use_a_scripted_llm(tmp_path: Path) -> None:
+    (tmp_path / "ragaudit.yaml").write_text("llm: {model: 'scripted:mine'}\n")
+    result = ragaudit("doctor", cwd=tmp_path)
+    assert result.returncode != 0
+    assert "scripted LLM lives in the Python process" in result.stderr + result.stdout
+    assert "Traceback" not in result.stderr
+
+
+def test_a_run_held_by_another_process_is_refused_with_one_line(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    project.templates_sql()
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path; from ragaudit.rundir import RunDir; "
+            f"RunDir(Path({str(project.run_dir)!r})).lock('run'); print('held', flush=True); "
+            "time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(UserError, match="is in use by ragaudit run"):
+            project.templates_text(verify=False)
+    finally:
+        holder.kill()
+        holder.wait()
+    # Released: the step goes through, and Python holds the run only while a step writes.
+    project.templates_text(verify=False)
+    result = ragaudit("templates", "check", "--example", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+
+
+def test_steps_work_inside_a_running_event_loop_and_have_async_twins(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+
+    async def notebook_cell() -> tuple[int, int]:
+        project.templates_sql()  # a plain call while a loop runs, as in Jupyter
+        project.templates_text(verify=False)
+        dataset = await project.agenerate(unverified=True)
+        return len(dataset), len(project.dataset())
+
+    made, read = asyncio.run(notebook_cell())
+    assert made == read > 0
+
+
+def test_progress_goes_through_one_protocol(tmp_path: Path) -> None:
+    seen: dict[str, list[int]] = {}
+
+    class Recorder:
+        def task(self, description: str, total: int | None = None):  # type: ignore[no-untyped-def]
+            counts = seen.setdefault(description, [])
+
+            class Task:
+                def start(self, total: int | None, done: int = 0) -> None:
+                    counts.append(-1)
+
+                def advance(self, n: int = 1) -> None:
+                    counts.append(n)
+
+            return Task()
+
+        def close(self) -> None:
+            seen.setdefault("closed", [])
+
+    project = ra.Project.example(root=tmp_path, progress=Recorder())
+    project.templates_sql()
+    project.templates_text(verify=False)
+    dataset = project.generate(unverified=True)
+    project.run([ra.system(_right_when_even(dataset), name="mine")])
+    templates = len(project.templates_sql().templates)
+    assert sum(seen["generating"]) == templates
+    assert sum(n for n in seen["mine"] if n > 0) == len(dataset)
+    assert "closed" in seen
+
+
+def test_the_public_names_are_what_all_says() -> None:
+    for name in ra.__all__:
+        assert getattr(ra, name) is not None
+    with pytest.raises(AttributeError):
+        _ = ra.NotAThing  # type: ignore[attr-defined]
