@@ -4,6 +4,7 @@ Then a chaos test over generated pairs of runs."""
 
 from __future__ import annotations
 
+import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pytest
 from ragaudit.analysis.gate import detectable_drop, gate_check, smallest_p
 from ragaudit.analysis.significance import PairedCounts
 from ragaudit.errors import UserError
-from ragaudit.steps.gate import assert_no_regression, gate_runs
+from ragaudit.steps.gate import assert_no_regression, gate_markdown, gate_runs
 from tests.support.cli import ragaudit
 from tests.support.judged_runs import judged_run, verdicts
 
@@ -39,20 +40,30 @@ def test_four_shared_groups_all_wrong_are_untestable_not_a_pass(tmp_path: Path) 
         tmp_path / "partial", {"rag": np.zeros((4, 4), dtype=bool)}, groups=[0, 1, 2, 3]
     )
     junit = tmp_path / "gate.xml"
-    result = ragaudit("gate", str(baseline), str(partial), "--junit", str(junit), cwd=tmp_path)
+    result = ragaudit("gate", str(baseline), str(partial), cwd=tmp_path)
+    assert result.returncode == 2, result.stdout
+    assert "covers 16 of the baseline's 1200 queries (1%), below the 90% asked" in result.stdout
+    # Even where any coverage is allowed, 4 groups cannot fail a check.
+    result = ragaudit(
+        "gate", str(baseline), str(partial), "--min-coverage", "0", "--junit", str(junit),
+        cwd=tmp_path,
+    )  # fmt: skip
     assert result.returncode == 2, result.stdout
     assert "ragaudit gate: UNTESTABLE" in result.stdout
     assert "smallest p-value is 0.0625" in result.stdout  # 2^-4: no candidate could fail
     assert "| 1.000 | 0.000 | -1.000" in result.stdout  # the figures are still shown
-    assert "| 4 / 300 |" in result.stdout  # what the candidate covers of the baseline
+    assert "| 4 / 300 (16 / 1200) |" in result.stdout  # what the candidate covers
     (case,) = _suite(junit).iter("testcase")
     error = case.find("error")
     assert error is not None and error.get("type") == "untestable"
     # --allow-partial skips untestable checks, but a gate that tested nothing is no pass.
-    result = ragaudit("gate", str(baseline), str(partial), "--allow-partial", cwd=tmp_path)
+    result = ragaudit(
+        "gate", str(baseline), str(partial), "--allow-partial", "--min-coverage", "0",
+        cwd=tmp_path,
+    )  # fmt: skip
     assert result.returncode == 2
     with pytest.raises(AssertionError, match="UNTESTABLE"):
-        assert_no_regression(baseline, partial)
+        assert_no_regression(baseline, partial, min_coverage=0.0)
 
 
 def test_a_small_pass_says_what_drop_it_would_miss_and_can_be_refused(tmp_path: Path) -> None:
@@ -79,10 +90,11 @@ def test_min_coverage_refuses_a_candidate_that_skipped_groups(tmp_path: Path) ->
     base = verdicts(5, 0.7, groups=100)
     baseline = judged_run(tmp_path / "base", {"rag": base})
     half = judged_run(tmp_path / "half", {"rag": base[:50]}, groups=list(range(50)))
-    assert gate_runs(baseline, half).exit_code == 0  # 50 identical groups: a sound pass
-    report = gate_runs(baseline, half, min_coverage=0.9)
+    # 50 identical groups pass when any coverage is allowed; by default they cover too little.
+    assert gate_runs(baseline, half, min_coverage=0.0).exit_code == 0
+    report = gate_runs(baseline, half)
     assert report.exit_code == 2
-    assert "pairs 50 of the baseline's 100 groups (50%)" in (report.checks[0].reason or "")
+    assert "covers 200 of the baseline's 400 queries (50%)" in (report.checks[0].reason or "")
 
 
 # -- 2. a system missing from the candidate -------------------------------------------------
@@ -237,10 +249,28 @@ def _scenario(kind: str, rng: np.random.Generator, root: Path) -> tuple[Path, Pa
         return baseline, judged_run(root / "cand", {"rag": base})
     if kind == "other-dataset":
         return baseline, judged_run(root / "cand", systems, question="other {g} {w}")
+    if kind == "half-judged":  # the candidate's judge stopped after a third of the queries
+        cand = judged_run(root / "cand", systems)
+        for name in systems:
+            path = cand / "judgements" / f"{name}.jsonl"
+            lines = path.read_text().splitlines()
+            path.write_text("\n".join(lines[: len(lines) // 3]) + "\n")
+        return baseline, cand
+    if kind == "failed-wrong":  # every wrong answer of a worse run became a judge failure
+        worse = base & (rng.random(base.shape) < 0.4)
+        cand = judged_run(root / "cand", {**systems, "rag": worse})
+        _judge_fail(
+            cand,
+            "rag",
+            {f"q{g}-{w}" for g in range(groups) for w in range(wordings) if not worse[g, w]},
+        )
+        return baseline, cand
     raise AssertionError(kind)
 
 
-KINDS = ["identical", "worse", "partial", "missing", "other-dataset"]
+KINDS = [
+    "identical", "worse", "partial", "missing", "other-dataset", "half-judged", "failed-wrong"
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -292,3 +322,128 @@ def test_the_gate_names_only_the_metrics_it_checks(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "unknown metric 'recall@0'" in result.stderr
     assert "reference-free" not in result.stderr
+
+
+# -- a second hostile pass: coverage by queries, identical runs, options ------------------
+
+
+def _judge_fail(run: Path, system: str, query_ids: set[str]) -> None:
+    """Turn these queries' verdicts into judge failures (correct null, judge-failed)."""
+    path = run / "judgements" / f"{system}.jsonl"
+    lines = []
+    for line in path.read_text().splitlines():
+        row = json.loads(line)
+        if row["query_id"] in query_ids:
+            row["correct"], row["method"] = None, "judge-failed"
+        lines.append(json.dumps(row))
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_a_half_judged_or_judge_failed_candidate_is_not_a_pass(tmp_path: Path) -> None:
+    base = verdicts(21, 0.75)
+    baseline = judged_run(tmp_path / "base", {"rag": base})
+    # Only the first wording of each group judged: the others' verdicts are missing.
+    first = judged_run(tmp_path / "first", {"rag": base})
+    path = first / "judgements" / "rag.jsonl"
+    kept = [line for line in path.read_text().splitlines() if '-0"' in line]
+    path.write_text("\n".join(kept) + "\n")
+    report = gate_runs(baseline, first)
+    assert report.exit_code == 2 and "covers 100 of the baseline's 400 queries" in (
+        report.checks[0].reason or ""
+    )
+    assert gate_runs(baseline, first, metrics=["robustness"]).exit_code == 2
+    # A worse run whose wrong answers all became judge failures: 1.000 on what is left.
+    worse = verdicts(21, 0.45)
+    failed = judged_run(tmp_path / "failed", {"rag": worse})
+    wrong = {f"q{g}-{w}" for g in range(100) for w in range(4) if not worse[g, w]}
+    _judge_fail(failed, "rag", wrong)
+    report = gate_runs(baseline, failed)
+    assert report.exit_code == 2, report.checks[0].sentence()
+    assert any(f"no score for {len(wrong)} of the 400 queries" in n for n in report.notes)
+
+
+def test_identical_runs_pass_even_where_a_check_could_not_fail(tmp_path: Path) -> None:
+    rare = np.zeros((100, 4), dtype=bool)
+    rare[:3, 0] = True  # an LLM-only system right in 3 groups of 100
+    systems = {"rag": verdicts(22, 0.7), "llm-only": rare}
+    baseline = judged_run(tmp_path / "base", systems)
+    again = judged_run(tmp_path / "again", systems)
+    report = gate_runs(baseline, again)
+    assert report.exit_code == 0, [c.sentence() for c in report.checks]
+    check = next(c for c in report.checks if c.system == "llm-only")
+    assert check.note == "the same as the baseline in every paired group"
+    # The same system losing its three groups cannot be told from chance: untestable.
+    lost = judged_run(tmp_path / "lost", {**systems, "llm-only": np.zeros((100, 4), bool)})
+    assert gate_runs(baseline, lost).exit_code == 2
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("alpha", 0.0, "alpha must be above 0"),
+        ("alpha", float("nan"), "alpha must be above 0"),
+        ("margin", float("nan"), "margin must be between 0 and 1"),
+        ("margin", -1.0, "margin must be between 0 and 1"),
+        ("max_undetectable", float("nan"), "max_undetectable must be between 0 and 1"),
+        ("min_coverage", 1.5, "min_coverage must be between 0 and 1"),
+        ("missing", "ignore", "missing must be 'fail' or 'skip'"),
+        ("n_perm", 5, "at least 100"),
+    ],
+)
+def test_the_gates_options_are_checked_from_python(
+    tmp_path: Path, option: str, value: object, message: str
+) -> None:
+    run = judged_run(tmp_path / "r", {"rag": verdicts(1, 0.7, groups=20)})
+    with pytest.raises(UserError, match=message):
+        gate_runs(run, run, **{option: value})  # type: ignore[arg-type]
+
+
+def test_names_cannot_break_the_summary_table(tmp_path: Path) -> None:
+    one = judged_run(tmp_path / "one", {"a|b": verdicts(1, 0.7, groups=1, wordings=1)})
+    report = gate_runs(one, one, min_coverage=0.0)
+    table = [line for line in gate_markdown(report).splitlines() if line.startswith("| a")]
+    assert len(table) == 1 and table[0].startswith("| a\\|b |")
+    assert all(c.detectable is None or c.detectable <= 1.0 for c in report.checks)
+
+
+def _two_sets(run: Path) -> None:
+    """Make the second half of the run's groups document-generated (a second test set)."""
+    path = run / "dataset.jsonl"
+    lines = []
+    for line in path.read_text().splitlines():
+        row = json.loads(line)
+        if int(row["group_id"][1:]) % 2:
+            row["source"] = "document"
+        lines.append(json.dumps(row))
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_compare_says_when_a_system_is_ranked_on_fewer_queries(tmp_path: Path) -> None:
+    systems = {f"s{i}": verdicts(30 + i, 0.5 + 0.05 * i, groups=40) for i in range(4)}
+    run = judged_run(tmp_path / "runs" / "r", systems)
+    _two_sets(run)
+    path = run / "judgements" / "s3.jsonl"  # s3 keeps only its right answers' verdicts
+    path.write_text(
+        "\n".join(line for line in path.read_text().splitlines() if '"correct":true' in line) + "\n"
+    )
+    (tmp_path / "ragaudit.yaml").write_text("run: {name: r}\n")
+    result = ragaudit("compare", "--metric", "accuracy", "--resamples", "200", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "s3 is ranked on" in result.stderr and "not comparable" in result.stderr
+    assert "s3 is ranked on" in (run / "compare.md").read_text()
+
+
+def test_compare_says_why_every_system_is_left_out(tmp_path: Path) -> None:
+    v = verdicts(12, 0.7, groups=20)
+    run = judged_run(tmp_path / "runs" / "r", {"ret-a": v, "ret-b": v})
+    _two_sets(run)
+    for name in ("ret-a", "ret-b"):
+        path = run / "responses" / f"{name}.jsonl"
+        text = path.read_text().replace('"response":"yes"', '"response":null')
+        path.write_text(text.replace('"response":"no"', '"response":null'))
+    (tmp_path / "ragaudit.yaml").write_text("run: {name: r}\n")
+    result = ragaudit("compare", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "every system of the run is left out of accuracy" in result.stderr
+    assert "ret-a gives no answers (retrieval only)" in result.stderr
+    assert "recall@K" in result.stderr

@@ -56,6 +56,9 @@ from ragaudit.records.models import QueryRecord, stable_id
 Status = Literal["regression", "pass", "untestable", "missing"]
 MissingPolicy = Literal["fail", "skip"]
 POWER = 0.80  # the power the detectable drop is stated at
+# A candidate that scored less than this share of the queries the baseline scored (an
+# interrupted run, a half-judged one, judge failures) is not compared by default.
+DEFAULT_MIN_COVERAGE = 0.9
 _CHUNK = 512
 
 
@@ -79,6 +82,8 @@ class GateCheck(_Model):
     margin: float = Field(description="the drop tolerated")
     n_groups: int = Field(ge=0, description="groups paired: scored on both runs, same questions")
     baseline_groups: int = Field(0, ge=0, description="groups the baseline scored the system on")
+    n_queries: int = Field(0, ge=0, description="queries paired: scored on both runs")
+    baseline_queries: int = Field(0, ge=0, description="queries the baseline scored")
     min_p: float | None = Field(
         None,
         description="the smallest p-value these groups can give (a candidate wrong in every "
@@ -92,11 +97,15 @@ class GateCheck(_Model):
         "than asked); missing (the candidate lacks the baseline's system)"
     )
     reason: str | None = Field(None, description="why the check is untestable or missing")
+    note: str | None = Field(None, description="what else to know of a pass")
 
     @property
     def coverage(self) -> str:
-        """Paired groups over the baseline's, e.g. ``4 / 312``."""
-        return f"{self.n_groups} / {self.baseline_groups}"
+        """Paired groups and queries over the baseline's, e.g. ``4 / 312 (16 / 1248)``."""
+        groups = f"{self.n_groups} / {self.baseline_groups}"
+        if not self.baseline_queries:
+            return groups
+        return f"{groups} ({self.n_queries} / {self.baseline_queries})"
 
     def undetected(self) -> str:
         """What a pass does not rule out, in words."""
@@ -116,7 +125,8 @@ class GateCheck(_Model):
         low, high = self.ci95 or (self.difference, self.difference)
         figures = (
             f"{self.baseline:.3f} -> {self.candidate:.3f}, {self.difference:+.3f} "
-            f"[{low:+.3f}, {high:+.3f}], p = {_p(self.p_value)}, {self.coverage} groups"
+            f"[{low:+.3f}, {high:+.3f}], p = {_p(self.p_value)}, groups (queries) paired of "
+            f"the baseline's {self.coverage}"
         )
         if self.status == "regression":
             return (
@@ -125,7 +135,8 @@ class GateCheck(_Model):
             )
         if self.status == "untestable":
             return f"{head}: UNTESTABLE ({self.reason}; {figures})."
-        return f"{head}: pass ({figures}); {self.undetected()}."
+        note = f"; {self.note}" if self.note else ""
+        return f"{head}: pass ({figures}){note}; {self.undetected()}."
 
 
 def group_fingerprints(queries: Iterable[QueryRecord]) -> dict[str, str]:
@@ -187,7 +198,7 @@ def smallest_p(counts: PairedCounts, margin: float = 0.0) -> float:
 
 def detectable_drop(counts: PairedCounts, alpha: float, margin: float = 0.0) -> float | None:
     """The smallest drop of the metric the check finds with :data:`POWER`, at its alpha,
-    on these groups (see the module's docstring); None without groups."""
+    on these groups (see the module's docstring), at most 1; None without groups."""
     total_a, total_b = float(np.sum(counts.total_a)), float(np.sum(counts.total_b))
     if not counts.groups or total_a <= 0 or total_b <= 0:
         return None
@@ -199,7 +210,7 @@ def detectable_drop(counts: PairedCounts, alpha: float, margin: float = 0.0) -> 
     rerun = math.sqrt(base * (1 - base) * (1 / total_a + 1 / total_b))
     z = _quantiles(alpha, len(counts.groups))
     floor = math.ceil(math.log2(1 / alpha)) / total_a  # lost answers in as many groups
-    return margin + max(z * max(observed, rerun), floor)
+    return min(1.0, margin + max(z * max(observed, rerun), floor))  # no metric drops more
 
 
 def _quantiles(alpha: float, groups: int) -> float:
@@ -222,14 +233,18 @@ def gate_check(
     n_perm: int = 2000,
     seed: int = 0,
     baseline_groups: int | None = None,
+    queries: int = 0,
+    baseline_queries: int = 0,
     min_coverage: float = 0.0,
     max_undetectable: float | None = None,
 ) -> GateCheck:
     """One check: ``counts`` side a is the baseline, side b the candidate (numerators and
-    denominators per paired group). ``baseline_groups``: the groups the baseline scored
-    the system on (default: the paired ones), for the coverage. Untestable where it could
-    not fail, where the candidate pairs less than ``min_coverage`` of the baseline's
-    groups, or where it passes but its detectable drop exceeds ``max_undetectable``."""
+    denominators per paired group). ``baseline_groups`` and ``baseline_queries``: what the
+    baseline scored the system on (default: the paired groups), ``queries`` what was
+    paired, for the coverage. A candidate the same as the baseline in every paired group
+    passes. Untestable where the candidate covers less than ``min_coverage`` of the
+    baseline's queries (of its groups where queries are not given), where it could not
+    fail, or where it passes but its detectable drop exceeds ``max_undetectable``."""
     n = len(counts.groups)
     of_baseline = n if baseline_groups is None else baseline_groups
 
@@ -249,6 +264,8 @@ def gate_check(
             margin=margin,
             n_groups=n,
             baseline_groups=of_baseline,
+            n_queries=queries,
+            baseline_queries=baseline_queries,
             status="untestable",
             reason=reason,
             **values,
@@ -281,15 +298,21 @@ def gate_check(
         "detectable": detectable,
     }
     reason = None
-    if floor >= alpha:
+    covered, of = (queries, baseline_queries) if baseline_queries else (n, of_baseline)
+    contributions = counts.correct_b / total_b - counts.correct_a / total_a
+    same = bool(np.all(np.abs(contributions) <= 1e-12))
+    if of and covered / of < min_coverage:
+        what = "queries" if baseline_queries else "groups"
+        reason = (
+            f"the candidate covers {covered} of the baseline's {of} {what} "
+            f"({covered / of:.0%}), below the {min_coverage:.0%} asked"
+        )
+    elif same:
+        pass  # not worse in any group: a pass, whatever the power
+    elif floor >= alpha:
         reason = (
             f"on {n} groups the smallest p-value is {_p(floor)}, not below alpha "
             f"{alpha:.3g}: no candidate could fail"
-        )
-    elif of_baseline and n / of_baseline < min_coverage:
-        reason = (
-            f"the candidate pairs {n} of the baseline's {of_baseline} groups "
-            f"({n / of_baseline:.0%}), below the {min_coverage:.0%} asked"
         )
     elif (
         p >= alpha
@@ -310,7 +333,10 @@ def gate_check(
         margin=margin,
         n_groups=n,
         baseline_groups=of_baseline,
+        n_queries=queries,
+        baseline_queries=baseline_queries,
         status="regression" if p < alpha else "pass",
+        note="the same as the baseline in every paired group" if same else None,
         **figures,
     )
 

@@ -241,6 +241,11 @@ class SetRanking(_Model):
     left_out: dict[str, str] = Field(
         default_factory=dict, description="systems without a value on this set, and why"
     )
+    notes: list[str] = Field(
+        default_factory=list,
+        description="where the ranking needs care: systems ranked on fewer queries than the "
+        "others (their values are over other questions)",
+    )
 
 
 class PairOrder(_Model):
@@ -394,7 +399,17 @@ def _ranking(scores: SetScores, boot: np.ndarray) -> SetRanking:
         for i, v in enumerate(values)
         if v is None
     }
-    return SetRanking(name=scores.name, groups=len(scores.groups), systems=rows, left_out=left_out)
+    most = max((r.queries for r in rows), default=0)
+    notes = [
+        f"{r.system} is ranked on {r.queries} of the {most} queries the best-covered system "
+        f"scored on this set (no score for the rest: not answered, not judged, or the judge "
+        "failed): its value is over other questions, and its rank is not comparable"
+        for r in rows
+        if r.queries < most
+    ]
+    return SetRanking(
+        name=scores.name, groups=len(scores.groups), systems=rows, left_out=left_out, notes=notes
+    )
 
 
 # Past this share of resamples in which tau-b is undefined, its interval is not shown: the

@@ -84,6 +84,9 @@ def compare_cmd(
         err_console.print(f"left out: {system}: {why}", markup=False, style="yellow")
     for table in terminal_tables(study):
         console.print(table)
+    for ranking in study.sets:
+        for note in ranking.notes:
+            err_console.print(f"warning: {ranking.name}: {note}", markup=False, style="yellow")
     for agreement in study.agreements:
         console.print(agreement.sentence, markup=False)
     console.print(f"wrote {run.compare} and {run.compare_md}", markup=False)

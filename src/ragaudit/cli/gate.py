@@ -83,10 +83,10 @@ def gate_cmd(
             "--min-coverage",
             min=0.0,
             max=1.0,
-            help="Untestable when the candidate pairs less than this share of the baseline's "
-            "groups (0.9 = 90%).",
+            help="Untestable when the candidate scored less than this share of the queries "
+            "the baseline scored (not run, not judged, judge-failed); 0 to allow any.",
         ),
-    ] = 0.0,
+    ] = 0.9,
     max_undetectable: Annotated[
         float | None,
         typer.Option(

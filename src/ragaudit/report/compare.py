@@ -115,9 +115,13 @@ def study_markdown(study: RankingStudy) -> str:
         f"Intervals: 95%, {study.n_boot} resamples of each set's semantic groups "
         f"(groups: {groups}); rank 1 is best."
     )
+    for system, why in study.left_out.items():
+        lines.append(f"- {system} is left out of {study.metric}: {why}")
     for ranking in study.sets:
         for system, why in ranking.left_out.items():
             lines.append(f"- {system} is not ranked on {set_name(ranking.name)}: {why}")
+        for note in ranking.notes:
+            lines.append(f"- {set_name(ranking.name)}: {note}")
     for agreement in study.agreements:
         lines += [
             "",

@@ -156,6 +156,14 @@ def run_compare(
     into compare.json (replacing an earlier one of the same metric and split) and
     compare.md. Returns the study and the systems left out, with why."""
     examples, left_out, score = compare_examples(run, metric, rule)
+    if not examples and left_out:
+        whys = "; ".join(f"{s} {why}" for s, why in sorted(left_out.items()))
+        hint = (
+            " (rank retrieval with recall@K, mrr, ndcg@K or accuracy_retrieval)"
+            if metric in ANSWER_METRICS
+            else ""
+        )
+        raise UserError(f"every system of the run is left out of {metric}: {whys}{hint}")
     examples = _selected(examples, systems, metric, left_out)
     scores = set_scores(examples, score, by=by, robustness=metric == "robustness")
     if len(scores) < 2:

@@ -9,7 +9,10 @@ import math
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import numpy as np
+
 from ragaudit.analysis.gate import (
+    DEFAULT_MIN_COVERAGE,
     GateCheck,
     GateReport,
     MissingPolicy,
@@ -17,7 +20,7 @@ from ragaudit.analysis.gate import (
     group_fingerprints,
     missing_check,
 )
-from ragaudit.analysis.ranking import ALL, SetScores, example_score, set_scores
+from ragaudit.analysis.ranking import example_score
 from ragaudit.analysis.significance import PairedCounts
 from ragaudit.errors import UserError
 from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule
@@ -26,25 +29,22 @@ from ragaudit.records.models import FREE_METRICS, QueryRecord
 from ragaudit.rundir import RunDir
 from ragaudit.steps.compare import compare_examples
 
-# Per system, the groups it has a scored query of (gap groups too, for R).
-Scored = dict[str, set[str]]
+# Per system, its scored queries: query id -> (group id, score).
+Scored = dict[str, dict[str, tuple[str, float]]]
 
 
-def _scores(
-    run: Path, metric: str, rule: RetrievalRule
-) -> tuple[SetScores | None, dict[str, str], Scored]:
-    if not run.is_dir():
-        raise UserError(f"{run}: no such run directory")
+def _scores(run: Path, metric: str, rule: RetrievalRule) -> tuple[Scored, dict[str, str]]:
+    """Every system's scored queries on ``metric``, and the systems left out with why."""
     try:
         examples, left_out, score = compare_examples(RunDir(run), metric, rule)
     except UserError as err:
         raise UserError(f"{run}: {err}") from None
-    scores = set_scores(examples, score, by=None, robustness=metric == "robustness").get(ALL)
     scored: Scored = {}
     for ex in examples:
-        if score(ex) is not None:
-            scored.setdefault(ex.system, set()).add(ex.group_id)
-    return scores, left_out, scored
+        value = score(ex)
+        if value is not None:
+            scored.setdefault(ex.system, {})[ex.query_id] = (ex.group_id, value)
+    return scored, left_out
 
 
 def _fingerprints(run: Path) -> dict[str, str]:
@@ -57,15 +57,30 @@ def _fingerprints(run: Path) -> dict[str, str]:
         raise UserError(f"{run}: {err}") from None
 
 
-def _paired(base: SetScores, cand: SetScores, system: str, common: list[str]) -> PairedCounts:
-    """The system's counts on the groups ``common`` to both runs."""
-    bn, bd = base.row(system)
-    cn, cd = cand.row(system)
-    b_groups = {g: i for i, g in enumerate(base.groups)}
-    c_groups = {g: i for i, g in enumerate(cand.groups)}
-    bi = [b_groups[g] for g in common]
-    ci = [c_groups[g] for g in common]
-    return PairedCounts(common, bn[bi], bd[bi], cn[ci], cd[ci])
+def _paired(
+    base: dict[str, tuple[str, float]],
+    cand: dict[str, tuple[str, float]],
+    queries: list[str],
+    robustness: bool,
+) -> PairedCounts:
+    """Both runs' sums and counts per group over ``queries`` (scored on both, in groups
+    that ask the same questions): each group is compared with itself on the same queries.
+    For R, a group every answer of which is wrong on a side (a gap) counts on neither of
+    that side's parts."""
+    parts: dict[str, list[float]] = {}
+    for qid in queries:
+        group = base[qid][0]
+        cell = parts.setdefault(group, [0.0, 0.0, 0.0, 0.0])
+        cell[0] += base[qid][1]
+        cell[1] += 1
+        cell[2] += cand[qid][1]
+        cell[3] += 1
+    groups = sorted(parts)
+    cells = np.array([parts[g] for g in groups], dtype=np.float64).reshape(-1, 4)
+    if robustness:
+        cells[cells[:, 0] == 0, 1] = 0
+        cells[cells[:, 2] == 0, 3] = 0
+    return PairedCounts(groups, cells[:, 0], cells[:, 1], cells[:, 2], cells[:, 3])
 
 
 def _check_metric(metric: str) -> None:
@@ -83,6 +98,33 @@ def _check_metric(metric: str) -> None:
         ) from None
 
 
+def _options(
+    margin: float,
+    alpha: float,
+    n_perm: int,
+    missing: str,
+    min_coverage: float,
+    max_undetectable: float | None,
+) -> float:
+    """Check the gate's options as the command line does (one line each); the margin,
+    with -0 read as 0."""
+    if not (math.isfinite(alpha) and 0 < alpha <= 0.5):
+        raise UserError(f"alpha must be above 0 and at most 0.5, not {alpha}")
+    if not (math.isfinite(margin) and 0 <= margin <= 1):
+        raise UserError(f"margin must be between 0 and 1, not {margin}")
+    if n_perm < 100:
+        raise UserError(f"the sign flips (resamples) must be at least 100, not {n_perm}")
+    if missing not in ("fail", "skip"):
+        raise UserError(f"missing must be 'fail' or 'skip', not {missing!r}")
+    if not (math.isfinite(min_coverage) and 0 <= min_coverage <= 1):
+        raise UserError(f"min_coverage must be between 0 and 1, not {min_coverage}")
+    if max_undetectable is not None and not (
+        math.isfinite(max_undetectable) and 0 <= max_undetectable <= 1
+    ):
+        raise UserError(f"max_undetectable must be between 0 and 1, not {max_undetectable}")
+    return abs(margin)
+
+
 def gate_runs(
     baseline: Path,
     candidate: Path,
@@ -96,7 +138,7 @@ def gate_runs(
     rule: RetrievalRule = DEFAULT_RULE,
     allow_partial: bool = False,
     missing: MissingPolicy = "fail",
-    min_coverage: float = 0.0,
+    min_coverage: float = DEFAULT_MIN_COVERAGE,
     max_undetectable: float | None = None,
 ) -> GateReport:
     """Check every system of the baseline (or those matching ``systems``, shell patterns)
@@ -104,17 +146,18 @@ def gate_runs(
     the candidate is significantly worse than the baseline by more than ``margin``. The
     checks share ``alpha`` (Bonferroni).
 
-    Only groups whose questions and references are the same on both runs are paired. A
-    system of the baseline the candidate lacks is a failing check (``missing="skip"``: a
-    skipped one). A check that could not fail on the groups it has, that pairs less than
-    ``min_coverage`` of the baseline's groups, or that passes with a detectable drop over
-    ``max_undetectable``, is untestable, which is not a pass unless ``allow_partial``
-    (and another check was tested). Nothing to compare at all is an error."""
+    Each group is compared with itself, on the queries scored on both runs, and only where
+    its questions and references are the same on both. A system of the baseline the
+    candidate lacks is a failing check (``missing="skip"``: a skipped one). A check is
+    untestable when the candidate scored less than ``min_coverage`` of the queries the
+    baseline scored (not run, not judged, judge-failed), when it could not fail on the
+    groups it has, or when it passes with a detectable drop over ``max_undetectable``;
+    untestable is not a pass unless ``allow_partial`` (and another check was tested).
+    Nothing to compare at all is an error."""
+    margin = _options(margin, alpha, n_perm, missing, min_coverage, max_undetectable)
     metrics = list(dict.fromkeys(metrics or ["accuracy"]))  # a metric twice is checked once
     for metric in metrics:
         _check_metric(metric)
-    if not 0.0 <= min_coverage <= 1.0:
-        raise UserError(f"min_coverage must be between 0 and 1, not {min_coverage:g}")
     for run in (baseline, candidate):
         if not run.is_dir():
             raise UserError(f"{run}: no such run directory")
@@ -133,48 +176,49 @@ def gate_runs(
             f"{differing} of the baseline's {len(base_prints)} groups ask other questions or "
             "have other references on the candidate (the datasets differ): left out"
         )
-    planned: list[tuple[str, str, PairedCounts, int]] = []
+    planned: list[tuple[str, str, PairedCounts, int, int, int]] = []
     absent: list[tuple[str, str, str, int]] = []
     for metric in metrics:
-        base, base_out, base_scored = _scores(baseline, metric, rule)
-        cand, cand_out, cand_scored = _scores(candidate, metric, rule)
-        if base is None:
+        base_scored, base_out = _scores(baseline, metric, rule)
+        cand_scored, cand_out = _scores(candidate, metric, rule)
+        if not base_scored:
             raise UserError(f"{metric}: the baseline run {baseline} has nothing to count")
-        names = list(base.systems)
+        names = sorted(base_scored)
         if systems:
             names = [s for s in names if any(fnmatch.fnmatchcase(s, p) for p in systems)]
         if not names:
             raise UserError(
-                f"{metric}: no system of the baseline"
-                + (f" matches {', '.join(systems)}" if systems else " has a scored query")
-                + f" (baseline: {', '.join(base.systems) or 'none'})"
+                f"{metric}: no system of the baseline matches {', '.join(systems or [])} "
+                f"(baseline: {', '.join(sorted(base_scored))})"
             )
-        cand_systems = set(cand.systems) if cand is not None else set()
-        extra = sorted(cand_systems - set(base.systems) - set(base_out))
+        extra = sorted(set(cand_scored) - set(base_scored) - set(base_out))
         if extra and not systems:
             notes.append(f"{metric}: only the candidate has {', '.join(extra)}: not checked")
         for system, why in base_out.items():
             notes.append(f"{metric}: the baseline's {system} left out: {why}")
         for system in names:
-            scored_b = base_scored.get(system, set())
-            if system not in cand_systems or cand is None:
+            base = base_scored[system]
+            base_groups = {group for group, _ in base.values()}
+            cand = cand_scored.get(system)
+            if not cand:
                 lost = cand_out.get(system)
                 reason = (
                     f"the candidate's {system} {lost}"
                     if lost is not None
                     else f"the candidate has no scored query of {system}"
                 )
-                absent.append((system, metric, reason, len(scored_b)))
+                absent.append((system, metric, reason, len(base_groups)))
                 continue
-            scored_c = cand_scored.get(system, set())
-            common = sorted(scored_b & scored_c & matching)
-            unpaired = len(scored_b - scored_c)
-            if unpaired:
+            queries = sorted(q for q in base if q in cand and base[q][0] in matching)
+            unscored = sum(1 for q in base if q not in cand)
+            if unscored:
                 notes.append(
-                    f"{system} {metric}: the candidate has no scored query in {unpaired} of the "
-                    f"baseline's {len(scored_b)} groups: left out of the check"
+                    f"{system} {metric}: the candidate has no score for {unscored} of the "
+                    f"{len(base)} queries the baseline scored (not run, not judged, or the "
+                    "judge failed): left out of the check, and counted in its coverage"
                 )
-            planned.append((system, metric, _paired(base, cand, system, common), len(scored_b)))
+            counts = _paired(base, cand, queries, robustness=metric == "robustness")
+            planned.append((system, metric, counts, len(base_groups), len(queries), len(base)))
     share = alpha / max(1, len(planned))
     # The smallest p-value of random flips is 1 / (n_perm + 1): enough that every check can
     # fail (checks on up to EXACT_MAX groups are enumerated exactly and need none).
@@ -188,11 +232,13 @@ def gate_runs(
             alpha=share,
             n_perm=n_perm,
             seed=seed,
-            baseline_groups=of_baseline,
+            baseline_groups=of_groups,
+            queries=paired,
+            baseline_queries=of_queries,
             min_coverage=min_coverage,
             max_undetectable=max_undetectable,
         )
-        for system, metric, counts, of_baseline in planned
+        for system, metric, counts, of_groups, paired, of_queries in planned
     ]
     checks += [
         missing_check(system, metric, reason, alpha=share, margin=margin, baseline_groups=n)
@@ -214,12 +260,17 @@ def _cell(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
+def _md(text: str) -> str:
+    """A table cell's text: a '|' of a system's name would start a new column."""
+    return text.replace("|", "\\|")
+
+
 def _status(check: GateCheck) -> str:
     status = {"regression": "REGRESSION", "missing": "MISSING", "untestable": "UNTESTABLE"}.get(
         check.status, check.status
     )
-    if check.reason:
-        status += f" ({check.reason})"
+    if check.reason or check.note:
+        status += f" ({check.reason or check.note})"
     return status
 
 
@@ -236,8 +287,8 @@ def gate_markdown(report: GateReport) -> str:
         f"group (same questions, same references); each check is held to alpha / checks = "
         f"{report.alpha / checks:.3g}.",
         "",
-        "| system | metric | baseline | candidate | difference [95% CI] | p | groups paired / "
-        "baseline | drop found with 80% power | status |",
+        "| system | metric | baseline | candidate | difference [95% CI] | p | paired / baseline: "
+        "groups (queries) | drop found with 80% power | status |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for c in report.checks:
@@ -247,8 +298,8 @@ def gate_markdown(report: GateReport) -> str:
             diff = f"{c.difference:+.3f} [{low:+.3f}, {high:+.3f}]"
         p = "n/a" if c.p_value is None else ("< 0.001" if c.p_value < 0.001 else f"{c.p_value:.3g}")
         lines.append(
-            f"| {c.system} | {c.metric} | {_cell(c.baseline)} | {_cell(c.candidate)} | "
-            f"{diff} | {p} | {c.coverage} | {_cell(c.detectable)} | {_status(c)} |"
+            f"| {_md(c.system)} | {c.metric} | {_cell(c.baseline)} | {_cell(c.candidate)} | "
+            f"{diff} | {p} | {c.coverage} | {_cell(c.detectable)} | {_md(_status(c))} |"
         )
     unseen = [
         f"{c.system} {c.metric}: {c.undetected()}" for c in report.checks if c.status == "pass"
