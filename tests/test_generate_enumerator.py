@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -88,3 +89,32 @@ def test_verbalizer_styles_carry_the_placeholders(grammar_reference: Path) -> No
         assert verbalize(template, schema, "short", 3, seed=0) == short  # seeded
     with pytest.raises(Exception, match="style 'formal' has no built-in wording"):
         verbalize(templates[0], schema, "formal")
+
+
+def test_the_verbalizer_words_one_row_of_a_plural_table_naturally(
+    grammar_reference: Path,
+) -> None:
+    """Issue 37 item 27: a table named ``people`` gave "every people", "the people whose
+    name is" and "'[people.Name]' age?"; each of its wordings must now pass the naturalness
+    check that runs before verification, with "an age", not "a age"."""
+    from ragaudit.generate.text.naturalness import naturalness_problem
+
+    for folder, db_file in (
+        ("spider_open", "company_employee.sqlite"),
+        ("aurp", "aurp.sqlite"),
+    ):
+        templates, _, schema = _answers(grammar_reference / folder / db_file)
+        tables = [t.name for t in schema.tables]  # type: ignore[attr-defined]
+        nouns = "|".join(
+            re.escape(words(c.name))
+            for t in schema.tables  # type: ignore[attr-defined]
+            for c in t.columns
+        )
+        for template in templates:
+            for style in ("short", "long"):
+                for text in verbalize(template, schema, style, 10, seed=0):
+                    assert naturalness_problem(text, tables) is None, text
+                    assert " a age" not in text and " a industry" not in text, text
+                    # No value followed by a quote and a noun: "'[people.Name]' age" reads
+                    # as a possessive that fits only names ending in s.
+                    assert not re.search(rf"\]' (?:{nouns})\b", text, re.IGNORECASE), text

@@ -18,13 +18,16 @@ from ragaudit.generate.sql.templates import SqlTemplate, check_template
 
 BUILT_IN_STYLES = ("short", "long")
 
+# A value is never followed by a noun ("'[people.Name]' age" reads as a possessive that
+# fits only names ending in s); an entity is its table's name in the singular ("person"
+# for ``people``), since a wording names one row.
 _SHORT_ONE = [
     "{answer} of {entity} '{k}'",
-    "{entity} '{k}' {answer}",
+    "{entity} '{k}': {answer}",
     "{answer} for '{k}'",
     "Get {answer} of '{k}'",
-    "'{k}' {answer}?",
-    "Find {entity} '{k}' {answer}",
+    "'{k}': {answer}?",
+    "Find {answer} of {entity} '{k}'",
     "Look up {answer}, {entity} '{k}'",
 ]
 _SHORT_TWO = [
@@ -42,7 +45,7 @@ _LONG_ONE = [
     "please look up the {entity} identified by the {key} '{k}' and tell me which {answer} is "
     "listed for it.",
     "Could you help me with a question about a single {entity}? In the information that we "
-    "hold, the {entity} with the {key} '{k}' has a {answer} on record, and I would like you to "
+    "hold, the {entity} with the {key} '{k}' has {a_answer} on record, and I would like you to "
     "tell me exactly what that {answer} is.",
     "A colleague asked me about the {entity} known by the {key} '{k}', and neither of us could "
     "remember its {answer}, so I am hoping that you can find the {answer} of this particular "
@@ -73,6 +76,74 @@ def words(identifier: str) -> str:
     return " ".join(spaced.replace("_", " ").replace("-", " ").lower().split())
 
 
+# Plurals that no suffix rule undoes.
+_IRREGULAR = {
+    "people": "person",
+    "persons": "person",
+    "men": "man",
+    "women": "woman",
+    "children": "child",
+    "staff": "staff",
+    "data": "data",
+    "media": "media",
+    "series": "series",
+    "species": "species",
+}
+
+
+def singular(word: str) -> str:
+    """The singular of an English noun, by rule (``companies`` -> company, ``people`` ->
+    person, ``status`` and ``address`` unchanged): a table is named for its rows, a
+    wording names one row.
+
+    >>> [singular(w) for w in ("people", "companies", "employees", "branches", "status")]
+    ['person', 'company', 'employee', 'branch', 'status']
+    """
+    w = word.lower()
+    if w in _IRREGULAR:
+        return _IRREGULAR[w]
+    if len(w) > 4 and w.endswith("ies"):
+        return w[:-3] + "y"
+    if w.endswith(("sses", "xes", "ches", "shes", "zzes")):
+        return w[:-2]
+    if len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is", "ics", "ws")):
+        return w[:-1]
+    return w
+
+
+def plural(noun: str) -> str:
+    """The plural of a singular English noun, by rule (``company`` -> companies,
+    ``person`` -> people, ``branch`` -> branches).
+
+    >>> [plural(w) for w in ("company", "person", "branch", "employee", "day")]
+    ['companies', 'people', 'branches', 'employees', 'days']
+    """
+    w = noun.lower()
+    for many, one in _IRREGULAR.items():
+        if one == w and many != "persons":
+            return many
+    if len(w) > 2 and w.endswith("y") and w[-2] not in "aeiou":
+        return w[:-1] + "ies"
+    if w.endswith(("s", "x", "ch", "sh", "z")):
+        return w + "es"
+    return w + "s"
+
+
+def article(noun: str) -> str:
+    """``a`` or ``an`` before ``noun``, by its first letter (and the few words whose
+    first sound says otherwise): "an age", "a university", "an hour"."""
+    w = noun.lower()
+    vowel = w[:1] in set("aeiou") and not w.startswith(("uni", "use", "usu", "one", "eu"))
+    return "an" if vowel or w.startswith(("hour", "honest", "honor", "honour")) else "a"
+
+
+def entity(table: str) -> str:
+    """How a wording names one row of ``table``: its words, the last in the singular
+    (``people`` -> person, ``order_items`` -> order item)."""
+    parts = words(table).split()
+    return " ".join([*parts[:-1], singular(parts[-1])]) if parts else table
+
+
 def _phrases(template: SqlTemplate, schema: SchemaInfo) -> dict[str, str]:
     """The words a wording is made of: the answer, and each placeholder's entity, key and
     token (``entity2``, ``key2``, ``k2`` for a second placeholder)."""
@@ -86,18 +157,19 @@ def _phrases(template: SqlTemplate, schema: SchemaInfo) -> dict[str, str]:
         placeholder_tables = {p.table.lower() for p in shape.placeholders}
         if shape.answer_table and shape.answer_table.lower() not in placeholder_tables:
             # A lookup across tables: say whose attribute it is ("client industry").
-            answer = f"{words(shape.answer_table)} {answer}"
+            answer = f"{entity(shape.answer_table)} {answer}"
     first = shape.placeholders[0]
     values = {
         "answer": answer,
-        "entity": words(first.table),
+        "a_answer": f"{article(answer)} {answer}",
+        "entity": entity(first.table),
         "key": words(first.column),
         "k": f"[{first.table}.{first.column}]",
     }
     if len(shape.placeholders) == 2:
         second = shape.placeholders[1]
         values |= {
-            "entity2": words(second.table),
+            "entity2": entity(second.table),
             "key2": words(second.column),
             "k2": f"[{second.table}.{second.column}]",
         }
