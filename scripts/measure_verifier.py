@@ -7,7 +7,12 @@ docs/generate.md quotes them. ``--record`` also writes the model's replies (keye
 request, without the prompts) for the test that pins the rates without the model.
 
     .venv/bin/python scripts/measure_verifier.py [--reading] \
-        [--record tests/data/verifier_replies.json]
+        [--record tests/data/verifier_replies.json] [--cache llm.sqlite] \
+        [--seed tests/data/verifier_replies.json]
+
+``--seed`` puts recorded replies (the same model's, to the same requests) in the cache
+first, so that only the requests they lack are asked of the model. Kinds added for issue
+37 come in a ``dev`` and a ``held-out`` half; both are printed.
 """
 
 from __future__ import annotations
@@ -38,11 +43,14 @@ def main() -> None:
     parser.add_argument("--reading", action="store_true", help="add the reading check")
     parser.add_argument("--record", type=Path, help="write the replies to this JSON file")
     parser.add_argument("--cache", type=Path, help="keep the LLM cache in this file")
+    parser.add_argument("--seed", type=Path, help="recorded replies to start the cache from")
     args = parser.parse_args()
     if not REFERENCE.is_dir():
         sys.exit(f"the GRAMMAR reference data is not at {REFERENCE}")
     with tempfile.TemporaryDirectory() as tmp:
         cache = args.cache or Path(tmp) / "llm.sqlite"
+        if args.seed:
+            _seed(cache, json.loads(args.seed.read_text(encoding="utf-8")))
         start = time.perf_counter()
         with make_llm(LLMConfig(model="local"), cache_path=cache) as base:
             llm = Recording.around(base)
@@ -52,26 +60,49 @@ def main() -> None:
         if args.record:
             replies = dict(sorted(llm.recorded(cache).items()))
             args.record.write_text(json.dumps(replies, indent=0) + "\n")
-    kinds: Counter[tuple[str, str]] = Counter()
-    accepted: Counter[tuple[str, str]] = Counter()
+    kinds: Counter[tuple[str, str, str]] = Counter()
+    accepted: Counter[tuple[str, str, str]] = Counter()
     for o in outcomes:
-        kinds[o.wording.kind, o.wording.style] += 1
-        accepted[o.wording.kind, o.wording.style] += o.verified is True
-    print(f"{'kind':<14}{'style':<7}{'wordings':>9}{'accepted':>9}")
-    for (kind, style), n in sorted(kinds.items()):
-        print(f"{kind:<14}{style:<7}{n:>9}{accepted[kind, style]:>9}")
+        key = (o.wording.kind, o.wording.split, o.wording.style)
+        kinds[key] += 1
+        accepted[key] += o.verified is True
+    print(f"{'kind':<14}{'split':<9}{'style':<7}{'wordings':>9}{'accepted':>9}")
+    for key, n in sorted(kinds.items()):
+        kind, split, style = key
+        print(f"{kind:<14}{split:<9}{style:<7}{n:>9}{accepted[key]:>9}")
+    reasons = Counter((o.reason or "").split(":")[0] for o in outcomes if o.verified is False)
+    print("rejections by check:", dict(reasons.most_common()))
+    for split in ("all", "dev", "held-out"):
+        part = [o for o in outcomes if split in ("all", o.wording.split)]
+        r = rates(part)
+        for name, k, n in (
+            ("faithful accepted", r.faithful_accepted, r.faithful),
+            ("corrupted rejected", r.corrupted_rejected, r.corrupted),
+        ):
+            low, high = wilson(k, n)
+            print(f"{split}: {name}: {k}/{n} = {k / n:.1%} [{low:.1%}, {high:.1%}]")
     r = rates(outcomes)
-    for name, k, n in (
-        ("faithful accepted", r.faithful_accepted, r.faithful),
-        ("corrupted rejected", r.corrupted_rejected, r.corrupted),
-    ):
-        low, high = wilson(k, n)
-        print(f"{name}: {k}/{n} = {k / n:.1%} [{low:.1%}, {high:.1%}]")
     total = meter.total()
     print(
         f"no verdict: {r.undecided}; {seconds:.0f} s; {total.calls} LLM calls "
         f"({total.calls / len(outcomes):.2f} per wording)"
     )
+
+
+def _seed(cache: Path, replies: dict[str, str]) -> None:
+    """Put recorded replies in a new or existing LLM cache (kept where a key is there)."""
+    import sqlite3
+
+    from ragaudit.llm.cache import LLMCache
+    from ragaudit.llm.model_assets import MODEL_FILENAME
+
+    LLMCache(cache).close()  # creates the table
+    with sqlite3.connect(cache) as conn:
+        conn.executemany(
+            "INSERT OR IGNORE INTO llm_cache (key, backend, model, request, text, "
+            "prompt_tokens, completion_tokens, finish_reason) VALUES (?,?,?,?,?,0,0,'stop')",
+            [(k, "local", MODEL_FILENAME, "{}", text) for k, text in replies.items()],
+        )
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """The wording verifier measured on the labelled wording set (GRAMMAR's faithful Aurp and
-Spider wordings, and systematic corruptions of them).
+Spider wordings and paraphrases written for the set, and systematic corruptions of them).
 
 The fast test replays the embedded model's recorded replies (tests/data/verifier_replies.json,
 written by scripts/measure_verifier.py --record): it pins the rates docs/generate.md states,
@@ -20,16 +20,41 @@ from tests.support.wording_set import build, evaluate, rates
 
 RECORDED = REPO / "tests" / "data" / "verifier_replies.json"
 # What the verifier decided on the labelled set with the embedded model (docs/generate.md).
-FAITHFUL, FAITHFUL_ACCEPTED = 160, 147
-CORRUPTED, CORRUPTED_REJECTED = 187, 172
+FAITHFUL, FAITHFUL_ACCEPTED = 276, 265
+CORRUPTED, CORRUPTED_REJECTED = 552, 533
+# The halves of the kinds added for issue 37 (the older kinds are dev): (faithful accepted,
+# faithful, corrupted rejected, corrupted).
+SPLITS = {"dev": (209, 218, 365, 369), "held-out": (56, 58, 168, 183)}
+WRONG_ENTITY, WRONG_ENTITY_REJECTED = 23, 22
+CHECKS = {
+    "placeholders",
+    "unnatural",
+    "qualifier",
+    "reversed relation",
+    "answer in the wording",
+    "back-mapping",
+    "unaccounted",
+}
 
 
 def test_the_labelled_set_has_every_kind(grammar_reference: Path) -> None:
     wordings = build(grammar_reference)
     kinds = {w.kind for w in wordings if not w.faithful}
-    assert kinds == {"other-column", "wrong-entity", "reversed", "key", "nonsense"}
+    assert kinds == {
+        "other-column",
+        "wrong-entity",
+        "reversed",
+        "key",
+        "nonsense",
+        "time-shift",
+        "condition",
+        "extreme",
+        "reversed-role",
+    }
+    assert {w.kind for w in wordings if w.faithful} == {"reference", "paraphrase"}
     assert sum(w.faithful for w in wordings) == FAITHFUL
     assert sum(not w.faithful for w in wordings) == CORRUPTED
+    assert {w.split for w in wordings} == {"dev", "held-out"}
     assert len({(w.sql, w.text) for w in wordings}) == len(wordings)  # no wording twice
 
 
@@ -42,15 +67,23 @@ def test_recorded_replies_pin_both_rates(grammar_reference: Path) -> None:
     assert (found.faithful, found.corrupted) == (FAITHFUL, CORRUPTED)
     assert found.faithful_accepted == FAITHFUL_ACCEPTED
     assert found.corrupted_rejected == CORRUPTED_REJECTED
-    assert found.acceptance >= 0.9 and found.rejection >= 0.9
+    # Issue 37's targets: 95% on both sides, wrong-entity 80%.
+    assert found.acceptance >= 0.95 and found.rejection >= 0.95
+    wrong_entity = [o for o in outcomes if o.wording.kind == "wrong-entity"]
+    assert len(wrong_entity) == WRONG_ENTITY
+    assert sum(o.verified is False for o in wrong_entity) == WRONG_ENTITY_REJECTED
+    for split, pinned in SPLITS.items():
+        part = rates([o for o in outcomes if o.wording.split == split])
+        assert (
+            part.faithful_accepted,
+            part.faithful,
+            part.corrupted_rejected,
+            part.corrupted,
+        ) == pinned, split
     # Every rejection says which check gave it.
     for o in outcomes:
         if o.verified is False:
-            assert (o.reason or "").split(":")[0] in {
-                "placeholders",
-                "answer in the wording",
-                "back-mapping",
-            }, o.reason
+            assert (o.reason or "").split(":")[0] in CHECKS, o.reason
 
 
 _installed = importlib.util.find_spec("xllamacpp") and importlib.util.find_spec(

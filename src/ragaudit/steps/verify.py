@@ -1,9 +1,12 @@
 """``ragaudit templates verify``: every wording of every style checked against its SQL
 template, and the verdict stored next to the wording in ``templates/text.yaml``.
 
-The checks are in :mod:`ragaudit.generate.text.verify`; this module runs them with the LLM,
-cheapest first: the deterministic ones, then back-mapping (the wording read back as SQL by
-the LLM and executed), then, when asked for, reading comprehension. A wording keeps its
+The checks are in :mod:`ragaudit.generate.text.verify`, :mod:`~ragaudit.generate.text.coverage`
+and :mod:`~ragaudit.generate.text.naturalness`; this module runs them with the LLM,
+cheapest first: the deterministic ones (placeholders, naturalness, a question asking why,
+qualifiers and reversed relations, the answer in the wording), then back-mapping (the
+wording read back as SQL by the LLM and executed, and every table and column it names
+accounted for), then, when asked for, reading comprehension. A wording keeps its
 verdict while neither it nor its SQL template changes; a failed LLM call leaves the wording
 unverified (counted, with the reason) and never stops the others.
 """
@@ -22,7 +25,9 @@ from ragaudit.errors import FATAL_LLM_ERRORS, LLMError, UserError
 from ragaudit.generate.dataset import RejectedWording, WordingTally
 from ragaudit.generate.sql.instantiate import Group
 from ragaudit.generate.sql.templates import SqlTemplate
+from ragaudit.generate.text import coverage
 from ragaudit.generate.text import verify as checks
+from ragaudit.generate.text.naturalness import naturalness_problem
 from ragaudit.generate.text.templates import (
     TextTemplates,
     Verdict,
@@ -67,12 +72,14 @@ class Verifier:
         *,
         reading: bool = False,
         repairs: int = 1,
+        word_asks: int = 1,
     ) -> None:
         self.llm = llm
         self.db = db
         self.schema = schema
         self.reading = reading
         self.repairs = repairs
+        self.word_asks = word_asks
         self.calls = 0
         self.failures: list[tuple[str, str, str]] = []  # template id, text, reason
         self._samples: dict[str, checks.TemplateSample] = {}
@@ -116,8 +123,17 @@ class Verifier:
         problem = placeholder_problem(text, template.placeholder_list)
         if problem:
             return f"placeholders: {problem}"
+        problem = naturalness_problem(text, [t.name for t in self.schema.tables])
+        if problem:
+            return problem
         if checks.asks_why(text):
             return "asks why: a reason is not a value any SQL returns"
+        shape = self.sample(template).shape
+        problem = coverage.qualifier_problem(
+            text, shape, self.schema, template.sql
+        ) or coverage.reversed_problem(text, shape, self.schema, template.sql)
+        if problem:
+            return problem
         leaked = checks.answer_in_wording(self.db, self.sample(template).shape, text)
         if leaked is not None:
             return f"answer in the wording: it names {leaked!r}, a value of the answer column"
@@ -155,13 +171,22 @@ class Verifier:
     async def _backmap_one(
         self, sample: checks.TemplateSample, example: Group, text: str
     ) -> str | None:
-        """One reading of the wording filled with ``example``; a reading that is not valid
-        SQL is asked again with the error."""
+        """One reading of the wording filled with ``example``. Asked again once
+        (``repairs``), with what went wrong: a reading that is not valid SQL; one that
+        selects the template's answer but looks a value up in a column the database has
+        no such value in ("no Project.Client is 'Blue Lagoon Luxury Resort', it is a
+        Project.Name"); one that computes an answer (``COUNT(...)``) where the template
+        selects a stored column. A reading that agrees must also account for every table
+        and column the question names (:func:`coverage.unaccounted`): one it does not use
+        is asked about once (``word_asks``), and the reading that comes back must agree
+        and account for it too."""
         question = checks.filled(text, example)
         conversation = list(checks.backmap_prompt(self._schema_ddl(sample), question))
         reason = ""
+        repairs, word_asks = self.repairs, self.word_asks
+        asked_about: list[str] = []  # the names the model was asked about
         assert self.llm is not None
-        for attempt in range(self.repairs + 1):
+        while True:
             reply = (await self.llm.acomplete(conversation)).text
             self.calls += 1
             sql = None
@@ -181,8 +206,11 @@ class Verifier:
                 )
                 reading = checks.compare_reading(self.db, self.schema, sample, restored)
             except checks.ReadingError as exc:
+                if asked_about:  # the first reading agreed; the one asked for does not run
+                    return reason
                 reason = f"back-mapping: the question reads as {_short(sql or reply)}: {exc}"
-                if attempt < self.repairs and any(r in str(exc) for r in _REPAIRABLE):
+                if repairs and any(r in str(exc) for r in _REPAIRABLE):
+                    repairs -= 1
                     conversation += [
                         assistant(reply),
                         user(f"That query is wrong: {exc}. Reply with the corrected SQL only."),
@@ -190,12 +218,86 @@ class Verifier:
                     continue
                 return reason
             if reading.agreement >= checks.MIN_AGREEMENT:
-                return None
-            return (
-                f"back-mapping: the question reads as {_short(reading.sql)}, which gives the "
+                missing = coverage.unaccounted(
+                    text, sample.shape, self.schema, reading.sql, self.db.sqlglot_dialect
+                )
+                if not missing:
+                    return None
+                said = ", ".join(repr(m) for m in missing)
+                if asked_about:
+                    return reason
+                reason = (
+                    f"unaccounted: the question names {said}, which its reading "
+                    f"({_short(reading.sql)}) does not use"
+                )
+                if not word_asks:
+                    return reason
+                word_asks -= 1
+                asked_about = missing
+                conversation += [
+                    assistant(reply),
+                    user(
+                        f"The question says {said}, and that query does not use it. Reply "
+                        "with the corrected SQL only."
+                    ),
+                ]
+                continue
+            wrong = (
+                f"the question reads as {_short(reading.sql)}, which gives the "
                 f"template's answer for {reading.agree} of {reading.compared} groups"
             )
-        return reason
+            if asked_about:
+                said = ", ".join(repr(m) for m in asked_about)
+                return f"unaccounted: asked about {said}, {wrong}"
+            absent = None
+            if repairs and reading.same_answer and reading.answered == 0:
+                absent = self._absent_lookup(sample, example, reading.sql)
+            if absent is not None:
+                # The asked column, looked up where the database has no such value: asked
+                # again with that fact, as a query that does not run is.
+                repairs -= 1
+                column, value, holder = absent
+                conversation += [
+                    assistant(reply),
+                    user(
+                        f"That query returns no row: no {column} is {str(value)!r}, it is a "
+                        f"{holder}. Reply with the corrected SQL only."
+                    ),
+                ]
+                reason = f"back-mapping: {wrong}"
+                continue
+            if repairs and reading.computed:
+                # The wording passed the qualifier check: it asks for no count, total or
+                # extreme, so a computed answer is the reader's, not the question's.
+                repairs -= 1
+                conversation += [
+                    assistant(reply),
+                    user(
+                        f"That query computes {reading.computed}, and the question asks for "
+                        "no count, total, difference or extreme: the value is stored in a "
+                        "column. Reply with the corrected SQL only."
+                    ),
+                ]
+                reason = f"back-mapping: {wrong}"
+                continue
+            return f"back-mapping: {wrong}"
+
+    def _absent_lookup(
+        self, sample: checks.TemplateSample, example: Group, reading_sql: str
+    ) -> tuple[str, object, str] | None:
+        """(``Table.Column`` looked in, value, ``Table.Column`` that holds it) for the
+        first of the example's values that the reading looks up in a column that has no
+        such value, or None. Where the value is comes from the template, and is told only
+        once the reading looked where it cannot be: a wording that names another entity
+        for it still names a table its reading must account for (checked after)."""
+        for p in sample.shape.placeholders:
+            value = example.bindings[p.key]
+            column = checks.looked_up_where_absent(
+                self.db, self.schema, reading_sql, p.token, value
+            )
+            if column is not None:
+                return column, value, p.key
+        return None
 
     async def read(self, template: SqlTemplate, text: str) -> str | None:
         """Why the LLM, answering the wording from facts about the example's rows, does not
@@ -354,10 +456,14 @@ def reason_kind(reason: str) -> str:
         if head
         in {
             "placeholders",
+            "unnatural",
             "asks why",
+            "qualifier",
+            "reversed relation",
             "answer in the wording",
             "conflict",
             "back-mapping",
+            "unaccounted",
             "reading",
             "unverifiable",
         }

@@ -18,6 +18,10 @@ cheapest first; :mod:`ragaudit.steps.verify` runs them with the LLM.
   the project's location next to its client's location), and the LLM answers the filled
   wording from them alone; the answer must be the SQL's reference.
 
+Two more kinds of check live in modules of their own: :mod:`.naturalness` (the wording
+reads as a person's question) and :mod:`.coverage` (qualifiers, reversed relations, and
+every table and column the question names accounted for by the back-mapped reading).
+
 Everything here is pure or reads the database; prompts are built here and sent elsewhere.
 """
 
@@ -645,11 +649,20 @@ def parametrize(sql: str, group: Group, placeholders: tuple[Placeholder, ...], d
 
 @dataclass(frozen=True)
 class Reading:
-    """How the LLM read a wording: its SQL, and how often its answers were the template's."""
+    """How the LLM read a wording: its SQL, and how often its answers were the template's.
+    ``answered`` counts the sampled groups the reading returns anything for, and
+    ``same_answer`` says whether it selects the template's answer column: a reading that
+    asks for the right column and finds nothing anywhere looked the value up in the wrong
+    place (:meth:`ragaudit.steps.verify.Verifier.backmap` asks it again). ``computed`` is
+    the reading's answer expression when it computes one (``COUNT(Year_working)``) where
+    the template selects a stored column."""
 
     sql: str
     agree: int
     compared: int
+    answered: int = 0
+    same_answer: bool = False
+    computed: str | None = None
 
     @property
     def agreement(self) -> float:
@@ -685,7 +698,63 @@ def compare_reading(
     except UserError as exc:
         raise ReadingError(f"the SQL does not run: {exc}") from None
     agree = sum(1 for combo, answers in expected.items() if got.get(combo) == answers)
-    return Reading(reading_sql, agree, len(expected))
+    same = (
+        shape.answer_column is not None
+        and sample.shape.answer_column is not None
+        and shape.answer_column.lower() == sample.shape.answer_column.lower()
+        and (shape.answer_table or "").lower() == (sample.shape.answer_table or "").lower()
+    )
+    computed = (
+        shape.answer
+        if shape.answer_column is None and sample.shape.answer_column is not None
+        else None
+    )
+    return Reading(reading_sql, agree, len(expected), len(got), same, computed)
+
+
+def looked_up_where_absent(
+    db: Database, schema: SchemaInfo, sql: str, token: str, value: Scalar
+) -> str | None:
+    """``Table.Column`` when the reading compares a placeholder (``token``) with a column
+    that holds no such value (``... WHERE Client = '[Project.Name]'`` for a project's
+    name), else None: a fact from the database that the reading looked the value up in
+    the wrong place, which a model can act on."""
+    dialect = db.sqlglot_dialect
+    try:
+        tree = sqlglot.parse_one(sql, read=dialect)
+    except SqlglotError:
+        return None
+    aliases: dict[str, TableInfo] = {}
+    for table in tree.find_all(exp.Table):
+        info = schema.table(table.name)
+        if info is not None:
+            aliases[table.alias_or_name.lower()] = info
+    for literal in tree.find_all(exp.Literal):
+        parent = literal.parent
+        if not (literal.is_string and literal.this == token and isinstance(parent, exp.EQ)):
+            continue
+        column = parent.this if parent.expression is literal else parent.expression
+        if not isinstance(column, exp.Column):
+            continue
+        owners = (
+            [aliases[column.table.lower()]]
+            if column.table.lower() in aliases
+            else [t for t in aliases.values() if t.column(column.name) is not None]
+        )
+        found = owners[0].column(column.name) if len(owners) == 1 else None
+        if found is None:
+            continue
+        q = db.engine.dialect.identifier_preparer.quote
+        import sqlalchemy as sa
+
+        rows = db.execute(
+            sa.text(f"SELECT 1 FROM {q(owners[0].name)} WHERE {q(found.name)} = :v"),
+            {"v": value},
+            max_rows=1,
+        ).rows
+        if not rows:
+            return f"{owners[0].name}.{found.name}"
+    return None
 
 
 def recover_reading(reply: str) -> str:
