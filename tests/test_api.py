@@ -318,3 +318,143 @@ def test_the_public_names_are_what_all_says() -> None:
         assert getattr(ra, name) is not None
     with pytest.raises(AttributeError):
         _ = ra.NotAThing  # type: ignore[attr-defined]
+
+
+# -- what a new notebook user ran into -----------------------------------------------------
+
+
+def test_evaluate_reads_rows_as_a_user_writes_them() -> None:
+    import pandas as pd
+
+    frame = pd.DataFrame(
+        {
+            "question": ["a?", "b?", "c?", "d?"],
+            "answer": ["x", "y", "x", "y"],
+            "reference": ["x"] * 4,
+            "group": [0, 0, 1, 1],
+        }
+    )
+    result = ra.evaluate(frame)
+    assert result.to_pandas()["group_id"].tolist() == ["0", "0", "1", "1"]  # 0 is a group
+    dated = ra.evaluate(
+        [{"question": "When?", "answer": "On 2024-03-01.", "reference": pd.Timestamp("2024-03-01")}]
+    )
+    assert dated.judgements[0].correct is True
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ({"question": "q?", "answers": "Paris", "reference": "Paris"}, "row 1: answer: missing"),
+        ({"question": "q?", "answer": "x", "reference": "  "}, "row 1: reference: empty text"),
+        (
+            {"question": "q?", "answer": "x", "reference": "x", "retrieved_ids": "doc1"},
+            "retrieved_ids: expected a list of strings",
+        ),
+        (
+            {"question": "q?", "answer": "x", "reference": "x", "gold_ids": "doc1"},
+            "gold_ids: expected a list of strings",
+        ),
+    ],
+)
+def test_evaluate_refuses_what_it_would_misread(row: dict[str, object], message: str) -> None:
+    with pytest.raises(UserError, match=message):
+        ra.evaluate([row])
+
+
+def test_systems_of_your_own_are_checked_when_made() -> None:
+    with pytest.raises(TypeError, match="a single id is"):
+        ra.Answer("x", retrieved_ids="clients.md")  # type: ignore[arg-type]
+    with pytest.raises(UserError, match="a lambda has none"):
+        ra.system(lambda q: q)
+    with pytest.raises(UserError, match="is not callable"):
+        ra.system("my_rag")  # type: ignore[arg-type]
+    with pytest.raises(UserError, match="responses file's name"):
+        ra.system(lambda q: q, name="my/rag")
+
+
+def test_run_and_judge_name_what_is_missing_and_an_llm_judges_what_matchers_left(
+    tmp_path: Path,
+) -> None:
+    project = _project(tmp_path)
+    project.templates_sql()
+    project.templates_text(verify=False)
+    dataset = project.generate(unverified=True)
+    with pytest.raises(UserError, match=r"no system named 'nosuch' \(ragaudit.yaml declares none"):
+        project.run(["nosuch"])
+    truth = {q.query: q.reference.display for q in dataset}
+
+    def hedging(question: str) -> str:  # the matchers cannot decide "maybe X"s
+        return f"maybe {truth[question][::-1]}" if len(question) % 3 == 0 else truth[question]
+
+    stats = project.run([hedging])  # a plain function is a system too
+    assert stats["hedging"].asked == len(dataset)
+    with pytest.raises(UserError, match="no responses of system 'nosuch'"):
+        project.judge(llm=None, systems=["nosuch"])
+    first = project.judge(llm=None).systems["hedging"]
+    unmatched = first.methods.get("unmatched", 0)
+    assert unmatched > 0
+    llm = ra.llm.Scripted(default='{"verdict": "Incorrect", "reason": "not the answer"}')
+    second = project.judge(llm=llm).systems["hedging"]
+    assert second.judged_now == unmatched and second.methods == {"llm": unmatched}
+    assert len(llm.requests) == unmatched
+
+
+def test_where_and_the_summary_blame_agree_and_no_retrieval_means_no_retrieval_figures(
+    tmp_path: Path,
+) -> None:
+    project = _project(tmp_path)
+    project.templates_sql()
+    project.templates_text(verify=False)
+    dataset = project.generate(unverified=True)
+    truth = {q.query: q.reference.display for q in dataset}
+
+    def some(question: str) -> ra.Answer:  # retrieves only for short questions
+        right = len(question) % 2 == 0
+        ids = ["doc-a"] if len(question) < 40 else []
+        return ra.Answer(truth[question] if right else "I don't know.", retrieved_ids=ids)
+
+    def plain(question: str) -> str:  # retrieves nothing at all
+        return truth[question] if len(question) % 2 == 0 else "I don't know."
+
+    project.run([ra.system(some, name="some"), ra.system(plain, name="plain")])
+    project.judge(llm=None)
+    summary = project.analyze()
+    answers = project.answers().to_pandas()
+    for name, figures in summary.systems.items():
+        for variant, v in figures.variants.items():
+            assert v.blame is not None
+            rows = answers[(answers.system == name) & (answers.variant == variant)]
+            counted = rows["where"].value_counts().to_dict()
+            assert {k: n for k, n in v.blame.counts.items() if n} == counted, (name, variant)
+    assert all(v.accuracy_retrieval is None for v in summary.systems["plain"].variants.values())
+    # An undefined figure is missing (<NA>), never NaN: "plain" has no retrieval figures,
+    # and its gap variant's robustness may be undefined.
+    values = summary.to_pandas()["value"].tolist()
+    assert not any(isinstance(v, float) and v != v for v in values)
+
+
+def test_two_steps_of_one_process_cannot_write_one_run_at_once(tmp_path: Path) -> None:
+    import threading
+
+    from ragaudit.rundir import RunDir
+
+    project = _project(tmp_path)
+    project.templates_sql()
+    held, release = threading.Event(), threading.Event()
+
+    def other_step() -> None:
+        with RunDir(project.run_dir).holding("judge"):
+            held.set()
+            release.wait(30)
+
+    thread = threading.Thread(target=other_step)
+    thread.start()
+    try:
+        assert held.wait(30)
+        with pytest.raises(UserError, match="in use by ragaudit judge in this process"):
+            project.templates_text(verify=False)
+    finally:
+        release.set()
+        thread.join()
+    project.templates_text(verify=False)  # free again

@@ -54,6 +54,7 @@ def __getattr__(name: str) -> object:
         return importlib.import_module("ragaudit.llm")
     return _exports(name)
 
+
 __all__ = [
     "Answer",
     "Answers",

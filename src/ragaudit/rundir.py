@@ -23,6 +23,7 @@ import contextlib
 import json
 import os
 import re
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -43,6 +44,10 @@ except ImportError:  # pragma: no cover - Windows has no advisory file locks
 
 # Run directories this process holds: resolved path -> the open, locked lock file.
 _HELD: dict[Path, IO[str]] = {}
+# Those held by a step of the Python API: the thread and the step, so that two steps of
+# one process (asyncio.gather of two async twins) cannot write one run at the same time.
+_OWNERS: dict[Path, tuple[int, str]] = {}
+_THREADS_LOCK = threading.Lock()
 
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9_.\-]+")
 
@@ -239,13 +244,25 @@ class RunDir:
         notebook, a test session) holds the run only while a step writes it, so that the
         command line can use it in between. A hold already taken is kept."""
         key = (self.root / ".lock").resolve()
-        held_before = key in _HELD
-        self.lock(step)
+        with _THREADS_LOCK:
+            owner = _OWNERS.get(key)
+            if owner is not None and owner[0] != threading.get_ident():
+                raise UserError(
+                    f"{self.root} is in use by ragaudit {owner[1]} in this process (another "
+                    "thread): wait for it to finish, or give this run another run.name"
+                )
+            held_before = key in _HELD
+            self.lock(step)
+            if not held_before:
+                _OWNERS[key] = (threading.get_ident(), step)
         try:
             yield self
         finally:
-            if not held_before and key in _HELD:
-                _HELD.pop(key).close()
+            if not held_before:
+                with _THREADS_LOCK:
+                    _OWNERS.pop(key, None)
+                    if key in _HELD:
+                        _HELD.pop(key).close()
 
     @property
     def provenance(self) -> Path:

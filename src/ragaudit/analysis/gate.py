@@ -125,7 +125,7 @@ class GateCheck(_Model):
         low, high = self.ci95 or (self.difference, self.difference)
         figures = (
             f"{self.baseline:.3f} -> {self.candidate:.3f}, {self.difference:+.3f} "
-            f"[{low:+.3f}, {high:+.3f}], p = {_p(self.p_value)}, groups (queries) paired of "
+            f"[{low:+.3f}, {high:+.3f}], p {_p(self.p_value)}, groups (queries) paired of "
             f"the baseline's {self.coverage}"
         )
         if self.status == "regression":
@@ -152,9 +152,10 @@ def group_fingerprints(queries: Iterable[QueryRecord]) -> dict[str, str]:
 
 
 def _p(value: float | None) -> str:
+    """``= 0.25``, ``< 0.001`` or ``n/a``: the p-value with its relation."""
     if value is None:
         return "n/a"
-    return "< 0.001" if value < 0.001 else f"{value:.3g}"
+    return "< 0.001" if value < 0.001 else f"= {value:.3g}"
 
 
 def _shifted(counts: PairedCounts, margin: float, correct_b: np.ndarray) -> np.ndarray:
@@ -311,7 +312,7 @@ def gate_check(
         pass  # not worse in any group: a pass, whatever the power
     elif floor >= alpha:
         reason = (
-            f"on {n} groups the smallest p-value is {_p(floor)}, not below alpha "
+            f"on {n} groups the smallest p-value is {floor:.3g}, not below alpha "
             f"{alpha:.3g}: no candidate could fail"
         )
     elif (

@@ -273,6 +273,26 @@ def context_comparison(examples: list[Example]) -> list[Example]:
     return out
 
 
+def by_system_and_variant(examples: Iterable[Example]) -> dict[str, dict[str, list[Example]]]:
+    """The examples per system and variant, with the retrieval verdicts :func:`analyze`
+    uses: where no query of a variant has gold ids and the system retrieved something,
+    from :func:`context_comparison` (mixed with verdicts from gold ids, context verdicts
+    would make the retrieval figures count other queries than Recall@k; a system that
+    never retrieves anything has no retrieval to judge)."""
+    grouped: dict[str, dict[str, list[Example]]] = defaultdict(lambda: defaultdict(list))
+    for ex in examples:
+        grouped[ex.system][ex.variant].append(ex)
+    for variants in grouped.values():
+        for variant, items in variants.items():
+            if (
+                all(ex.gold is None for ex in items)
+                and any(ex.retrieved for ex in items)
+                and any(ex.retrieval_correct is None and ex.retrieved is not None for ex in items)
+            ):
+                variants[variant] = context_comparison(items)
+    return grouped
+
+
 def open_domain_groups(examples: Iterable[Example], llm_only: str) -> set[str]:
     """Groups the LLM-only system (no retrieval) answers correctly in every query: their
     answers may come from the model's own knowledge (the paper's Table 4)."""
@@ -292,17 +312,7 @@ def analyze(examples: Iterable[Example], *, llm_only: str | None = None) -> Anal
     system answering without retrieval), groups it answers correctly are flagged as open
     domain and Acc_retrieval_db is also given without them."""
     examples = list(examples)
-    by_system: dict[str, dict[str, list[Example]]] = defaultdict(lambda: defaultdict(list))
-    for ex in examples:
-        by_system[ex.system][ex.variant].append(ex)
-    for variants in by_system.values():
-        for variant, items in variants.items():
-            # Only where no query has gold ids: mixed with verdicts from gold ids, context
-            # verdicts would make the retrieval figures count other queries than Recall@k.
-            if all(ex.gold is None for ex in items) and any(
-                ex.retrieval_correct is None and ex.retrieved is not None for ex in items
-            ):
-                variants[variant] = context_comparison(items)
+    by_system = by_system_and_variant(examples)
     open_domain = open_domain_groups(examples, llm_only) if llm_only else set()
     systems: dict[str, SystemFigures] = {}
     all_tags: dict[str, dict[str, dict[str, Tag]]] = {}

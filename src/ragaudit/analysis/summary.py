@@ -624,9 +624,11 @@ class Summary(_Model):
         over: queries, or groups for robustness and Acc_retrieval_db)."""
         import pandas as pd
 
-        return pd.DataFrame(
+        frame = pd.DataFrame(
             self.rows(), columns=["system", "variant", "metric", "value", "low", "high", "k", "n"]
         )
+        # Nullable floats: an undefined figure stays missing (<NA>), never becomes NaN.
+        return frame.astype({"value": "Float64", "low": "Float64", "high": "Float64"})
 
 
 # The proportions of a variant's figures, in the order tables show them.

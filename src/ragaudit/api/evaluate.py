@@ -107,19 +107,19 @@ def _records(
             raise UserError(f"{where}: question: expected a non-empty string")
         if "reference" not in row or row["reference"] is None:
             raise UserError(f"{where}: reference: needed to judge the answer (the known answer)")
-        reference = row["reference"]
-        values = list(reference) if isinstance(reference, list | tuple) else [reference]
-        if any(not isinstance(v, str | int | float | bool) for v in values):
-            raise UserError(f"{where}: reference: expected a value or a list of values")
+        values = _values(row["reference"], where)
+        if "answer" not in row and "response" not in row:
+            raise UserError(f"{where}: answer: missing (the system's answer; null for none)")
         answer = row.get("answer", row.get("response"))
         if answer is not None and not isinstance(answer, str):
             raise UserError(f"{where}: answer: expected a string or null")
-        query_id = str(row.get("query_id") or stable_id("evaluate", i, question))
+        given_id = row.get("query_id")
+        query_id = str(given_id) if _present(given_id) else stable_id("evaluate", i, question)
         if query_id in seen:
             raise UserError(f"{where}: query_id {query_id!r} appears twice")
         seen.add(query_id)
-        ids = row.get("retrieved_ids")
-        contexts = row.get("contexts")
+        ids = _strings(row.get("retrieved_ids"), where, "retrieved_ids")
+        contexts = _strings(row.get("contexts"), where, "contexts")
         known.append(ids is not None or contexts is not None)
         retrieved = [
             RetrievedItem(id=str(doc), text=text)
@@ -129,12 +129,13 @@ def _records(
                 strict=False,
             )
         ]
-        gold = row.get("gold_ids")
+        gold = _strings(row.get("gold_ids"), where, "gold_ids")
+        group = row.get("group", row.get("group_id"))
         queries.append(
             QueryRecord(
                 query_id=query_id,
-                group_id=str(row.get("group") or row.get("group_id") or query_id),
-                variant=str(row.get("variant") or "logged"),
+                group_id=str(group) if _present(group) else query_id,
+                variant=str(row["variant"]) if _present(row.get("variant")) else "logged",
                 query=question,
                 reference=Reference.from_values(values),
                 gold_ids=[str(g) for g in gold] if gold is not None else None,
@@ -154,6 +155,44 @@ def _records(
     if not queries:
         raise UserError("evaluate: no rows")
     return queries, responses, known
+
+
+def _present(value: Any) -> bool:
+    """Given: not None and not empty text (0 is a value: a group may be named 0)."""
+    return value is not None and not (isinstance(value, str) and not value.strip())
+
+
+def _values(reference: Any, where: str) -> list[Any]:
+    """The reference's values: a value or a list of them, every one required (a set);
+    dates and times as ISO text; ``[]`` means no answer exists (a refusal is right)."""
+    values = list(reference) if isinstance(reference, list | tuple) else [reference]
+    out: list[Any] = []
+    for value in values:
+        if hasattr(value, "isoformat"):  # datetime, date, pandas' Timestamp
+            midnight = hasattr(value, "hour") and not (value.hour or value.minute or value.second)
+            value = value.date().isoformat() if midnight else value.isoformat()
+        if not isinstance(value, str | int | float | bool):
+            raise UserError(
+                f"{where}: reference: expected text, a number or a date (or a list of them), "
+                f"not {type(value).__name__}"
+            )
+        if isinstance(value, str) and not value.strip():
+            raise UserError(f"{where}: reference: empty text (use [] for no answer)")
+        out.append(value)
+    return out
+
+
+def _strings(value: Any, where: str, field: str) -> list[str] | None:
+    """A list of ids or texts: None when not given; one string is refused, not split into
+    its characters."""
+    if value is None:
+        return None
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise UserError(
+            f"{where}: {field}: expected a list of strings, not {type(value).__name__} "
+            f"(one id is [{value!r}])"
+        )
+    return [str(v) for v in value]
 
 
 def _rows(rows: Any) -> list[Mapping[str, Any]]:

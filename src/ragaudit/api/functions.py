@@ -3,6 +3,7 @@ and the regression gate and ranking comparison over run directories."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,10 +24,23 @@ def system(
     or a :class:`ragaudit.Answer` with the ids of the documents it retrieved (so that
     ragaudit can tell the retriever's errors from the language model's). Its answers go to
     ``responses/<name>.jsonl`` (default name: the function's)."""
+    from ragaudit.errors import UserError
+
+    if not callable(fn):
+        raise UserError(f"ra.system: {fn!r} is not callable: give the function that answers")
     label = name or getattr(fn, "__name__", None)
     if not label or label == "<lambda>":
-        raise ValueError("ra.system: give the system a name= (a lambda has none)")
+        raise UserError("ra.system: give the system a name= (a lambda has none)")
+    if not _NAME.fullmatch(label):
+        raise UserError(
+            f"ra.system: name {label!r}: a system's name is its responses file's name: use "
+            "letters, digits, '_', '.' and '-', starting with a letter or digit"
+        )
     return CallableSystem(label, fn, threads=concurrency)
+
+
+# The names ragaudit.yaml allows its systems (systems.base.SystemOptions.name).
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
 
 
 def _run_path(run: Project | str | Path) -> Path:

@@ -90,6 +90,20 @@ def twin(method: Callable[P, T]) -> Callable[P, Any]:
     return wrapper
 
 
+def _as_system(value: Any) -> System:
+    """A system object as it is, a plain function wrapped as ``ra.system(fn)``."""
+    if hasattr(value, "answer") and hasattr(value, "name"):
+        return value  # type: ignore[no-any-return]
+    if callable(value):
+        from ragaudit.api.functions import system
+
+        return system(value)
+    raise UserError(
+        f"run: {value!r} is not a system: give a system's name, ra.system(fn, name=...) or a "
+        "function"
+    )
+
+
 def _anchor(config: Config, root: Path) -> Config:
     """``config`` with its relative paths (the runs' folder, the corpus, the index folder)
     taken against ``root`` instead of the working directory."""
@@ -100,7 +114,19 @@ def _anchor(config: Config, root: Path) -> Config:
         config.corpus.path = root / config.corpus.path
     if config.harness.index_dir is not None and not config.harness.index_dir.is_absolute():
         config.harness.index_dir = root / config.harness.index_dir
+    config.database.url = _anchor_url(config.database.url, root)
     return config
+
+
+def _anchor_url(url: str | None, root: Path) -> str | None:
+    """A SQLite or DuckDB URL naming a relative file, taken against ``root``."""
+    for prefix in ("sqlite:///", "duckdb:///"):
+        if url and url.startswith(prefix):
+            rest = url[len(prefix) :]
+            path, sep, query = rest.partition("?")
+            if path and not path.startswith("/") and path != ":memory:":
+                return prefix + str((root / path).resolve()) + sep + query
+    return url
 
 
 class Project:
@@ -108,9 +134,9 @@ class Project:
 
     ``config`` is a ragaudit.yaml (a path), a :class:`~ragaudit.config.Config`, or None
     (``./ragaudit.yaml`` where there is one, else the defaults). ``root`` is the folder
-    the configuration's relative paths are taken against (the working directory by
-    default, as on the command line). ``db`` overrides ``database.url`` (``"example"``:
-    the bundled example database), ``llm`` the model (``"local"``, ``"openai:<model>"``,
+    the configuration's relative paths (runs, corpus, index, a SQLite or DuckDB file) are
+    taken against (the working directory by default, as on the command line). ``db``
+    overrides ``database.url`` (``"example"``: the bundled example database), ``llm`` the model (``"local"``, ``"openai:<model>"``,
     or a :class:`ragaudit.llm.Scripted`), ``run`` the run's name. ``progress``: ``auto``
     (rich in a terminal, tqdm in a notebook), ``rich``, ``tqdm``, ``none``, or a
     :class:`~ragaudit.api.progress.Progress`. ``session_hooks``: what is shown of each
@@ -139,7 +165,7 @@ class Project:
         if root is not None:
             resolved = _anchor(resolved, Path(root))
         if db is not None:
-            resolved.database.url = db
+            resolved.database.url = _anchor_url(db, Path(root)) if root is not None else db
         self._backends: dict[str, Backend] = {}
         if llm is not None:
             if isinstance(llm, str):
@@ -426,14 +452,16 @@ class Project:
             config.harness.concurrency = concurrency
         if timeout:
             config.harness.timeout_s = timeout
+        if isinstance(systems, str):
+            systems = [systems]
         names = [s for s in systems or [] if isinstance(s, str)]
-        objects = [s for s in systems or [] if not isinstance(s, str)]
+        objects = [_as_system(s) for s in systems or [] if not isinstance(s, str)]
         chosen: list[Any] = []
         if names or not objects:
             chosen = list(selected_systems(config, names or None))
         chosen += objects
         options = {
-            "system": [s if isinstance(s, str) else s.name for s in systems or []] or None,
+            "system": names + [s.name for s in objects] or None,
             "limit": limit,
             "retry_errors": retry_errors,
             "timeout": timeout,

@@ -23,7 +23,7 @@ from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, RuleFit
 from ragaudit.llm.client import LLMClient
 from ragaudit.records.io import JsonlAppender, atomic_write_json, read_jsonl, write_jsonl_atomic
 from ragaudit.records.models import Judgement, QueryRecord, ResponseRecord
-from ragaudit.rundir import RunDir
+from ragaudit.rundir import RunDir, safe_filename
 from ragaudit.steps.inputs import duplicate_message
 from ragaudit.steps.session import Session
 
@@ -130,11 +130,19 @@ def judge_run(
     with session.llm("judge", use_llm) as llm:
         run = session.run_dir
         folder = run.responses_dir
-        files = sorted(folder.glob("*.jsonl"))
-        if systems:
-            files = [f for f in files if f.stem in set(systems)]
+        files = sorted(folder.glob("*.jsonl")) if folder.exists() else []
         if not files:
             raise UserError(f"nothing to judge: no responses in {folder} (run ragaudit run first)")
+        if systems:
+            by_file = {safe_filename(name): name for name in systems}
+            unknown_systems = [n for f, n in by_file.items() if f not in {p.stem for p in files}]
+            if unknown_systems:
+                known = ", ".join(p.stem for p in files)
+                raise UserError(
+                    f"no responses of system {unknown_systems[0]!r} in {folder} (the run's "
+                    f"systems: {known}; run it first)"
+                )
+            files = [f for f in files if f.stem in by_file]
         queries = {q.query_id: q for q in read_jsonl(run.dataset, QueryRecord)}
         report = JudgeReport()
         for path in files:
@@ -151,7 +159,9 @@ def judge_run(
                 twice = next(q for q, n in Counter(ids).items() if n > 1)
                 raise UserError(f"{path}: {duplicate_message('response', twice, name)}")
             out = run.judgements(name)
-            done = _decided(out, {r.query_id for r in responses if r.error is None})
+            done = _decided(
+                out, {r.query_id for r in responses if r.error is None}, redo_unmatched=use_llm
+            )
             todo = [r for r in responses if r.query_id not in done]
             unknown = [r.query_id for r in todo if r.query_id not in queries]
             if unknown:
@@ -195,12 +205,13 @@ def judge_run(
         return report
 
 
-def _decided(path: Path, answered: set[str]) -> set[str]:
-    """Query ids already judged in ``path``. Two kinds of judgement are dropped from the
-    file (rewritten whole, atomically) so that this run judges them again: those the LLM
-    judge failed to give (a judge that failed for a passing reason must not fail for
-    good), and those of a system error whose query has an answer now (``answered``: after
-    ``ragaudit run --retry-errors``)."""
+def _decided(path: Path, answered: set[str], *, redo_unmatched: bool = False) -> set[str]:
+    """Query ids already judged in ``path``. Some judgements are dropped from the file
+    (rewritten whole, atomically) so that this run judges them again: those the LLM judge
+    failed to give (a judge that failed for a passing reason must not fail for good),
+    those of a system error whose query has an answer now (``answered``: after ``ragaudit
+    run --retry-errors``), and, when an LLM judges this time (``redo_unmatched``), those
+    the matchers alone could not decide (``unmatched``, from ``judge --no-llm``)."""
     if not path.exists():
         return set()
     judgements = list(read_jsonl(path, Judgement))
@@ -211,7 +222,9 @@ def _decided(path: Path, answered: set[str]) -> set[str]:
     kept = [
         j
         for j in judgements
-        if j.correct is not None and not (j.method == "error" and j.query_id in answered)
+        if j.correct is not None
+        and not (j.method == "error" and j.query_id in answered)
+        and not (redo_unmatched and j.method.startswith("unmatched"))
     ]
     if len(kept) < len(judgements):
         write_jsonl_atomic(path, kept)

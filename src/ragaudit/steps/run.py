@@ -63,16 +63,17 @@ class SystemRunEntry(BaseModel):
 
 def selected_systems(config: Config, names: list[str] | None) -> list[SystemConfig]:
     """The systems to run: all of ragaudit.yaml's, or those named (unknown names are errors)."""
+    known = {s.name: s for s in config.systems}
+    missing = [n for n in names or [] if n not in known]
+    if missing:
+        declared = f"known: {', '.join(known)}" if known else "ragaudit.yaml declares none"
+        raise ConfigError(f"no system named {missing[0]!r} ({declared})")
     if not config.systems:
         raise ConfigError(
             "no systems to run: declare them under 'systems:' in ragaudit.yaml (docs/systems.md)"
         )
     if not names:
         return list(config.systems)
-    known = {s.name: s for s in config.systems}
-    missing = [n for n in names if n not in known]
-    if missing:
-        raise ConfigError(f"no system named {missing[0]!r} (known: {', '.join(known)})")
     return [known[n] for n in names]
 
 

@@ -101,6 +101,17 @@ class Answer:
     retrieved_ids: list[str] = field(default_factory=list)
     contexts: list[str] | None = None
 
+    def __post_init__(self) -> None:
+        for name in ("retrieved_ids", "contexts"):
+            value = getattr(self, name)
+            if isinstance(value, str | bytes) or (
+                value is not None and not isinstance(value, list | tuple)
+            ):
+                raise TypeError(
+                    f"Answer.{name} must be a list of strings, not {type(value).__name__} "
+                    f"(a single id is [{value!r}])"
+                )
+
 
 class System(Protocol):
     """A system under test. ``answer`` may raise: the harness records the error."""
