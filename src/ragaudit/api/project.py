@@ -136,9 +136,10 @@ class Project:
     (``./ragaudit.yaml`` where there is one, else the defaults). ``root`` is the folder
     the configuration's relative paths (runs, corpus, index, a SQLite or DuckDB file) are
     taken against (the working directory by default, as on the command line). ``db``
-    overrides ``database.url`` (``"example"``: the bundled example database), ``llm`` the model (``"local"``, ``"openai:<model>"``,
-    or a :class:`ragaudit.llm.Scripted`), ``run`` the run's name. ``progress``: ``auto``
-    (rich in a terminal, tqdm in a notebook), ``rich``, ``tqdm``, ``none``, or a
+    overrides ``database.url`` (``"example"``: the bundled example database), ``llm`` the
+    model (``"local"``, ``"openai:<model>"``, or a :class:`ragaudit.llm.Scripted`),
+    ``run`` the run's name. ``progress``: ``auto`` (rich in a terminal, tqdm in a
+    notebook), ``rich``, ``tqdm``, ``none``, or a
     :class:`~ragaudit.api.progress.Progress`. ``session_hooks``: what is shown of each
     step's LLM work (the command line prints its usage table); by default nothing, and
     :attr:`usage` holds the last step's.
