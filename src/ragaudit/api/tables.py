@@ -21,6 +21,7 @@ from ragaudit.records.io import read_jsonl
 from ragaudit.records.models import FreeScoreRecord, Judgement, QueryRecord, ResponseRecord
 from ragaudit.rundir import RunDir
 from ragaudit.steps.analyze import load_examples
+from ragaudit.steps.inputs import read_run_records
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -152,19 +153,21 @@ class Answers:
 
 def read_answers(run: RunDir, rule: RetrievalRule = DEFAULT_RULE) -> Answers:
     """The run's answers, joined by query id; where each went wrong as ``analyze`` says
-    (its group's tag for the system and wording, the gold documents when known)."""
+    (its group's tag for the system and wording, the gold documents when known). A second
+    response, judgement or score of one (system, query), in its file or in another, is a
+    one-line error naming both files, as in every reader of the run's records."""
     if not run.dataset.exists():
         raise UserError(f"no dataset at {run.dataset}: generate one first")
     queries = {q.query_id: q for q in read_jsonl(run.dataset, QueryRecord)}
-    files = sorted(run.responses_dir.glob("*.jsonl")) if run.responses_dir.exists() else []
+    # read_run_records refuses a second record of a (system, query), in its file or another:
+    # a row is never doubled, nor a verdict or score silently taken from one of two files.
     judged: dict[tuple[str, str], Judgement] = {}
-    judgement_dir = run.judgements("_").parent
-    for path in sorted(judgement_dir.glob("*.jsonl")) if judgement_dir.exists() else []:
-        for judgement in read_jsonl(path, Judgement):
+    for _, judgements in read_run_records(run, Judgement):
+        for judgement in judgements:
             judged[judgement.system, judgement.query_id] = judgement
     scores: dict[tuple[str, str], dict[str, float | None]] = {}
-    for path in sorted(run.scores_dir.glob("*.jsonl")) if run.scores_dir.exists() else []:
-        for s in read_jsonl(path, FreeScoreRecord):
+    for _, records in read_run_records(run, FreeScoreRecord):
+        for s in records:
             scores[s.system, s.query_id] = {
                 name: metric.score for name, metric in s.metrics.items() if metric is not None
             }
@@ -177,8 +180,8 @@ def read_answers(run: RunDir, rule: RetrievalRule = DEFAULT_RULE) -> Answers:
             if tag is not None:
                 where[ex.system, ex.query_id] = source_of(ex, tag)[0]
     rows = []
-    for path in files:
-        for r in read_jsonl(path, ResponseRecord):
+    for _, responses in read_run_records(run, ResponseRecord):
+        for r in responses:
             q = queries.get(r.query_id)
             if q is None:
                 continue  # a response to a question no longer in the dataset

@@ -30,7 +30,7 @@ from ragaudit.analysis.summary import (
 from ragaudit.errors import UserError
 from ragaudit.judge.options import ReferenceFreeOptions
 from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, RuleFit
-from ragaudit.records.io import atomic_write_text, iter_jsonl_dicts, read_jsonl, write_jsonl_atomic
+from ragaudit.records.io import atomic_write_text, read_jsonl, write_jsonl_atomic
 from ragaudit.records.models import (
     CandidateRecord,
     FreeScoreRecord,
@@ -41,7 +41,16 @@ from ragaudit.records.models import (
 from ragaudit.report.summary_file import write_summary
 from ragaudit.report.text import summary_markdown
 from ragaudit.rundir import RunDir
-from ragaudit.steps.inputs import from_records, from_responses, read_neutral
+from ragaudit.steps.inputs import (
+    OneRecordEach,
+    RecordModel,
+    from_records,
+    from_responses,
+    read_neutral,
+    read_retrieved_ids,
+    read_run_records,
+    record_files,
+)
 from ragaudit.steps.judge import read_judge_stats
 from ragaudit.steps.label import read_label_figures
 from ragaudit.steps.scan import read_scan
@@ -61,24 +70,19 @@ class AnalysisResult:
         return self.summary.systems
 
 
-def _record_files(run: RunDir, kind: str) -> list[Path]:
-    folder = (run.judgements("x") if kind == "judgements" else run.responses("x")).parent
-    files = sorted(folder.glob("*.jsonl"))
+def _record_files(run: RunDir, model: RecordModel) -> list[Path]:
+    """The run's judgements or responses files; none is an error that says which step
+    writes them."""
+    files = record_files(run, model)
     if not files:
+        kind, folder = (
+            ("judgements", run.judgements("_").parent)
+            if model is Judgement
+            else ("responses", run.responses_dir)
+        )
         hint = "ragaudit judge, or pass --neutral FILE" if kind == "judgements" else "ragaudit run"
         raise UserError(f"nothing to analyze: no {kind} in {folder} (run {hint})")
     return files
-
-
-def _retrieved_ids(run: RunDir, system: str) -> dict[str, tuple[str, ...]] | None:
-    """Query id -> retrieved ids from the system's responses, if ragaudit ran it."""
-    path = run.responses(system)
-    if not path.exists():
-        return None
-    out = {}
-    for _, row in iter_jsonl_dicts(path):
-        out[str(row["query_id"])] = tuple(str(item["id"]) for item in row.get("retrieved") or [])
-    return out
 
 
 def load_examples(
@@ -96,12 +100,19 @@ def load_examples(
     if it were the answer's). Judgements the judge failed to give are counted per system
     in ``undecided`` and left out; with outcome ``retrieval``, the queries without a
     retrieval verdict are counted per system and variant in ``left_out``, by why, and
-    their positions among the neutral lines added to ``dropped``."""
+    their positions among the neutral lines added to ``dropped``. A second record of one
+    (system, query), in its file or in another of the run (or of ``neutral``), is a
+    one-line error naming both files: counted twice, it would weigh that query double."""
     left_out = left_out if left_out is not None else {}
     dropped = dropped if dropped is not None else set()
     if neutral:
+        given = Counter(path.resolve() for path in neutral)
+        twice = next((path for path in neutral if given[path.resolve()] > 1), None)
+        if twice is not None:
+            raise UserError(f"{twice} is given twice: its results would be counted twice")
+        seen = OneRecordEach("row")  # the files are one set of results: a query once
         examples: list[Example] = [
-            ex for path in neutral for ex in read_neutral(path, system=system, rule=rule)
+            ex for path in neutral for ex in read_neutral(path, system=system, rule=rule, seen=seen)
         ]
         if outcome == "retrieval":
             kept = []
@@ -115,18 +126,23 @@ def load_examples(
                     kept.append(replace(ex, correct=ex.retrieval_correct))
             examples = kept
         return examples
-    files = _record_files(run, "judgements" if outcome == "answer" else "responses")
+    # Every record goes through read_run_records: a query's second judgement or response,
+    # in its own file or another (a copy kept beside it), is refused, never counted.
+    if outcome == "retrieval":
+        files = _record_files(run, ResponseRecord)
+        queries = list(read_jsonl(run.dataset, QueryRecord))
+        examples = []
+        for _, responses in read_run_records(run, ResponseRecord, files):
+            examples.extend(from_responses(iter(queries), responses, rule, left_out))
+        return examples
+    files = _record_files(run, Judgement)
     queries = list(read_jsonl(run.dataset, QueryRecord))
+    retrieved = read_retrieved_ids(run)
     examples = []
-    for path in files:
-        if outcome == "retrieval":
-            examples.extend(
-                from_responses(iter(queries), read_jsonl(path, ResponseRecord), rule, left_out)
-            )
-            continue
-        judgements = list(read_jsonl(path, Judgement))
-        retrieved = _retrieved_ids(run, judgements[0].system) if judgements else None
-        examples.extend(from_records(iter(queries), iter(judgements), retrieved, undecided))
+    for _, records in read_run_records(run, Judgement, files):
+        judgements = list(records)
+        ids = retrieved.get(judgements[0].system) if judgements else None
+        examples.extend(from_records(iter(queries), iter(judgements), ids, undecided))
     return examples
 
 
@@ -315,8 +331,7 @@ def read_reference_free(
 ) -> ReferenceFreeFigures | None:
     """The reliability of the run's reference-free scores (scores/) against the judged
     answers, or None when none was scored."""
-    files = sorted(run.scores_dir.glob("*.jsonl")) if run.scores_dir.exists() else []
-    records = [r for path in files for r in read_jsonl(path, FreeScoreRecord)]
+    records = [r for _, file in read_run_records(run, FreeScoreRecord) for r in file]
     return reference_free_figures(examples, records, options.thresholds, options.target_precision)
 
 

@@ -26,7 +26,7 @@ from ragaudit.records.models import FREE_METRICS, FreeScoreRecord, QueryRecord, 
 from ragaudit.report.compare import CompareFile, compare_markdown, read_compare
 from ragaudit.rundir import RunDir
 from ragaudit.steps.analyze import load_examples
-from ragaudit.steps.inputs import from_responses
+from ragaudit.steps.inputs import from_responses, read_run_records
 
 
 def _selected(
@@ -76,8 +76,8 @@ def _free_examples(run: RunDir, metric: str) -> tuple[list[Example], dict[tuple[
     queries = {q.query_id: q for q in read_jsonl(run.dataset, QueryRecord)}
     values: dict[tuple[str, str], float] = {}
     examples = []
-    for path in files:
-        for record in read_jsonl(path, FreeScoreRecord):
+    for _, records in read_run_records(run, FreeScoreRecord, files):
+        for record in records:
             score = record.metrics.get(metric)  # type: ignore[call-overload]  # checked name
             q = queries.get(record.query_id)
             if score is None or score.score is None or q is None:
@@ -130,8 +130,8 @@ def compare_examples(
             f"nothing to compare: no responses in {run.responses_dir} (run ragaudit run)"
         )
     examples = []
-    for path in files:
-        found = list(from_responses(iter(queries), read_jsonl(path, ResponseRecord), rule))
+    for _, responses in read_run_records(run, ResponseRecord, files):
+        found = list(from_responses(iter(queries), responses, rule))
         if found and not any(ex.retrieved for ex in found):
             left_out[found[0].system] = "retrieves nothing"
             continue
