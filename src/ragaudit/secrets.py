@@ -50,14 +50,30 @@ def redact_known(text: str | None) -> str | None:
     return text
 
 
-SECRET_URL_PARAMETERS = frozenset({"password", "pwd", "passwd", "sslpassword", "token", "key"})
-"""URL query parameters whose value is a secret (compared case-insensitively): libpq and
-many drivers and services take a password, token or key there."""
+SECRET_NAME_PARTS = ("key", "token", "secret", "pass", "pwd", "auth", "credential", "signature")
+"""A URL parameter whose name contains one of these, in any case, carries a secret: libpq's
+``password``, ``passwd`` and ``sslpassword``, ``api_key``, ``apikey``, ``access_token``,
+``client_secret``, ``Authorization``, S3's ``X-Amz-Signature``, ``X-Amz-Security-Token`` and
+``X-Amz-Credential``... (a name such as ``author`` is masked too: showing a value needlessly
+hidden costs less than printing a key)."""
 
-_SECRET_QUERY = re.compile(
-    r"(?P<name>[?&](?:" + "|".join(sorted(SECRET_URL_PARAMETERS)) + r")=)(?P<value>[^&]*)",
-    re.IGNORECASE,
-)
+SECRET_NAMES = frozenset({"sig", "sas"})
+"""URL parameters that carry a secret under a name too short to match by a part: Azure's
+shared access signature (``sig``) and token (``sas``)."""
+
+
+def is_secret_parameter(name: str) -> bool:
+    """Whether the URL parameter ``name`` (as written: percent-encoded or not, in any case)
+    carries a secret: its name contains one of :data:`SECRET_NAME_PARTS` or is one of
+    :data:`SECRET_NAMES`. The one rule every URL ragaudit shows or stores is masked by.
+
+    >>> [is_secret_parameter(n) for n in ("api_key", "X-Amz-Signature", "SIG", "lang", "sign")]
+    [True, True, True, False, False]
+    """
+    lowered = urllib.parse.unquote_plus(name).lower()
+    return lowered in SECRET_NAMES or any(part in lowered for part in SECRET_NAME_PARTS)
+
+
 # The password of a URL's user part, read as SQLAlchemy reads it: from "://user:" to the "@".
 _USER_PASSWORD = re.compile(r"(?P<user>://[^:/]*:)(?P<value>[^@]*)(?P<at>@)")
 
@@ -70,27 +86,52 @@ def register_url_value(value: str) -> None:
     register_secret(urllib.parse.quote_plus(value))
 
 
+def _mask_parameter(piece: str) -> str:
+    """One ``&``-separated piece of a URL's query or fragment (the first one starts with its
+    ``?`` or ``#``), with its value shown as ``***`` and registered when its name says it is
+    a secret. A secret value runs to the next ``&`` (a ``#`` in it may be the secret's own, as
+    SQLAlchemy reads a database URL); after any other parameter a ``#`` starts a fragment,
+    whose parameters are masked the same way (OAuth returns ``#access_token=...``)."""
+    lead = piece[:1] if piece[:1] in ("?", "#") else ""
+    name, equals, value = piece[len(lead) :].partition("=")
+    if "#" in name:  # a fragment starts before any value
+        cut = len(lead) + name.index("#")
+        return piece[:cut] + _mask_parameter(piece[cut:])
+    if not equals:
+        return piece
+    if is_secret_parameter(name):
+        register_secret(value)
+        register_url_value(urllib.parse.unquote_plus(value))
+        return f"{lead}{name}={MASK}"
+    if "#" in value:
+        cut = value.index("#")
+        return f"{lead}{name}={value[:cut]}" + _mask_parameter(value[cut:])
+    return piece
+
+
 def mask_url_query(url: str) -> str:
-    """``url`` with the value of every password-like query parameter
-    (:data:`SECRET_URL_PARAMETERS`) shown as ``***`` and registered as a secret; the rest is
-    kept as written.
+    """``url`` with the value of every secret-like parameter of its query or fragment
+    (:func:`is_secret_parameter`) shown as ``***`` and registered as a secret, decoded and
+    URL-encoded, so that a message quoting it either way is masked too; the rest is kept as
+    written.
 
     >>> mask_url_query("https://h/ask?lang=en&Token=t0k3n-abc")
     'https://h/ask?lang=en&Token=***'
+    >>> mask_url_query("https://h/s3/f.csv?X-Amz-Signature=5a1b2c&X-Amz-Expires=60")
+    'https://h/s3/f.csv?X-Amz-Signature=***&X-Amz-Expires=60'
     """
-    head, mark, query = url.partition("?")
-    if not mark:
+    starts = [at for at in (url.find("?"), url.find("#")) if at >= 0]
+    if not starts:
         return url
-    for match in _SECRET_QUERY.finditer(mark + query):
-        register_secret(match["value"])
-        register_url_value(urllib.parse.unquote_plus(match["value"]))
-    return head + _SECRET_QUERY.sub(lambda m: m["name"] + MASK, mark + query)
+    start = min(starts)
+    return url[:start] + "&".join(_mask_parameter(p) for p in url[start:].split("&"))
 
 
 def mask_url(url: str) -> str:
-    """``url`` with the password of its user part and of every password-like query parameter
-    shown as ``***`` and registered as secrets, the rest as written: for a URL that is shown
-    or stored (a resolved configuration, an error message).
+    """``url`` with the password of its user part and the value of every secret-like query
+    parameter (:func:`is_secret_parameter`) shown as ``***`` and registered as secrets, the
+    rest as written: for a URL that is shown or stored (a resolved configuration, an error
+    message).
 
     >>> mask_url("postgresql://app:s3cret@db/prod?sslmode=require&password=s3cret")
     'postgresql://app:***@db/prod?sslmode=require&password=***'

@@ -91,29 +91,38 @@ class LLMConfig(StrictOptions):
 
 def url_credentials_problem(url: str | None) -> str | None:
     """Why an LLM server URL cannot be used as given, or None. A user or password in it
-    (``http://user:pw@host/v1``), or a password or key in its query (``?key=...``), is
-    registered as a secret, so that it is masked wherever it could appear, and refused:
-    OpenAI-compatible servers take the key as a Bearer token, which the URL's credentials
-    would clash with, and the request path goes after the base URL, past any query."""
+    (``http://user:pw@host/v1``), or a query or fragment (``?api_key=...``), is refused,
+    and what could be a secret in it registered, so that it is masked wherever it could
+    appear: OpenAI-compatible servers take the key as a Bearer token, which the URL's
+    credentials would clash with, and the request path goes after the base URL, past any
+    query, so no query there is sent as one, whatever its parameters are called (a key
+    under a name no rule knows, such as ``?code=``, is not shown either: the message never
+    quotes the URL)."""
     if not url:
-        return None
-    if mask_url_query(url) != url:  # registers what it masks
-        return (
-            "a password or key in the URL's query is not supported (it is not sent): give "
-            "the server's key as llm.api_key or OPENAI_API_KEY, and the URL without it"
-        )
-    if "@" not in url:
         return None
     from urllib.parse import urlsplit
 
     try:
         parts = urlsplit(url)
+        credentials = parts.username is not None or parts.password is not None
     except ValueError:
-        return None  # not a URL: the HTTP client reports that
-    if parts.username is None and parts.password is None:
-        return None
-    register_secret(parts.password)
-    return (
-        "a user or password in the URL is not supported (it is not sent): give the server's "
-        "key as llm.api_key or OPENAI_API_KEY, and the URL without credentials"
-    )
+        parts, credentials = None, False  # not a URL: the HTTP client reports that
+    if credentials and parts is not None:
+        register_secret(parts.password)
+    if mask_url_query(url) != url:  # registers every secret-like value it masks
+        return (
+            "a password or key in the URL's query is not supported (it is not sent): give "
+            "the server's key as llm.api_key or OPENAI_API_KEY, and the URL without it"
+        )
+    if credentials:
+        return (
+            "a user or password in the URL is not supported (it is not sent): give the "
+            "server's key as llm.api_key or OPENAI_API_KEY, and the URL without credentials"
+        )
+    if "?" in url or "#" in url:
+        return (
+            "a query in the URL is not supported (the request path goes after the base URL, "
+            "so it is not sent as one): give the URL without it, and the server's key as "
+            "llm.api_key or OPENAI_API_KEY"
+        )
+    return None
