@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragaudit.analysis.metrics import analyze as analyze_examples
-from ragaudit.analysis.metrics import source_of
+from ragaudit.analysis.metrics import by_system_and_variant, source_of
 from ragaudit.errors import UserError
 from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule
 from ragaudit.records.io import read_jsonl
@@ -175,10 +175,15 @@ def read_answers(run: RunDir, rule: RetrievalRule = DEFAULT_RULE) -> Answers:
     if judged:
         examples = load_examples(run, [], rule, outcome="answer")
         tags = analyze_examples(examples).tags
-        for ex in examples:
-            tag = tags.get(ex.system, {}).get(ex.variant, {}).get(ex.group_id)
-            if tag is not None:
-                where[ex.system, ex.query_id] = source_of(ex, tag)[0]
+        # The examples with the retrieval verdicts analyze gives them, so that "where"
+        # says what summary.json's blame says.
+        prepared = by_system_and_variant(examples)
+        for variants in prepared.values():
+            for items in variants.values():
+                for ex in items:
+                    tag = tags.get(ex.system, {}).get(ex.variant, {}).get(ex.group_id)
+                    if tag is not None:
+                        where[ex.system, ex.query_id] = source_of(ex, tag)[0]
     rows = []
     for _, responses in read_run_records(run, ResponseRecord):
         for r in responses:
