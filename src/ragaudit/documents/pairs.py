@@ -14,7 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ragaudit.errors import UserError
-from ragaudit.records.io import RecordFileError, iter_jsonl_dicts, read_utf8_text
+from ragaudit.records.io import (
+    RecordFileError,
+    check_unicode_text,
+    iter_jsonl_dicts,
+    read_utf8_text,
+)
 from ragaudit.records.models import LabelPair, QueryRecord, stable_id
 
 
@@ -38,11 +43,14 @@ class PairSet:
 
 def _load_json(path: Path) -> object:
     try:
-        return json.loads(read_utf8_text(path))
-    except RecordFileError as exc:  # no such file, or not UTF-8: one line, with where
+        text = read_utf8_text(path)
+        data = json.loads(text)
+        check_unicode_text(path, data, text)  # a lone "\\ud800" escape: where it is
+    except RecordFileError as exc:  # no such file, not UTF-8, not Unicode: one line
         raise PairsError(str(exc)) from None
     except json.JSONDecodeError as exc:
         raise PairsError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+    return data
 
 
 def _shown(value: object) -> str:

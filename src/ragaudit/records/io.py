@@ -13,7 +13,14 @@ Only the files ragaudit appends to may end in a torn line: a user's input file (
 set, a corpus, a label file) is read with ``skip_torn_tail=False``, so that its bad last
 line is an error with its line number rather than a record silently lost. Whole files are
 created with the permissions the user's umask gives (0644 under umask 022), as any other
-tool creates its output; a file that exists keeps its own.
+tool creates its output; a file that exists keeps its own. A whole-file write through a
+symlink replaces the link's target and keeps the link; a name that is a directory, a FIFO or
+a device is refused in one line, never replaced by a regular file.
+
+JSON text read from a file is checked to be Unicode text: a lone UTF-16 surrogate escape
+(``"\\ud800"``) decodes to a string no UTF-8 file, hash or terminal can hold, so it is a
+:class:`RecordFileError` naming the line and the field where it is read, not a traceback
+wherever the string next goes.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
@@ -73,11 +81,49 @@ def _target_mode(path: Path) -> int:
         return 0o666 & ~_umask()
 
 
+def _kind(mode: int) -> str:
+    """What a file that is not a regular one is, in words."""
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def _write_target(path: Path) -> Path:
+    """The file a whole-file write of ``path`` replaces: ``path``, or the file a symlink at
+    ``path`` points to (which need not exist yet), so that the rename replaces the target
+    and the link stays. A name that is a directory, a FIFO, a socket or a device (itself or
+    through a link) is a :class:`UserError` naming it: the rename would fail with a
+    traceback, or replace the special file with a regular one."""
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    try:
+        mode = target.stat().st_mode
+    except FileNotFoundError:
+        return target
+    except OSError as exc:  # a loop of links, a folder that cannot be searched
+        raise UserError(f"{path}: cannot write: {exc.strerror}") from None
+    if stat.S_ISREG(mode):
+        return target
+    shown = str(path) if target == path else f"{path} (a link to {target})"
+    kind = _kind(mode)
+    what = kind if kind == "not a regular file" else f"is {kind}, not a regular file"
+    raise UserError(f"{shown} {what}: give the path of a file to write")
+
+
 def _temp_beside(path: Path) -> tuple[int, Path]:
     """A new temporary file next to ``path`` (same filesystem, so the rename is atomic),
-    open as ``fd``, with the permissions ``path`` is to have."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    open as ``fd``, with the permissions ``path`` is to have. A folder that cannot hold it
+    (a file stands in the path, no permission) is a :class:`UserError` naming ``path``."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise UserError(f"{path}: cannot write: {exc.strerror or exc}") from None
     try:
         if hasattr(os, "fchmod"):
             os.fchmod(fd, _target_mode(path))
@@ -92,21 +138,24 @@ def _temp_beside(path: Path) -> tuple[int, Path]:
 
 @contextlib.contextmanager
 def _atomic_open(path: Path) -> Iterator[IO[str]]:
-    fd, tmp = _temp_beside(path)
+    target = _write_target(path)
+    fd, tmp = _temp_beside(target)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, path)
-        _fsync_dir(path.parent)
+        os.replace(tmp, target)
+        _fsync_dir(target.parent)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` all at once (temp file + fsync + rename)."""
+    """Replace ``path`` with ``text`` all at once (temp file + fsync + rename); through a
+    symlink, its target. A directory or a special file under the name is a
+    :class:`UserError`."""
     with _atomic_open(path) as handle:
         handle.write(text)
 
@@ -154,6 +203,85 @@ def not_utf8(path: Path, data: bytes, exc: UnicodeDecodeError, *, line: int | No
     )
 
 
+# Any character of a string json decoded from a UTF-8 file is Unicode text but a UTF-16
+# surrogate, which only a "\\ud800"-style escape can give (json joins a high one and the
+# low one right after it into one character, so any left is lone).
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# A JSON escape: \uXXXX (group 1), or a backslash and one character (so that an escaped
+# backslash followed by "ud800" is not read as an escape).
+_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|.)", re.S)
+
+
+def _has_surrogate_escape(text: str) -> bool:
+    """Whether ``text`` may hold a surrogate escape: the cheap test that lets the files
+    without one (nearly all) skip the check."""
+    return "\\ud" in text or "\\uD" in text
+
+
+def _not_unicode(value: object, where: str = "") -> str | None:
+    """Where in ``value`` (decoded JSON) the first string that is not Unicode text is:
+    ``question``, ``data[0].paragraphs[1].context``, ``""`` for ``value`` itself; None when
+    every string (keys too) is text."""
+    if isinstance(value, str):
+        return where if _SURROGATE.search(value) else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            key = str(key)
+            if _SURROGATE.search(key):  # shown escaped: the key itself cannot be printed
+                return f"{where}.{key!a}" if where else ascii(key)
+            found = _not_unicode(item, f"{where}.{key}" if where else key)
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found = _not_unicode(item, f"{where}[{i}]")
+            if found is not None:
+                return found
+    return None
+
+
+def _lone_escape_line(text: str) -> int:
+    """The line of ``text`` (JSON) where its first lone surrogate escape is: a high one
+    (``\\ud800``-``\\udbff``) not followed at once by a low one, or a low one alone."""
+    high: tuple[int, int] | None = None  # (start, end) of a high escape waiting for its pair
+    at = 0
+    for match in _ESCAPE.finditer(text):
+        code = int(match.group(1), 16) if match.group(1) else None
+        if high is not None:
+            if code is not None and 0xDC00 <= code <= 0xDFFF and match.start() == high[1]:
+                high = None
+                continue
+            at = high[0]
+            break
+        if code is not None and 0xD800 <= code <= 0xDBFF:
+            high = (match.start(), match.end())
+        elif code is not None and 0xDC00 <= code <= 0xDFFF:
+            at = match.start()
+            break
+    else:
+        at = high[0] if high is not None else 0
+    return text.count("\n", 0, at) + 1
+
+
+def check_unicode_text(path: Path, value: object, text: str, *, line: int | None = None) -> None:
+    """Refuse ``value``, the JSON decoded from ``text`` (line ``line`` of ``path``, or the
+    whole file), when a string in it is not Unicode text (a lone surrogate escape such as
+    ``"\\ud800"``): a :class:`RecordFileError` naming the file, the line and the field.
+    Such a string passes ``json`` but breaks whatever writes, hashes or prints it next. Free
+    on text without a ``\\ud`` escape; only text with one is looked through."""
+    if not _has_surrogate_escape(text):
+        return
+    where = _not_unicode(value)
+    if where is None:
+        return
+    number = line if line is not None else _lone_escape_line(text)
+    field = f" {where}:" if where else ""
+    raise RecordFileError(
+        f"{path}:{number}:{field} not valid Unicode text (a lone surrogate escape such as "
+        "\\ud800 is half of a character): fix or remove it"
+    )
+
+
 def read_utf8_text(path: Path) -> str:
     """The text of ``path``, read as UTF-8 (a leading byte order mark is dropped); bytes that
     are not UTF-8 are a :class:`RecordFileError` that names the line, never a traceback."""
@@ -175,8 +303,8 @@ def iter_jsonl_dicts(
     A last line without its newline that does not parse is the trace of a killed append and
     is skipped when ``skip_torn_tail``: only for the files ragaudit itself appends to. A
     user's input file is read with ``skip_torn_tail=False``, so that its bad last line is
-    an error. Anywhere else a bad line, or one that is not UTF-8, is a
-    :class:`RecordFileError` naming the line.
+    an error. Anywhere else a bad line, one that is not UTF-8, or one whose strings are not
+    Unicode text (:func:`check_unicode_text`) is a :class:`RecordFileError` naming the line.
     """
     try:
         handle = path.open("rb")
@@ -203,6 +331,8 @@ def iter_jsonl_dicts(
                 raise RecordFileError(f"{path}:{number}: not valid JSON: {exc.msg}") from None
             if not isinstance(obj, dict):
                 raise RecordFileError(f"{path}:{number}: expected a JSON object per line")
+            if "\\ud" in line or "\\uD" in line:  # the test of check_unicode_text, inline
+                check_unicode_text(path, obj, line, line=number)
             yield number, obj
 
 
@@ -309,12 +439,13 @@ def export_parquet(records: Iterable[BaseModel], path: Path) -> int:
     for row in rows:
         names.extend(k for k in row if k not in names)
     table = pa.table({name: _column([row.get(name) for row in rows]) for name in names})
-    fd, tmp = _temp_beside(path)
+    target = _write_target(path)
+    fd, tmp = _temp_beside(target)
     os.close(fd)
     tmp_name = str(tmp)
     try:
         pq.write_table(table, tmp_name)
-        os.replace(tmp_name, path)
+        os.replace(tmp_name, target)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise

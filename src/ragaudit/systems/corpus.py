@@ -20,7 +20,12 @@ from pydantic import Field
 
 from ragaudit.errors import UserError
 from ragaudit.options import StrictOptions
-from ragaudit.records.io import RecordFileError, iter_jsonl_dicts, read_utf8_text
+from ragaudit.records.io import (
+    RecordFileError,
+    check_unicode_text,
+    iter_jsonl_dicts,
+    read_utf8_text,
+)
 
 
 class CorpusConfig(StrictOptions):
@@ -118,8 +123,9 @@ def _read_file(path: Path) -> str:
 def load_corpus(path: Path) -> list[Document]:
     """Documents from a JSON file, a JSON Lines file or a folder of text files, read as
     UTF-8. Every document needs its own id and the corpus at least one document: a
-    repeated id (a folder's ``a.txt`` and ``a.md`` too), a file that is not UTF-8 or a
-    bad line (the last one included) is a :class:`CorpusError` that names where."""
+    repeated id (a folder's ``a.txt`` and ``a.md`` too), a file that is not UTF-8, a
+    string that is not Unicode text (a lone surrogate escape) or a bad line (the last one
+    included) is a :class:`CorpusError` that names where."""
     if path.is_dir():
         files = sorted(
             p for p in path.rglob("*") if p.suffix.lower() in {".txt", ".md"} and p.is_file()
@@ -136,10 +142,14 @@ def load_corpus(path: Path) -> list[Document]:
         except RecordFileError as exc:
             raise CorpusError(str(exc)) from None
         return _from_objects(rows, str(path))
+    text = _read_file(path)
     try:
-        data = json.loads(_read_file(path), object_pairs_hook=_object)
+        data = json.loads(text, object_pairs_hook=_object)
+        check_unicode_text(path, data, text)  # a lone "\\ud800" escape: where it is
     except json.JSONDecodeError as exc:
         raise CorpusError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+    except RecordFileError as exc:
+        raise CorpusError(str(exc)) from None
     if isinstance(data, dict):
         if isinstance(data, _Keys) and data.repeated is not None:
             raise CorpusError(
