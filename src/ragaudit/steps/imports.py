@@ -7,8 +7,12 @@ the systems alike."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from pydantic import TypeAdapter
 
 from ragaudit.config import Config
 from ragaudit.documents.pairs import read_input
@@ -36,14 +40,16 @@ class ImportStats:
     warnings: list[str] = field(default_factory=list)
 
 
-def query_of(pair: LabelPair) -> QueryRecord:
+def query_of(pair: LabelPair, contexts: Mapping[str, str]) -> QueryRecord:
     """One imported question as a query: its own semantic group, its context as the gold
     document (none when the set marks it unanswerable: a hole of the knowledge base).
 
-    The query id is a hash of the question's id, text and reference, so an edited question
-    (new wording, new answer, now unanswerable) is a new query that is asked and judged
-    afresh, never one that inherits the old question's answers and verdicts; the group id
-    stays the set's own id."""
+    The query id is a hash of the question's id, text and reference and of its context
+    (its id, and its text's hash in ``contexts``: :func:`context_digests`), so an edited
+    question (new wording, new answer, now unanswerable) or an edited context (a document
+    that now reads otherwise, or has another id) is a new query that is asked and judged
+    afresh, never one that inherits answers and verdicts given over the old text; the group
+    id stays the set's own id."""
     unanswerable = bool(pair.impossible)
     answer = None if unanswerable else pair.answer  # the reference is this answer, or none
     reference = (
@@ -52,7 +58,13 @@ def query_of(pair: LabelPair) -> QueryRecord:
         else Reference(values=[answer], display=answer)
     )  # import_questions keeps no answerable question without its answer
     return QueryRecord(
-        query_id=stable_id("imported", pair.pair_id, pair.question, answer),
+        query_id=stable_id(
+            "imported",
+            pair.pair_id,
+            pair.question,
+            answer,
+            [(i, contexts[i]) for i in pair.gold_ids],
+        ),
         group_id=f"imp-{pair.pair_id}",
         template_id=f"imported:{pair.source}",
         variant=IMPORTED_VARIANT,
@@ -89,12 +101,56 @@ def _remove_records(run: RunDir, gone: set[str]) -> int:
     return removed
 
 
-def _imported_ids(dataset: Path) -> set[str]:
-    """The query ids of the imported part of ``dataset`` (none when there is none yet)."""
+# The fields every imported query has from the import itself; the others (a label, ...)
+# are what later steps may have written into the dataset.
+_FROM_IMPORT = frozenset(
+    {"schema_version", "query_id", "group_id", "template_id", "variant", "query"}
+    | {"reference", "gold_ids", "gold_kind", "source"}
+)
+_LATER = frozenset(QueryRecord.model_fields) - _FROM_IMPORT
+_DEFAULTS = {
+    name: QueryRecord.model_fields[name].get_default(call_default_factory=True) for name in _LATER
+}
+# Each such field's own type, to read a kept value as the record would.
+_ADAPTERS: dict[str, TypeAdapter[Any]] = {
+    name: TypeAdapter(QueryRecord.model_fields[name].rebuild_annotation()) for name in _LATER
+}
+
+
+def context_digests(contexts: Mapping[str, str]) -> dict[str, str]:
+    """A hash of each context's text, by context id: what an imported query's id holds of
+    its context (hashed once per context, however many questions it has)."""
+    return {i: stable_id(text, length=32) for i, text in contexts.items()}
+
+
+def _imported_queries(dataset: Path) -> dict[str, dict[str, Any] | None]:
+    """The imported part of ``dataset`` (empty when there is none yet): query id -> what
+    later steps wrote into that query (the fields the import does not set, where they are
+    not the default), or None when they wrote nothing (most queries)."""
     if not dataset.exists():
-        return set()
-    rows = iter_jsonl_dicts(dataset)
-    return {str(row["query_id"]) for _, row in rows if row.get("source") == "imported"}
+        return {}
+    out: dict[str, dict[str, Any] | None] = {}
+    for _, row in iter_jsonl_dicts(dataset):
+        if row.get("source") == "imported":
+            later = {k: row[k] for k in row.keys() & _LATER if row[k] != _DEFAULTS[k]}
+            out[str(row["query_id"])] = later or None  # None: nothing, and small
+    return out
+
+
+def _with_later_fields(query: QueryRecord, later: dict[str, Any] | None) -> QueryRecord:
+    """``query`` as the dataset held it before: with what later steps wrote into it (the
+    label step's label, ...), so that importing a question again that did not change (the
+    same query id) keeps all that, and importing the same file again changes nothing."""
+    if not later:
+        return query
+    # Each value read as its field's type; a copy shares the rest (no second validation
+    # of every labelled query).
+    kept = {
+        k: _ADAPTERS[k].validate_python(v)
+        for k, v in later.items()
+        if k not in query.model_fields_set  # what this import gives is this import's
+    }
+    return query.model_copy(update=kept) if kept else query
 
 
 def _corpus_ids(config: Config, run: RunDir, contexts: dict[str, str]) -> set[str] | None:
@@ -116,7 +172,9 @@ def import_questions(config: Config, run: RunDir, path: Path) -> ImportStats:
     (or an empty one) cannot be judged (an empty reference would mean "unanswerable"): it
     is left out, and counted; so are the questions of an empty SQuAD context. The records
     (responses, judgements, scores) of questions of the last import that changed or left
-    the set are removed, and counted, so that run and judge ask them again.
+    the set are removed, and counted, so that run and judge ask them again; a question
+    that did not change (nor its context) keeps its query id, its records and what later
+    steps wrote into its query (its label).
 
     Everything is read and checked first (the file, the configured corpus): an import
     that fails writes nothing. Nothing left is an error, and the dataset stays as it was."""
@@ -141,10 +199,18 @@ def import_questions(config: Config, run: RunDir, path: Path) -> ImportStats:
             f"{stats.no_answer} questions have no answer and are not marked unanswerable: "
             "left out (an empty answer is none; give an answer, or answerable: false)"
         )
-    queries = [query_of(pair) for pair in usable]
+    digests = context_digests(pairs.contexts)
+    queries = [query_of(pair, digests) for pair in usable]
     corpus_ids = _corpus_ids(config, run, pairs.contexts)  # may fail: nothing written yet
     kept = list(other_half(run.dataset, "imported"))
-    gone = _imported_ids(run.dataset) - {q.query_id for q in queries}
+    before = _imported_queries(run.dataset)
+    gone = set(before) - {q.query_id for q in queries}
+    # An unchanged question keeps what later steps wrote into it (its label, ...); in
+    # place, so that a labelled set is not held twice.
+    for n, query in enumerate(queries):
+        later = before.pop(query.query_id, None)
+        if later:
+            queries[n] = _with_later_fields(query, later)
     # Stale records go first: a crash after this leaves questions to ask again, never
     # answers to questions that are not asked any more.
     stats.replaced = len(gone)
