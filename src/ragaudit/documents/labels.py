@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ValidationError, field_validator
 
-from ragaudit.errors import LLMError
+from ragaudit.aio import gather_all
+from ragaudit.errors import FATAL_LLM_ERRORS, LLMError
 from ragaudit.llm.client import LLMClient
 from ragaudit.llm.parsing import extract_json
 from ragaudit.llm.types import GenerationParams, Messages, system, user
@@ -175,7 +176,9 @@ async def label_one(
 ) -> LabelRecord:
     """``rater``'s label of ``pair`` (whose context is ``context``); undecided, with the
     reason, when the model's replies stay unusable or the model cannot be reached.
-    ``params``: the rater's generation parameters, if already made."""
+    ``params``: the rater's generation parameters, if already made. A refused key or an
+    unknown model (:data:`~ragaudit.errors.FATAL_LLM_ERRORS`) is raised: every other call
+    would fail the same way, so it stops the step rather than make every pair undecided."""
     messages = label_prompt(context, pair.question, rater.phrasing)
     try:
         reply = await llm.acomplete_parsed(
@@ -184,6 +187,8 @@ async def label_one(
             f"JSON: {_REPLY_SHAPE}",
             params or rater.params(llm.default_params),
         )
+    except FATAL_LLM_ERRORS:
+        raise
     except LLMError as exc:
         reason = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
         return LabelRecord(pair_id=pair.pair_id, rater=rater.name, label=None, reason=reason)
@@ -203,7 +208,8 @@ async def label_pairs(
     """Every rater's label of every pair, in the order that reuses a local model's prompt
     cache (model by model, then context by context, its questions, then the raters), with
     as many calls in flight as each model's backend takes. ``contexts`` maps a pair id to
-    its context text; ``clients`` a model name to its client."""
+    its context text; ``clients`` a model name to its client. A fatal LLM error (a refused
+    key, an unknown model) stops every worker and is raised."""
     by_model: dict[str, list[Rater]] = {}
     for rater in raters:
         by_model.setdefault(rater.model, []).append(rater)
@@ -230,7 +236,7 @@ async def label_pairs(
                     on_done(record)
 
         workers = max(1, int(getattr(llm.backend, "max_concurrency", 1)))
-        await asyncio.gather(*(worker() for _ in range(min(workers, len(jobs)) or 1)))
+        await gather_all(*(worker() for _ in range(min(workers, len(jobs)) or 1)))
     return out
 
 

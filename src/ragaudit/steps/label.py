@@ -69,7 +69,9 @@ def read_human_labels(path: Path, pair_ids: set[str]) -> list[LabelRecord]:
     """A human rater's labels: JSON Lines or CSV with ``id`` and ``label`` (and, optionally,
     ``rater``, else the file's name, and ``reason``). A label must be one of the four
     (spelling forgiven as for the LLM); ids not among the pairs are an error, so that a
-    file for another set is not half-read."""
+    file for another set is not half-read. One rater gives a pair one label: two different
+    ones are an error naming both lines (agreement would count the rater twice, once on
+    each side); the same label again is read once."""
     if not path.is_file():
         raise UserError(f"{path}: no such label file")
     rows: Iterable[tuple[int, dict[str, object]]]
@@ -82,6 +84,7 @@ def read_human_labels(path: Path, pair_ids: set[str]) -> list[LabelRecord]:
         rows = list(iter_jsonl_dicts(path, skip_torn_tail=False))
     out = []
     unknown = []
+    given: dict[tuple[str, str], tuple[int, str]] = {}  # (pair, rater) -> (line, label)
     for line, row in rows:
         pair_id = str(row.get("id") or "").strip()
         if not pair_id:
@@ -96,6 +99,14 @@ def read_human_labels(path: Path, pair_ids: set[str]) -> list[LabelRecord]:
                 f"{path}:{line}: label {row.get('label')!r} is not one of {', '.join(LABELS)}"
             ) from None
         rater = str(row.get("rater") or f"human:{path.stem}")
+        first = given.setdefault((pair_id, rater), (line, label))
+        if first[0] != line:
+            if first[1] != label:
+                raise UserError(
+                    f"{path}: lines {first[0]} and {line} give pair {pair_id!r} two labels "
+                    f"({first[1]}, {label}) from rater {rater!r}: keep one"
+                )
+            continue  # the same label twice: one label
         out.append(
             LabelRecord(
                 pair_id=pair_id, rater=rater, label=label, reason=str(row.get("reason") or "")
@@ -150,7 +161,8 @@ def label_run(
 ) -> LabelResult:
     """Label every pair with every rater and write labels.jsonl (and labels/pairs.jsonl,
     labels/contexts.jsonl); the consensus labels flow into the run's dataset when the pairs
-    are its queries."""
+    are its queries. A pair an LLM rater cannot label is undecided, with why; a refused key
+    or an unknown model stops the step with that one error, and nothing is written."""
     run = session.run_dir
     config = session.config
     pairs = load_pairs(run, input_path, config.corpus.path)
@@ -166,7 +178,6 @@ def label_run(
             raise UserError(str(exc)) from None
     if not raters and not records:
         raise UserError("no rater: drop --no-llm, or give human label files (--human FILE)")
-    _write_pairs(run, pairs)
     if raters:
         if on_start is not None:
             on_start(len(raters) * len(pairs.pairs))
@@ -185,6 +196,9 @@ def label_run(
         records = kept + records
     order = {p.pair_id: i for i, p in enumerate(pairs.pairs)}
     records.sort(key=lambda r: (order[r.pair_id], r.rater))
+    # Written once every rater is done: a step stopped on the way (a refused key) leaves
+    # the pairs and labels of the last labelling as they were, never one without the other.
+    _write_pairs(run, pairs)
     write_jsonl_atomic(run.labels, records)
     figures = label_figures(pairs.pairs, records)
     result = LabelResult(
