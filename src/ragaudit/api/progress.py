@@ -60,10 +60,8 @@ class SilentProgress:
 
 class _RichTask:
     def __init__(self, progress: Any, description: str, total: int | None) -> None:
-        from rich.markup import escape
-
         self._progress = progress
-        self._id = progress.add_task(escape(description), total=total)
+        self._id = progress.add_task(description, total=total)
 
     def start(self, total: int | None, done: int = 0) -> None:
         self._progress.reset(self._id, total=total, completed=done, start=True)
@@ -90,12 +88,14 @@ class RichProgress:
             )
             from rich.progress import Progress as RichBars
 
+            # A description names the user's systems: shown as written, neither read as
+            # markup nor with rich's :code: emoji put in ("gpt:smile:v2").
             self._progress = RichBars(
-                TextColumn("{task.description}"),
+                TextColumn("{task.description}", markup=False),
                 BarColumn(),
                 MofNCompleteColumn(),
                 TimeRemainingColumn(),
-                console=Console(stderr=True),
+                console=Console(stderr=True, emoji=False),
                 transient=True,
             )
             self._progress.start()

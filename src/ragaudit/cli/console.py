@@ -9,8 +9,10 @@ from rich.table import Table
 from ragaudit.llm.usage import UsageMeter
 
 # soft_wrap: a message stays one line however wide the terminal (tables still fit it).
-console = Console(highlight=False, soft_wrap=True)
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+# emoji=False: names are the user's (a rater "openai:m:default", a system "gpt:smile:v2")
+# and are printed as written, never with rich's :code: emoji put in.
+console = Console(highlight=False, soft_wrap=True, emoji=False)
+err_console = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
 
 def usage_table(meter: UsageMeter) -> Table:

@@ -28,8 +28,9 @@ class Strategy(StrEnum):
 
 
 def parse_mix(text: str) -> dict[str, float] | None:
-    """``uniform`` (None: the default) or ``label=weight,...`` as a mix; a typo, or a weight
-    that is not a finite number >= 0, is a :class:`UserError` naming it."""
+    """``uniform`` (None: the default) or ``label=weight,...`` as a mix; a typo, a label
+    given twice, or a weight that is not a finite number >= 0, is a :class:`UserError`
+    naming it."""
     from ragaudit.documents.options import mix_problem
 
     if text.strip().lower() == "uniform":
@@ -40,6 +41,8 @@ def parse_mix(text: str) -> dict[str, float] | None:
         label = label.strip()
         if label not in LABELS:
             raise UserError(f"--mix: unknown label {label!r}: use {', '.join(LABELS)}")
+        if label in out:  # which of the two weights was meant cannot be guessed
+            raise UserError(f"--mix: {label} is given twice: give each label once")
         try:
             out[label] = float(weight) if weight.strip() else 1.0
         except ValueError:
@@ -48,6 +51,15 @@ def parse_mix(text: str) -> dict[str, float] | None:
     if problem:
         raise UserError(f"--mix: {problem}")
     return out
+
+
+def wordings_cell(counts: dict[str, int]) -> str:
+    """The documents table's cell for one style's wordings: how many were kept and, when
+    some were dropped, how many for each reason, each reason quoted (a reason such as "8
+    words; the long style needs at least 30" starts with a number of its own), e.g.
+    ``0 (dropped: 3 for "8 words; the long style needs at least 30")``."""
+    dropped = ", ".join(f'{n} for "{why}"' for why, n in counts.items() if why != "kept")
+    return str(counts.get("kept", 0)) + (f" (dropped: {dropped})" if dropped else "")
 
 
 def _import(config_path: Path | None, example: bool, path: Path) -> None:
@@ -94,11 +106,7 @@ def _documents(
         wanted = stats.requested.get(label)
         table.add_row(f"accepted {escape(label)}", f"{n}" + (f" of {wanted}" if wanted else ""))
     for style, counts in stats.wordings.items():
-        listed = ", ".join(f"{n} {why}" for why, n in counts.items() if why != "kept")
-        table.add_row(
-            f"wordings ({escape(style)}) kept",
-            str(counts.get("kept", 0)) + (f" ({listed} dropped)" if listed else ""),
-        )
+        table.add_row(f"wordings ({escape(style)}) kept", escape(wordings_cell(counts)))
     table.add_row("queries", str(stats.queries))
     if stats.calls_per_pair is not None and stats.tokens_per_pair is not None:
         table.add_row("LLM requests per accepted pair", f"{stats.calls_per_pair:.1f}")
