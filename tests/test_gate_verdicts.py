@@ -447,3 +447,21 @@ def test_compare_says_why_every_system_is_left_out(tmp_path: Path) -> None:
     assert "every system of the run is left out of accuracy" in result.stderr
     assert "ret-a gives no answers (retrieval only)" in result.stderr
     assert "recall@K" in result.stderr
+
+
+def test_a_robustness_drop_from_groups_that_became_gaps_is_caught(tmp_path: Path) -> None:
+    """Groups that become gaps leave the candidate's robustness denominator, so each
+    group's part depends on the others': 30 robust groups of 100 turned gaps lower R from
+    0.850 to 0.786, which sign flips of the groups' linear parts call chance (p 0.16). The
+    sides are swapped and both R recomputed instead."""
+    base = np.zeros((100, 4), dtype=bool)
+    base[:70] = True  # 70 robust groups
+    base[70:, :2] = True  # 30 groups right in half their wordings
+    cand = base.copy()
+    cand[:30] = False  # 30 of the robust groups are now gaps
+    baseline = judged_run(tmp_path / "base", {"rag": base})
+    candidate = judged_run(tmp_path / "cand", {"rag": cand})
+    (check,) = gate_runs(baseline, candidate, metrics=["robustness"]).checks
+    assert check.difference == pytest.approx(0.786 - 0.85, abs=1e-3)
+    assert check.status == "regression", check.sentence()
+    assert check.detectable is not None and check.detectable < 0.1

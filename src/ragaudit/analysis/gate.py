@@ -183,8 +183,34 @@ def _lower_p(shifted: np.ndarray, n_perm: int, seed: int) -> float:
 
 def one_sided_p(counts: PairedCounts, margin: float, n_perm: int, seed: int) -> float:
     """P-value of "side b (the candidate) is worse than side a (the baseline) by more
-    than ``margin``" from sign flips of the groups' shifted contributions."""
+    than ``margin``" from sign flips of the groups' shifted contributions. Where the two
+    sides of a group count different denominators (robustness: a group that became a gap
+    leaves the candidate's), a group's contribution depends on the other groups', so the
+    sides of random groups are swapped and both ratios recomputed instead."""
+    if np.any(counts.total_a != counts.total_b):
+        return _swapped_p(counts, margin, n_perm, seed)
     return _lower_p(_shifted(counts, margin, counts.correct_b), n_perm, seed)
+
+
+def _swapped_p(counts: PairedCounts, margin: float, n_perm: int, seed: int) -> float:
+    """The share of random side swaps whose candidate - baseline is as low as the
+    observed one plus the margin (+1 correction)."""
+    a = np.stack([counts.correct_a, counts.total_a], axis=1).astype(np.float64)
+    b = np.stack([counts.correct_b, counts.total_b], axis=1).astype(np.float64)
+    total_a, total_b = a.sum(axis=0), b.sum(axis=0)
+    observed = total_b[0] / total_b[1] - total_a[0] / total_a[1] + margin
+    moved = b - a  # swapping group g moves (b_g - a_g) from the candidate to the baseline
+    rng = np.random.default_rng(seed)
+    low = 0
+    for start in range(0, n_perm, _CHUNK):
+        swap = (rng.random((min(_CHUNK, n_perm - start), len(a))) < 0.5).astype(np.float64)
+        shift = swap @ moved
+        cand_num, cand_den = total_b[0] - shift[:, 0], total_b[1] - shift[:, 1]
+        base_num, base_den = total_a[0] + shift[:, 0], total_a[1] + shift[:, 1]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            diff = cand_num / cand_den - base_num / base_den
+        low += int(np.sum(np.nan_to_num(diff, nan=np.inf) <= observed + 1e-12))
+    return (low + 1) / (n_perm + 1)
 
 
 def smallest_p(counts: PairedCounts, margin: float = 0.0) -> float:
@@ -205,9 +231,12 @@ def detectable_drop(counts: PairedCounts, alpha: float, margin: float = 0.0) -> 
         return None
     base = min(1.0, max(0.0, float(np.sum(counts.correct_a)) / total_a))
     cand = float(np.sum(counts.correct_b)) / total_b
-    contribution = counts.correct_b / total_b - counts.correct_a / total_a
-    share = (counts.total_b / total_b + counts.total_a / total_a) / 2
-    observed = math.sqrt(float(np.sum((contribution - share * (cand - base)) ** 2)))
+    # Each group's influence on candidate - baseline (the delta method's terms: exact for
+    # equal denominators, and right where a side's denominator leaves out gap groups).
+    influence = (counts.correct_b - cand * counts.total_b) / total_b - (
+        counts.correct_a - base * counts.total_a
+    ) / total_a
+    observed = math.sqrt(float(np.sum(influence**2)))
     rerun = math.sqrt(base * (1 - base) * (1 / total_a + 1 / total_b))
     z = _quantiles(alpha, len(counts.groups))
     floor = math.ceil(math.log2(1 / alpha)) / total_a  # lost answers in as many groups
