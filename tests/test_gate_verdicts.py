@@ -465,3 +465,11 @@ def test_a_robustness_drop_from_groups_that_became_gaps_is_caught(tmp_path: Path
     assert check.difference == pytest.approx(0.786 - 0.85, abs=1e-3)
     assert check.status == "regression", check.sentence()
     assert check.detectable is not None and check.detectable < 0.1
+
+
+def test_the_gate_refuses_an_output_path_before_its_work(tmp_path: Path) -> None:
+    run = judged_run(tmp_path / "r", {"rag": verdicts(1, 0.7, groups=20)})
+    (tmp_path / "outdir").mkdir()
+    result = ragaudit("gate", str(run), str(run), "--junit", str(tmp_path / "outdir"), cwd=tmp_path)
+    assert result.returncode == 2 and "is a directory, not a regular file" in result.stderr
+    assert "ragaudit gate:" not in result.stdout  # refused before any verdict was printed

@@ -110,7 +110,7 @@ class RichProgress:
 
 class _TqdmTask:
     def __init__(self, tqdm: Any, description: str, total: int | None) -> None:
-        self._bar = tqdm(total=total, desc=description, leave=False)
+        self._bar = tqdm(total=total, desc=description, leave=True)
 
     def start(self, total: int | None, done: int = 0) -> None:
         self._bar.reset(total=total)
@@ -124,11 +124,17 @@ class _TqdmTask:
 
 
 class TqdmProgress:
-    """Bars with ``tqdm.auto`` (widgets in a notebook)."""
+    """Bars with tqdm: widgets in a notebook with ipywidgets, text bars otherwise."""
 
     def __init__(self) -> None:
-        from tqdm.auto import tqdm
+        import importlib.util
 
+        # Widgets where ipywidgets is installed; text bars otherwise (tqdm.auto would warn
+        # "IProgress not found" and show nothing).
+        if importlib.util.find_spec("ipywidgets") is not None:
+            from tqdm.auto import tqdm
+        else:
+            from tqdm.std import tqdm
         self._tqdm = tqdm
         self._tasks: list[_TqdmTask] = []
 

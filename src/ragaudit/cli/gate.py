@@ -106,7 +106,7 @@ def gate_cmd(
     (too few groups in common) or nothing can be compared; 0 otherwise."""
     from ragaudit.errors import UserError
     from ragaudit.judge.retrieval import check_rule
-    from ragaudit.records.io import atomic_write_text
+    from ragaudit.records.io import atomic_write_text, check_output_path
     from ragaudit.secrets import redact
     from ragaudit.steps.gate import (
         gate_error_junit,
@@ -117,6 +117,9 @@ def gate_cmd(
     )
 
     check_rule(retrieval_rule)
+    for output in (junit, markdown):
+        if output is not None:
+            check_output_path(output)  # refused before the gate's work, not after
     try:
         report = gate_runs(
             baseline,

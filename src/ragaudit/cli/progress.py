@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
 
 from ragaudit.cli.console import err_console
@@ -16,7 +15,7 @@ def counting_bar(*, rate: bool = False, transient: bool = True) -> Progress:
     rate in a ``rate`` task field when asked); on stderr."""
     from rich.progress import MofNCompleteColumn, TimeRemainingColumn
 
-    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn()]
+    columns = [TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn()]
     if rate:
         columns.append(TextColumn("{task.fields[rate]}"))
     columns += [TextColumn("ETA"), TimeRemainingColumn()]
@@ -46,7 +45,7 @@ def harness_progress(
 
     def hooks(name: str) -> tuple[Callable[[int, int], None], Callable[[int], None]]:
         # A bar without a rate column ignores the field.
-        task = progress.add_task(escape(name), total=None, start=False, rate="")
+        task = progress.add_task(name, total=None, start=False, rate="")
         asked = [0, time.perf_counter()]
 
         def on_start(total: int, done: int) -> None:
@@ -72,7 +71,7 @@ class _BarTask:
     def __init__(self, progress: Progress, description: str, total: int | None, rate: bool):
         self._progress = progress
         self._rate = rate
-        self._id = progress.add_task(escape(description), total=total, rate="")
+        self._id = progress.add_task(description, total=total, rate="")
         self._asked = 0
         self._since = time.perf_counter()
 

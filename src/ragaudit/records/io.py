@@ -115,6 +115,13 @@ def _write_target(path: Path) -> Path:
     raise UserError(f"{shown} {what}: give the path of a file to write")
 
 
+def check_output_path(path: Path) -> Path:
+    """The file a write of ``path`` will replace; a :class:`UserError` now when ``path``
+    cannot be one (a directory, a FIFO, a device), so that a command can refuse an output
+    path before it does its work rather than after."""
+    return _write_target(path)
+
+
 def _temp_beside(path: Path) -> tuple[int, Path]:
     """A new temporary file next to ``path`` (same filesystem, so the rename is atomic),
     open as ``fd``, with the permissions ``path`` is to have. A folder that cannot hold it
