@@ -9,9 +9,10 @@ Two transports share one retry and error policy:
 * ``openai-sdk``: the official async client (``openai.AsyncOpenAI``), for servers or
   proxies that only the SDK handles.
 
-Retries: 429, 5xx, 408/409, timeouts and dropped connections, with exponential backoff and
-jitter, honouring ``Retry-After`` / ``retry-after-ms`` up to ``max_retry_wait_s``. 401/403/404
-are configuration mistakes and fail at once with one line naming the server, never the key.
+Retries: 429, 5xx, 408/409, timeouts, dropped connections and replies that are not valid
+HTTP (a wrong port), with exponential backoff and jitter, honouring ``Retry-After`` /
+``retry-after-ms`` up to ``max_retry_wait_s``. 401/403/404 are configuration mistakes and
+fail at once with one line naming the server, never the key.
 
 A reply is refused when it is larger than the request could need (:func:`reply_size_limit`:
 64 KiB + 32 bytes a token of ``max_tokens``): a server that ignores ``max_tokens`` must not
@@ -131,6 +132,17 @@ def _sdk_reply_hook(httpx: Any) -> Callable[[Any], Awaitable[None]]:
     return hook
 
 
+def _sdk_httpx() -> Any:
+    """The HTTP library the installed openai SDK is built on (its errors are the causes of
+    the SDK's connection errors)."""
+    try:  # openai >= 2 is built on httpx2; older releases on httpx
+        import httpx2 as httpx
+    except ImportError:  # pragma: no cover - depends on the installed openai
+        # The fallback binds the same name as httpx2 above, which mypy calls a redefinition.
+        import httpx  # type: ignore[no-redef]
+    return httpx
+
+
 def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
     """Seconds to wait from ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date)."""
     if not headers:
@@ -181,8 +193,12 @@ class _Timeout(Exception):
 
 
 class _Unreachable(Exception):
-    def __init__(self, cause: str) -> None:
-        self.cause = cause
+    """A call that got no usable HTTP exchange: no connection (``protocol`` false), or a
+    connection whose bytes are not a valid HTTP reply (``protocol`` true: a wrong port,
+    an SSH daemon, a body cut short). Both are retried: a restarting server does either."""
+
+    def __init__(self, cause: str, *, protocol: bool = False) -> None:
+        self.cause, self.protocol = cause, protocol
 
 
 def _completion_from(data: Any, attempt: int) -> RawCompletion:
@@ -200,6 +216,16 @@ def _completion_from(data: Any, attempt: int) -> RawCompletion:
         )
     except (KeyError, IndexError, TypeError, AttributeError) as exc:
         raise ValueError(f"not a chat completion ({type(exc).__name__}: {exc})") from None
+
+
+def _protocol_cause(exc: BaseException) -> str:
+    """What was wrong with a reply aiohttp could not read, short and on one line: the error's
+    class and the first line of its message (``HttpProcessingError: Bad status line``), with
+    what the server sent left out (it comes after the first line) and redacted if not."""
+    name = type(exc.__cause__ or exc).__name__
+    message = str(getattr(exc, "message", "") or "").strip()
+    first = message.splitlines()[0].rstrip(" :") if message else ""
+    return redact(f"{name}: {first}"[:100]) if first else name
 
 
 class OpenAIBackend:
@@ -275,11 +301,7 @@ class OpenAIBackend:
     def _new_sdk(self) -> Any:
         import openai
 
-        try:  # openai >= 2 is built on httpx2; older releases on httpx
-            import httpx2 as httpx
-        except ImportError:  # pragma: no cover - depends on the installed openai
-            # The fallback binds the same name as httpx2 above, which mypy calls a redefinition.
-            import httpx  # type: ignore[no-redef]
+        httpx = _sdk_httpx()
         limits = httpx.Limits(
             max_connections=self.max_concurrency, max_keepalive_connections=self.max_concurrency
         )
@@ -318,7 +340,11 @@ class OpenAIBackend:
             raise _Timeout() from None
         except aiohttp.ClientConnectionError as exc:
             raise _Unreachable(type(exc).__name__) from None
-        except aiohttp.ClientPayloadError as exc:
+        except (aiohttp.ClientResponseError, aiohttp.ClientPayloadError) as exc:
+            # With raise_for_status off, a ClientResponseError is a reply aiohttp could not
+            # parse as HTTP (its cause: BadStatusLine, LineTooLong, ...) or a redirect loop.
+            raise _Unreachable(_protocol_cause(exc), protocol=True) from None
+        except aiohttp.ClientError as exc:  # whatever else aiohttp raises: one line, retried
             raise _Unreachable(type(exc).__name__) from None
 
     async def _post_sdk(self, body: dict[str, Any]) -> Any:
@@ -336,7 +362,9 @@ class OpenAIBackend:
         except openai.APITimeoutError:
             raise _Timeout() from None
         except openai.APIConnectionError as exc:
-            raise _Unreachable(type(exc.__cause__ or exc).__name__) from None
+            cause, httpx = exc.__cause__ or exc, _sdk_httpx()
+            protocol = isinstance(cause, httpx.ProtocolError | httpx.DecodingError)
+            raise _Unreachable(type(cause).__name__, protocol=protocol) from None
         except openai.APIResponseValidationError as exc:
             raise ValueError(str(exc)) from None
         finally:
@@ -414,7 +442,8 @@ class OpenAIBackend:
                     f"{REPLY_BYTES_PER_TOKEN} bytes a token): refused, not cached"
                 ) from None
             except _Unreachable as exc:
-                last_problem = f"cannot connect ({exc.cause})"
+                what = "no valid HTTP reply" if exc.protocol else "cannot connect"
+                last_problem = f"{what} ({exc.cause})"
             except ValueError as exc:
                 last_problem = f"malformed reply ({redact(str(exc))[:120]})"
             if attempt < self.max_retries:
