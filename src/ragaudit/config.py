@@ -21,7 +21,7 @@ from ragaudit.judge.options import ReferenceFreeOptions
 from ragaudit.llm.options import LLMConfig, url_credentials_problem
 from ragaudit.options import StrictOptions
 from ragaudit.run.options import HarnessConfig
-from ragaudit.secrets import mask, mask_url
+from ragaudit.secrets import mask, mask_secret_fields, mask_url
 from ragaudit.systems.corpus import CorpusConfig
 from ragaudit.systems.options import KINDS, SystemConfig, expand_grids
 from ragaudit.yamlfile import parse_yaml, read_text, validate_model
@@ -64,7 +64,9 @@ class Config(StrictOptions):
     def masked_dict(self) -> dict[str, Any]:
         """The resolved configuration as plain data with every secret shown as ``***``
         (the API key, the password inside the database URL or an HTTP system's URL, in
-        the user part or the query string, and headers written out)."""
+        the user part or the query string, headers written out, and the values of an HTTP
+        system's request fields named like secrets); the values masked are registered, so
+        that they are masked in every message too."""
         data = self.model_dump(mode="json")
         data["llm"]["api_key"] = mask(self.llm.resolved_api_key())
         data["database"]["url"] = mask_url_password(self.database.url)
@@ -74,6 +76,8 @@ class Config(StrictOptions):
             system.pop("grid", None)  # grids are expanded: each system stands on its own
             if system.get("url"):  # an endpoint may carry a password or ?token=
                 system["url"] = mask_url(system["url"])
+            if system.get("request") is not None:  # GET parameters or a POST body
+                system["request"] = mask_secret_fields(system["request"])
             if "headers" in system:
                 # A header written out in the file may hold a token; ${VAR} references are safe.
                 system["headers"] = {

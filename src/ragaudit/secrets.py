@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import threading
 import urllib.parse
+from typing import Any
 
 MASK = "***"
 _lock = threading.Lock()
@@ -143,6 +144,59 @@ def mask_url(url: str) -> str:
         register_url_value(urllib.parse.unquote(match["value"]))
     url = _USER_PASSWORD.sub(lambda m: m["user"] + MASK + m["at"], url)
     return mask_url_query(url)
+
+
+# A value that is a template, not a literal: a field ragaudit fills in ({query}) or a
+# reference to the environment (${VAR}). Neither is a credential as written.
+_TEMPLATE_FIELD = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
+
+
+def _mask_literals(value: Any) -> Any:
+    """Every literal string in ``value`` (at any depth) shown as ``***`` and registered,
+    decoded and URL-encoded (a GET sends it in a query string); templates, numbers, booleans
+    and null are kept as written."""
+    if isinstance(value, str):
+        if _TEMPLATE_FIELD.search(value):
+            return value
+        register_url_value(value)
+        return MASK
+    if isinstance(value, dict):
+        return {key: _mask_literals(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_mask_literals(item) for item in value]
+    return value
+
+
+def mask_secret_fields(value: Any) -> Any:
+    """A copy of the JSON-like ``value`` (an HTTP system's request template: GET query
+    parameters or a POST body) with what every key named like a secret
+    (:func:`is_secret_parameter`, at any depth) holds shown as ``***`` and registered, as
+    the same parameter is in a URL: a string written out, or every one inside a mapping or
+    list under that key. A template string (``{query}``, ``${VAR}``), a number or a boolean
+    is not a credential and is kept.
+
+    >>> mask_secret_fields({"q": "{query}", "api_key": "k-123456", "opts": {"max_tokens": 64}})
+    {'q': '{query}', 'api_key': '***', 'opts': {'max_tokens': 64}}
+    """
+    if isinstance(value, dict):
+        return {
+            key: _mask_literals(item) if is_secret_parameter(str(key)) else mask_secret_fields(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [mask_secret_fields(item) for item in value]
+    return value
+
+
+def register_header_secrets(headers: dict[str, str]) -> None:
+    """Register the literal value of every header named like a secret
+    (:func:`is_secret_parameter`: ``Authorization``, ``X-Api-Key``, ...) and the credential
+    after its scheme (``Bearer <token>``), which a system may echo alone; a ``${VAR}``
+    reference is registered once read (``expand_env``)."""
+    for name, value in headers.items():
+        if is_secret_parameter(name) and not _TEMPLATE_FIELD.search(value):
+            register_secret(value)
+            register_secret(value.split()[-1] if value.split() else "")
 
 
 def mask(value: str | None) -> str | None:

@@ -13,7 +13,7 @@ from pydantic import Field
 
 from ragaudit.errors import ConfigError
 from ragaudit.records.models import QueryRecord
-from ragaudit.secrets import redact
+from ragaudit.secrets import mask_secret_fields, redact, register_header_secrets
 from ragaudit.systems.adapters.common import _items, _no_k, expand_env
 from ragaudit.systems.base import SystemAnswer, SystemFailure, SystemOptions
 from ragaudit.systems.jsonpath import JSONPathError, extract, parse_path
@@ -107,6 +107,11 @@ class HTTPSystem:
             k: expand_env(v, f"{where}: headers.{k}") for k, v in (headers or {}).items()
         }
         self.request = {"query": "{query}"} if request is None else request
+        # A credential written out in the request (api_key: "...") or in a header named
+        # like one is a secret, as a ${VAR} is: registered, so that it is masked in every
+        # record and message, also when the system echoes its URL or body back.
+        mask_secret_fields(self.request)
+        register_header_secrets(headers or {})
         if k is not None and not _mentions_k(self.request):
             raise _no_k(name, "the request template has no {k} field to send it in")
         if k is None and _mentions_k(self.request):
