@@ -67,6 +67,21 @@ def _text_of(value: object, where: str) -> str:
     return value
 
 
+def _id_of(value: object, where: str) -> str:
+    """A document id: text, or a whole number (ids are often numbered), as an imported
+    question's id is read. Any other JSON value (null, true, a list, a fraction) or an empty
+    id is refused: turned into text it would name a document "None", "True" or "", and
+    retrieval would be judged against that."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if not isinstance(value, str):
+        shown = json.dumps(value, default=str)[:40]
+        raise CorpusError(f"{where}: id: expected text or a whole number, not {shown}")
+    if not value.strip():
+        raise CorpusError(f"{where}: id: empty (every document needs an id)")
+    return value
+
+
 def _from_objects(items: Sequence[tuple[str, object]], source: str) -> list[Document]:
     """Documents of ``{"id", "text"}`` objects, each with where it is (``item 3``,
     ``line 3``) for the errors."""
@@ -75,7 +90,8 @@ def _from_objects(items: Sequence[tuple[str, object]], source: str) -> list[Docu
     for where, item in items:
         if not isinstance(item, dict) or "id" not in item or "text" not in item:
             raise CorpusError(f'{source}: {where}: expected {{"id": ..., "text": ...}}')
-        docs.append(Document(str(item["id"]), _text_of(item["text"], f"{source}: {where}")))
+        place = f"{source}: {where}"
+        docs.append(Document(_id_of(item["id"], place), _text_of(item["text"], place)))
         places.append(where)
     return _unique(docs, places, source)
 
@@ -125,7 +141,8 @@ def load_corpus(path: Path) -> list[Document]:
     UTF-8. Every document needs its own id and the corpus at least one document: a
     repeated id (a folder's ``a.txt`` and ``a.md`` too), a file that is not UTF-8, a
     string that is not Unicode text (a lone surrogate escape) or a bad line (the last one
-    included) is a :class:`CorpusError` that names where."""
+    included) is a :class:`CorpusError` that names where. An id is text or a whole number;
+    any other value, or an empty id, is an error too."""
     if path.is_dir():
         files = sorted(
             p for p in path.rglob("*") if p.suffix.lower() in {".txt", ".md"} and p.is_file()
@@ -156,7 +173,10 @@ def load_corpus(path: Path) -> list[Document]:
                 f"{path}: document id {data.repeated!r} appears twice: every document needs "
                 "its own id (JSON keeps only the last)"
             )
-        docs = [Document(str(k), _text_of(v, f"{path}: {k!r}")) for k, v in data.items()]
+        docs = [
+            Document(_id_of(k, f"{path}: {k!r}"), _text_of(v, f"{path}: {k!r}"))
+            for k, v in data.items()
+        ]
         return _unique(docs, [repr(k) for k in data], str(path))
     if isinstance(data, list):
         return _from_objects([(f"item {i}", item) for i, item in enumerate(data, 1)], str(path))
