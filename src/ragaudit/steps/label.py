@@ -120,6 +120,38 @@ def read_human_labels(path: Path, pair_ids: set[str]) -> list[LabelRecord]:
     return out
 
 
+def read_human_files(
+    paths: Iterable[Path], pair_ids: set[str]
+) -> tuple[list[LabelRecord], dict[str, Path]]:
+    """The labels of every human label file (:func:`read_human_labels`) and the file each
+    rater comes from. One rater, one file: a file given twice, or two files that would be
+    the same rater (``h/a.jsonl`` and ``h/sub/a.jsonl`` are both ``human:a``; a rater column
+    naming another file's rater) is an error naming both. Read together, the last file
+    would replace the other's labels of a pair in the figures while labels.jsonl kept both,
+    and agreement would count one person as one rater either way."""
+    records: list[LabelRecord] = []
+    files: dict[Path, Path] = {}  # the file as resolved -> as given
+    source: dict[str, Path] = {}  # rater -> the file that gives it
+    for path in paths:
+        if path.is_file():
+            first = files.setdefault(path.resolve(), path)
+            if first is not path:
+                raise UserError(
+                    f"{path} is given twice as --human (also as {first}): its labels would "
+                    "be counted twice"
+                )
+        read = read_human_labels(path, pair_ids)
+        for rater in dict.fromkeys(r.rater for r in read):
+            other = source.setdefault(rater, path)
+            if other is not path:
+                raise UserError(
+                    f"--human {other} and {path} are both rater {rater!r}: one rater is one "
+                    "file (merge them, or name each file's rater in a rater column)"
+                )
+        records += read
+    return records, source
+
+
 def _write_pairs(run: RunDir, pairs: PairSet) -> None:
     write_jsonl_atomic(run.label_pairs, pairs.pairs)
     write_jsonl_atomic(
@@ -167,15 +199,19 @@ def label_run(
     config = session.config
     pairs = load_pairs(run, input_path, config.corpus.path)
     ids = {p.pair_id for p in pairs.pairs}
-    records: list[LabelRecord] = []
-    for path in human or []:
-        records += read_human_labels(path, ids)
+    records, human_source = read_human_files(human or [], ids)
     raters: list[Rater] = []
     if use_llm:
         try:
             raters = raters_for(models or [config.llm.model], phrasings or ["default"], samples)
         except ValueError as exc:
             raise UserError(str(exc)) from None
+    for rater in raters:  # a human file's rater column may name one: two raters in one
+        if rater.name in human_source:
+            raise UserError(
+                f"{human_source[rater.name]}: rater {rater.name!r} is also an LLM rater of "
+                "this command: name the file's rater otherwise"
+            )
     if not raters and not records:
         raise UserError("no rater: drop --no-llm, or give human label files (--human FILE)")
     if raters:
