@@ -289,13 +289,27 @@ def check_unicode_text(path: Path, value: object, text: str, *, line: int | None
     )
 
 
-def read_utf8_text(path: Path) -> str:
-    """The text of ``path``, read as UTF-8 (a leading byte order mark is dropped); bytes that
-    are not UTF-8 are a :class:`RecordFileError` that names the line, never a traceback."""
+def _open_to_read(path: Path) -> IO[bytes]:
+    """``path`` open for reading bytes. A name that is missing, a directory where a file is
+    expected (``--import DIR``, a run's ``judgements/x.jsonl`` made a folder) or a file
+    that cannot be read is a :class:`RecordFileError` naming it, in one line: every reader
+    of a user's or a run's file opens it here."""
     try:
-        data = path.read_bytes()
+        return path.open("rb")
     except FileNotFoundError:
         raise RecordFileError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise RecordFileError(f"{path}: is a directory, not a file") from None
+    except OSError as exc:  # no permission, a loop of links, ...
+        raise RecordFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def read_utf8_text(path: Path) -> str:
+    """The text of ``path``, read as UTF-8 (a leading byte order mark is dropped); bytes that
+    are not UTF-8 are a :class:`RecordFileError` that names the line, never a traceback, and
+    so is a name that is no file (:func:`_open_to_read`)."""
+    with _open_to_read(path) as handle:
+        data = handle.read()
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -313,11 +327,7 @@ def iter_jsonl_dicts(
     an error. Anywhere else a bad line, one that is not UTF-8, or one whose strings are not
     Unicode text (:func:`check_unicode_text`) is a :class:`RecordFileError` naming the line.
     """
-    try:
-        handle = path.open("rb")
-    except FileNotFoundError:
-        raise RecordFileError(f"{path}: no such file") from None
-    with handle:
+    with _open_to_read(path) as handle:
         for number, raw in enumerate(handle, start=1):
             try:
                 # Decoded line by line, so that a bad byte is reported at its own line.

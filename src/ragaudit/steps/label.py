@@ -72,6 +72,8 @@ def read_human_labels(path: Path, pair_ids: set[str]) -> list[LabelRecord]:
     file for another set is not half-read. One rater gives a pair one label: two different
     ones are an error naming both lines (agreement would count the rater twice, once on
     each side); the same label again is read once."""
+    if path.is_dir():
+        raise UserError(f"{path}: is a directory, not a file")
     if not path.is_file():
         raise UserError(f"{path}: no such label file")
     rows: Iterable[tuple[int, dict[str, object]]]
