@@ -26,6 +26,8 @@ def parse_yaml(text: str, source: str, error: type[UserError] = UserError) -> tu
         where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
         problem = getattr(exc, "problem", None) or str(exc)
         raise error(f"{where}: invalid YAML: {problem}") from None
+    except RecursionError:  # some thousand nested '[' or levels: the parser recurses
+        raise error(f"{source}: invalid YAML: nested too deeply to read") from None
     duplicate = _duplicate_key(root)
     if duplicate:
         key, line, first = duplicate

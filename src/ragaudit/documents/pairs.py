@@ -18,6 +18,7 @@ from ragaudit.records.io import (
     RecordFileError,
     check_unicode_text,
     iter_jsonl_dicts,
+    parse_json,
     read_utf8_text,
 )
 from ragaudit.records.models import LabelPair, QueryRecord, stable_id
@@ -44,7 +45,7 @@ class PairSet:
 def _load_json(path: Path) -> object:
     try:
         text = read_utf8_text(path)
-        data = json.loads(text)
+        data = parse_json(text)  # nested too deeply: a JSONDecodeError, as below
         check_unicode_text(path, data, text)  # a lone "\\ud800" escape: where it is
     except RecordFileError as exc:  # no such file, not UTF-8, not Unicode: one line
         raise PairsError(str(exc)) from None

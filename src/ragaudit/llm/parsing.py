@@ -22,8 +22,10 @@ def fenced_blocks(text: str) -> list[str]:
 
 def extract_json(text: str) -> Any:
     """Parse the JSON value in a reply: the whole reply, a fenced block, or the first
-    balanced ``{...}`` / ``[...]`` span in the prose."""
+    balanced ``{...}`` / ``[...]`` span in the prose. JSON nested deeper than the parser
+    follows (some thousand ``[``) is a ``ValueError`` like any reply without JSON."""
     candidates = [text.strip(), *fenced_blocks(text)]
+    too_deep = ValueError("the reply's JSON is nested too deeply to read")
     for candidate in candidates:
         if not candidate:
             continue
@@ -31,6 +33,8 @@ def extract_json(text: str) -> Any:
             return json.loads(candidate)
         except json.JSONDecodeError:
             pass
+        except RecursionError:
+            raise too_deep from None
     decoder = json.JSONDecoder()
     for start, char in enumerate(text):
         if char in "[{":
@@ -39,6 +43,8 @@ def extract_json(text: str) -> Any:
                 return value
             except json.JSONDecodeError:
                 continue
+            except RecursionError:  # a start inside it is nearly as deep: refused at once
+                raise too_deep from None
     snippet = " ".join(text.split())[:80]
     raise ValueError(f"the reply contains no valid JSON (it begins: {snippet!r})")
 

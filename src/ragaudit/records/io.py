@@ -289,6 +289,49 @@ def check_unicode_text(path: Path, value: object, text: str, *, line: int | None
     )
 
 
+def _deepest_at(text: str) -> int:
+    """Where in ``text`` (JSON) its nesting of arrays and objects first reaches its greatest
+    depth (brackets inside strings do not count): where to point at JSON nested too deeply."""
+    depth = deepest = at = 0
+    in_string = escaped = False
+    for i, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest, at = depth, i
+        elif char in "]}":
+            depth -= 1
+    return at
+
+
+def parse_json(text: str, **kwargs: Any) -> Any:
+    """``json.loads(text, **kwargs)``, where JSON nested deeper than the parser can follow
+    (some thousand ``[``: Python's recursion limit) is a :class:`json.JSONDecodeError`
+    ("nested too deeply", at the line of its deepest point) like any other JSON ragaudit
+    cannot read, rather than a RecursionError: every reader of a file already reports
+    a decode error in one line with the file and line. No record of ragaudit nests more
+    than a few levels.
+
+    >>> parse_json('{"a": [1, 2]}')
+    {'a': [1, 2]}
+    """
+    try:
+        return json.loads(text, **kwargs)
+    except RecursionError:
+        raise json.JSONDecodeError(
+            "arrays or objects nested too deeply to read", text, _deepest_at(text)
+        ) from None
+
+
 def _open_to_read(path: Path) -> IO[bytes]:
     """``path`` open for reading bytes. A name that is missing, a directory where a file is
     expected (``--import DIR``, a run's ``judgements/x.jsonl`` made a folder) or a file
@@ -341,7 +384,7 @@ def iter_jsonl_dicts(
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
+                obj = parse_json(line)
             except json.JSONDecodeError as exc:
                 if skip_torn_tail and not line.endswith("\n"):
                     return

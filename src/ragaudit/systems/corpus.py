@@ -24,6 +24,7 @@ from ragaudit.records.io import (
     RecordFileError,
     check_unicode_text,
     iter_jsonl_dicts,
+    parse_json,
     read_utf8_text,
 )
 
@@ -161,7 +162,7 @@ def load_corpus(path: Path) -> list[Document]:
         return _from_objects(rows, str(path))
     text = _read_file(path)
     try:
-        data = json.loads(text, object_pairs_hook=_object)
+        data = parse_json(text, object_pairs_hook=_object)
         check_unicode_text(path, data, text)  # a lone "\\ud800" escape: where it is
     except json.JSONDecodeError as exc:
         raise CorpusError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None

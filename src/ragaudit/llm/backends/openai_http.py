@@ -336,6 +336,8 @@ class OpenAIBackend:
                     return json.loads(raw)
                 except (json.JSONDecodeError, UnicodeDecodeError):
                     raise ValueError(f"reply is not JSON ({raw[:60]!r})") from None
+                except RecursionError:  # some thousand '[': not a completion either
+                    raise ValueError("reply is JSON nested too deeply to read") from None
         except TimeoutError:
             raise _Timeout() from None
         except aiohttp.ClientConnectionError as exc:
@@ -367,6 +369,8 @@ class OpenAIBackend:
             raise _Unreachable(type(cause).__name__, protocol=protocol) from None
         except openai.APIResponseValidationError as exc:
             raise ValueError(str(exc)) from None
+        except RecursionError:  # a body of some thousand '[' the SDK parsed
+            raise ValueError("reply is JSON nested too deeply to read") from None
         finally:
             _reply_limit.reset(bound)
         data = response.model_dump()
