@@ -124,9 +124,12 @@ def test_a_retrieval_grid_runs_without_an_llm_and_is_compared(tmp_path: Path) ->
     ("args", "message"),
     [
         (["--metric", "recall@x"], "unknown metric 'recall@x'"),
-        (["--metric", "recall@1", "--system", "nope-*"], "no system matches nope-*"),
+        (
+            ["--metric", "recall@1", "--system", "nope-*"],
+            "--system nope-*: no system of the run matches it",
+        ),
         (["--metric", "recall@1", "--reference", "human"], "no test set named 'human'"),
-        (["--metric", "accuracy"], "nothing to analyze: no judgements"),
+        (["--metric", "accuracy"], "accuracy needs them (run ragaudit judge), or rank retrieval"),
         (["--metric", "recall@1", "--by", "label"], "compare needs two test sets"),
     ],
 )

@@ -8,6 +8,8 @@ exception is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import re
+
 
 class RagauditError(Exception):
     """Base class of every error ragaudit raises on purpose."""
@@ -78,3 +80,17 @@ FATAL_LLM_ERRORS: tuple[type[LLMError], ...] = (LLMAuthError, LLMNotFoundError)
 
 class ModelAssetError(UserError):
     """The embedded model's weights are missing or corrupt, or its extra is not installed."""
+
+
+# Characters XML 1.0 does not allow, and that a terminal would obey (an escape sequence in
+# a system's name or a query id read from a file): written out as \xNN where shown.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def printable(text: str) -> str:
+    r"""``text`` with its control characters written out, for a terminal, a log or XML.
+
+    >>> printable("r\x1b[31mag")
+    'r\\x1b[31mag'
+    """
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)

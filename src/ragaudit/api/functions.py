@@ -8,7 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragaudit.analysis.gate import GateReport
+from ragaudit.analysis.gate import DEFAULT_MIN_COVERAGE, GateReport, MissingPolicy
+from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule
 from ragaudit.systems.adapters.function import CallableSystem
 
 if TYPE_CHECKING:
@@ -47,25 +48,92 @@ def _run_path(run: Project | str | Path) -> Path:
     return Path(run) if isinstance(run, str | Path) else run.run_dir
 
 
+def _names(value: list[str] | str | None, what: str) -> list[str] | None:
+    """A list of names; one name given as a string is that one (not its characters)."""
+    if value is None or isinstance(value, str):
+        return None if value is None else [value]
+    from ragaudit.errors import UserError
+
+    names = list(value)
+    if not all(isinstance(v, str) for v in names):
+        raise UserError(f"{what}: give names as strings, not {names!r}")
+    return names
+
+
+def _gate_options(
+    metrics: list[str] | str | None,
+    systems: list[str] | str | None,
+    resamples: int,
+    retrieval_rule: RetrievalRule,
+    options: dict[str, Any],
+) -> dict[str, Any]:
+    return {
+        "metrics": _names(metrics, "metrics"),
+        "systems": _names(systems, "systems"),
+        "n_perm": resamples,
+        "rule": retrieval_rule,
+        **options,
+    }
+
+
 def gate(
-    baseline: Project | str | Path, candidate: Project | str | Path, **options: Any
+    baseline: Project | str | Path,
+    candidate: Project | str | Path,
+    *,
+    metrics: list[str] | str | None = None,
+    systems: list[str] | str | None = None,
+    margin: float = 0.0,
+    alpha: float = 0.05,
+    resamples: int = 2000,
+    seed: int = 0,
+    retrieval_rule: RetrievalRule = DEFAULT_RULE,
+    allow_partial: bool = False,
+    missing: MissingPolicy = "fail",
+    min_coverage: float = DEFAULT_MIN_COVERAGE,
+    max_undetectable: float | None = None,
 ) -> GateReport:
-    """The regression gate (``ragaudit gate``) on two run directories (or projects):
-    ``.verdict`` (PASS, FAIL, UNTESTABLE), ``.exit_code``, ``.checks``; options as
-    :func:`ragaudit.steps.gate.gate_runs` takes them (metrics, systems, margin, alpha,
-    allow_partial, missing, min_coverage, max_undetectable, ...)."""
+    """The regression gate (``ragaudit gate``) on two run directories (or projects), with
+    the options of ``ragaudit gate`` (``metrics`` and ``systems`` are its repeatable
+    ``--metric`` and ``--system``): ``.verdict`` (PASS, FAIL, UNTESTABLE), ``.exit_code``,
+    ``.checks``. A bad option is a :class:`ragaudit.UserError`."""
     from ragaudit.steps.gate import gate_runs
 
+    options = _gate_options(
+        metrics, systems, resamples, retrieval_rule,
+        {"margin": margin, "alpha": alpha, "seed": seed, "allow_partial": allow_partial,
+         "missing": missing, "min_coverage": min_coverage,
+         "max_undetectable": max_undetectable},
+    )  # fmt: skip
     return gate_runs(_run_path(baseline), _run_path(candidate), **options)
 
 
 def assert_no_regression(
-    baseline: Project | str | Path, candidate: Project | str | Path, **options: Any
+    baseline: Project | str | Path,
+    candidate: Project | str | Path,
+    *,
+    metrics: list[str] | str | None = None,
+    systems: list[str] | str | None = None,
+    margin: float = 0.0,
+    alpha: float = 0.05,
+    resamples: int = 2000,
+    seed: int = 0,
+    retrieval_rule: RetrievalRule = DEFAULT_RULE,
+    allow_partial: bool = False,
+    missing: MissingPolicy = "fail",
+    min_coverage: float = DEFAULT_MIN_COVERAGE,
+    max_undetectable: float | None = None,
 ) -> GateReport:
-    """For pytest: :func:`gate`, raising AssertionError with the summary unless it passes
-    (a regression, a missing system or an untestable check is not a pass)."""
+    """For pytest: :func:`gate` (the same options), raising AssertionError with the
+    summary unless it passes (a regression, a missing system or an untestable check is
+    not a pass)."""
     from ragaudit.steps.gate import assert_no_regression as assert_runs
 
+    options = _gate_options(
+        metrics, systems, resamples, retrieval_rule,
+        {"margin": margin, "alpha": alpha, "seed": seed, "allow_partial": allow_partial,
+         "missing": missing, "min_coverage": min_coverage,
+         "max_undetectable": max_undetectable},
+    )  # fmt: skip
     return assert_runs(_run_path(baseline), _run_path(candidate), **options)
 
 

@@ -627,7 +627,7 @@ class Project:
         metric: str = "accuracy",
         by: Literal["source", "variant", "label"] = "source",
         reference: str | None = None,
-        systems: list[str] | None = None,
+        systems: list[str] | str | None = None,
         alpha: float = 0.05,
         resamples: int = 1000,
         seed: int = 0,
@@ -638,6 +638,8 @@ class Project:
         from ragaudit.steps.compare import run_compare
 
         check_rule(retrieval_rule)
+        if isinstance(systems, str):  # one pattern, not its characters
+            systems = [systems]
         options = {
             "metric": metric,
             "by": by,

@@ -26,7 +26,7 @@ from ragaudit.cli import (
     world,
 )
 from ragaudit.cli.console import console, err_console
-from ragaudit.errors import UserError
+from ragaudit.errors import UserError, printable
 from ragaudit.rundir import release_locks
 from ragaudit.secrets import redact
 from ragaudit.version import __version__
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         app(args=argv, prog_name="ragaudit")
     except UserError as exc:
-        err_console.print(f"error: {redact(str(exc))}", markup=False)
+        err_console.print(f"error: {printable(redact(str(exc)))}", markup=False)
         sys.exit(exc.exit_code)
     finally:
         release_locks()

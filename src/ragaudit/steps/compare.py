@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import math
 from collections import Counter
 
 from ragaudit.analysis.metrics import Example
@@ -20,7 +21,7 @@ from ragaudit.analysis.ranking import (
     set_scores,
 )
 from ragaudit.errors import UserError
-from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule
+from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, check_rule
 from ragaudit.records.io import atomic_write_json, atomic_write_text, iter_jsonl_dicts, read_jsonl
 from ragaudit.records.models import FREE_METRICS, FreeScoreRecord, QueryRecord, ResponseRecord
 from ragaudit.report.compare import CompareFile, compare_markdown, read_compare
@@ -41,6 +42,12 @@ def _selected(
         return any(fnmatch.fnmatchcase(system, p) for p in patterns)
 
     known = sorted({ex.system for ex in examples})
+    for pattern in patterns:
+        if not any(fnmatch.fnmatchcase(s, pattern) for s in [*known, *left_out]):
+            raise UserError(
+                f"--system {pattern}: no system of the run matches it (the run's systems: "
+                f"{', '.join(sorted({*known, *left_out}))})"
+            )
     chosen = {s for s in known if matches(s)}
     if not chosen:
         excluded = {s: why for s, why in sorted(left_out.items()) if matches(s)}
@@ -116,7 +123,16 @@ def compare_examples(
     except ValueError as err:
         raise UserError(str(err)) from None
     if metric in ANSWER_METRICS:
-        examples = load_examples(run, [], rule, outcome="answer")
+        try:
+            examples = load_examples(run, [], rule, outcome="answer")
+        except UserError as err:
+            if "no judgements in" not in str(err):
+                raise
+            raise UserError(
+                f"no judgements in {run.judgements('_').parent}: {metric} needs them (run "
+                "ragaudit judge), or rank retrieval with recall@K, mrr, ndcg@K or "
+                "accuracy_retrieval, which need none"
+            ) from None
         answering = _answering(run)
         for system in sorted({ex.system for ex in examples} - answering):
             left_out[system] = "gives no answers (retrieval only)"
@@ -155,6 +171,13 @@ def run_compare(
     in each test set, compare the rankings with the reference set's, and write the study
     into compare.json (replacing an earlier one of the same metric and split) and
     compare.md. Returns the study and the systems left out, with why."""
+    if not (math.isfinite(alpha) and 0 < alpha <= 0.5):
+        raise UserError(f"alpha must be above 0 and at most 0.5, not {alpha}")
+    if n_boot < 100:
+        raise UserError(f"resamples must be at least 100, not {n_boot}")
+    if by not in ("source", "variant", "label"):
+        raise UserError(f"by must be source, variant or label, not {by!r}")
+    check_rule(rule)
     examples, left_out, score = compare_examples(run, metric, rule)
     if not examples and left_out:
         whys = "; ".join(f"{s} {why}" for s, why in sorted(left_out.items()))

@@ -22,8 +22,8 @@ from ragaudit.analysis.gate import (
 )
 from ragaudit.analysis.ranking import example_score
 from ragaudit.analysis.significance import PairedCounts
-from ragaudit.errors import UserError
-from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule
+from ragaudit.errors import UserError, printable
+from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, check_rule
 from ragaudit.records.io import read_jsonl
 from ragaudit.records.models import FREE_METRICS, QueryRecord
 from ragaudit.rundir import RunDir
@@ -155,6 +155,7 @@ def gate_runs(
     untestable is not a pass unless ``allow_partial`` (and another check was tested).
     Nothing to compare at all is an error."""
     margin = _options(margin, alpha, n_perm, missing, min_coverage, max_undetectable)
+    check_rule(rule)
     metrics = list(dict.fromkeys(metrics or ["accuracy"]))  # a metric twice is checked once
     for metric in metrics:
         _check_metric(metric)
@@ -182,8 +183,21 @@ def gate_runs(
         base_scored, base_out = _scores(baseline, metric, rule)
         cand_scored, cand_out = _scores(candidate, metric, rule)
         if not base_scored:
-            raise UserError(f"{metric}: the baseline run {baseline} has nothing to count")
+            whys = "; ".join(f"{s} {why}" for s, why in sorted(base_out.items()))
+            hint = (
+                f" ({whys}: check recall@K, mrr, ndcg@K or accuracy_retrieval instead)"
+                if whys
+                else ""
+            )
+            raise UserError(f"{metric}: the baseline run {baseline} has nothing to count{hint}")
         names = sorted(base_scored)
+        for pattern in systems or []:
+            # A pattern that names nothing (a typo) would leave a system unchecked: no pass.
+            if not any(fnmatch.fnmatchcase(s, pattern) for s in [*base_scored, *base_out]):
+                raise UserError(
+                    f"--system {pattern}: no system of the baseline matches it (the "
+                    f"baseline's systems: {', '.join(sorted({*base_scored, *base_out}))})"
+                )
         if systems:
             names = [s for s in names if any(fnmatch.fnmatchcase(s, p) for p in systems)]
         if not names:
@@ -261,8 +275,9 @@ def _cell(value: float | None) -> str:
 
 
 def _md(text: str) -> str:
-    """A table cell's text: a '|' of a system's name would start a new column."""
-    return text.replace("|", "\\|")
+    """A table cell's text: a '|' of a system's name would start a new column, and a
+    control character (an escape sequence) would reach the terminal."""
+    return printable(text).replace("|", "\\|")
 
 
 def _status(check: GateCheck) -> str:
@@ -298,16 +313,18 @@ def gate_markdown(report: GateReport) -> str:
             diff = f"{c.difference:+.3f} [{low:+.3f}, {high:+.3f}]"
         p = "n/a" if c.p_value is None else ("< 0.001" if c.p_value < 0.001 else f"{c.p_value:.3g}")
         lines.append(
-            f"| {_md(c.system)} | {c.metric} | {_cell(c.baseline)} | {_cell(c.candidate)} | "
+            f"| {_md(c.system)} | {_md(c.metric)} | {_cell(c.baseline)} | {_cell(c.candidate)} | "
             f"{diff} | {p} | {c.coverage} | {_cell(c.detectable)} | {_md(_status(c))} |"
         )
     unseen = [
-        f"{c.system} {c.metric}: {c.undetected()}" for c in report.checks if c.status == "pass"
+        printable(f"{c.system} {c.metric}: {c.undetected()}")
+        for c in report.checks
+        if c.status == "pass"
     ]
     if unseen:
         lines += ["", "What a pass does not rule out:", "", *(f"- {line}" for line in unseen)]
     if report.notes:
-        lines += ["", *(f"- {note}" for note in report.notes)]
+        lines += ["", *(f"- {printable(note)}" for note in report.notes)]
     return "\n".join(lines) + "\n"
 
 
@@ -345,16 +362,16 @@ def gate_junit(report: GateReport) -> str:
     suite = _suite(len(kinds), kinds.count("failure"), kinds.count("error"), kinds.count("skipped"))
     for check, kind in zip(report.checks, kinds, strict=True):
         # The system in the name: grid names hold dots, which CI viewers read as packages.
-        case = ET.SubElement(
-            suite, "testcase", classname="ragaudit.gate", name=f"{check.system} {check.metric}"
-        )
+        name = printable(f"{check.system} {check.metric}")
+        sentence = printable(check.sentence())
+        case = ET.SubElement(suite, "testcase", classname="ragaudit.gate", name=name)
         if kind == "pass":
-            ET.SubElement(case, "system-out").text = check.sentence()
+            ET.SubElement(case, "system-out").text = sentence
         elif kind == "skipped":
-            ET.SubElement(case, "skipped", message=check.reason or check.status)
+            ET.SubElement(case, "skipped", message=printable(check.reason or check.status))
         else:
-            element = ET.SubElement(case, kind, message=check.sentence(), type=check.status)
-            element.text = check.sentence()
+            element = ET.SubElement(case, kind, message=sentence, type=check.status)
+            element.text = sentence
     return _xml(suite)
 
 
@@ -363,6 +380,7 @@ def gate_error_junit(message: str) -> str:
     so that CI's test report shows the gate rather than nothing."""
     suite = _suite(1, 0, 1, 0)
     case = ET.SubElement(suite, "testcase", classname="ragaudit.gate", name="gate")
+    message = printable(message)
     ET.SubElement(case, "error", message=message, type="untestable").text = message
     return _xml(suite)
 
