@@ -65,6 +65,39 @@ def test_refusals_and_what_is_left_to_the_llm(values: list, response: str, expec
     assert _decide(values, response) == expected
 
 
+@pytest.mark.parametrize(
+    ("values", "response"),
+    [
+        (["Paris"], "It is not Paris."),
+        (["Paris"], "The capital isn't Paris; it is Lyon."),
+        (["Paris"], "Lyon rather than Paris."),
+        (["Paris"], "Lyon, instead of Paris."),
+        ([5], "It has more than 5 employees."),
+        ([5], "Not 5."),
+        ([1000], "The budget was never 1,000 dollars."),
+    ],
+)
+def test_a_denied_reference_is_not_an_answer_given(values: list, response: str) -> None:
+    """The reference right after a word that denies it ("not Paris") is for the LLM judge:
+    the response names it to say it is not the answer (issue 36, a notebook user's finding)."""
+    assert _decide(values, response) == (False, None, "undecided")
+
+
+@pytest.mark.parametrize(
+    ("values", "response", "rule"),
+    [
+        (["Paris"], "Not Lyon: the capital is Paris.", "contains"),  # denies Lyon only
+        (["Paris"], "It is not Lyon. Paris is.", "contains"),
+        (["China"], "It is in Beijing, China. No. 25 Finance Street.", "contains"),  # "No."
+        ([5], "It is 5, not 6.", "contains"),
+        ([5], "Not 6 but exactly 5.", "contains"),
+        ([5], "It is not 4. It is 5.0.", "number"),
+    ],
+)
+def test_a_denial_of_something_else_still_decides(values: list, response: str, rule: str) -> None:
+    assert _decide(values, response) == (True, True, rule)
+
+
 def test_small_numbers_need_a_word_boundary() -> None:
     assert _decide([3], "Project 13 is late.") == (False, None, "undecided")
 

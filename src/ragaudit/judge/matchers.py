@@ -111,12 +111,21 @@ def normalize(text: str) -> str:
 
 
 def numbers(text: str) -> list[float]:
-    """Numbers written in a text, whatever their thousands separators."""
+    """Numbers written in a text, whatever their thousands separators.
+
+    >>> numbers("1,000 staff and 2.5 million in 2023")
+    [1000.0, 2.5, 2023.0]
+    """
+    return [n for _, n in _numbers_at(text)]
+
+
+def _numbers_at(text: str) -> list[tuple[int, float]]:
+    """Each number written in a text, with where it starts."""
     out = []
-    for match in _NUMBER.findall(text):
-        cleaned = re.sub(r"[,\u00a0\u202f ]", "", match)
+    for match in _NUMBER.finditer(text):
+        cleaned = re.sub(r"[,\u00a0\u202f ]", "", match.group())
         try:
-            out.append(float(cleaned))
+            out.append((match.start(), float(cleaned)))
         except ValueError:
             continue
     return out
@@ -168,8 +177,27 @@ def _as_number(value: Scalar) -> float | None:
     return None
 
 
+# Words that deny what follows them ("not Paris", "isn't Paris" (normalized "isn t"),
+# "rather than Paris", "more than 5"): a reference found just after one is not an answer
+# the response gives, so that occurrence decides nothing and the LLM judge reads it.
+_DENIALS = frozenset(
+    {"not", "never", "no", "neither", "nor", "t", "than", "except", "unlike", "without"}
+)
+_DENIAL_WINDOW = 3  # words before the value
+
+
+def _denied(before: str) -> bool:
+    """Whether the text just before a found value denies it (``before`` is the response up
+    to the value)."""
+    clause = re.split(r"[.!?;:](?:\s|$)", before)[-1]  # a denial ends with its sentence
+    words = normalize(clause).split()[-_DENIAL_WINDOW:]
+    joined = " ".join(words)
+    return bool(_DENIALS.intersection(words)) or "instead of" in joined
+
+
 def _value_matches(value: Scalar, response: str, norm_response: str) -> str | None:
-    """The rule by which ``value`` is found in the response, or None."""
+    """The rule by which ``value`` is found in the response (in an occurrence that no
+    word just before it denies), or None."""
     text = str(value)
     norm_value = normalize(text)
     if norm_value and norm_value == norm_response:
@@ -178,13 +206,17 @@ def _value_matches(value: Scalar, response: str, norm_response: str) -> str | No
     # is part of the word: "c" is not in "c++".
     symbols = "".join(sorted({ch for ch in norm_response if _meaningful(ch)}))
     word = rf"[\w{re.escape(symbols)}]" if symbols else r"\w"
-    if norm_value and re.search(
-        rf"(?<!{word})(?<!\d\.){re.escape(norm_value)}(?!{word})(?!\.\d)", norm_response
+    if norm_value and any(
+        not _denied(norm_response[: m.start()])
+        for m in re.finditer(
+            rf"(?<!{word})(?<!\d\.){re.escape(norm_value)}(?!{word})(?!\.\d)", norm_response
+        )
     ):
         return "contains"
     number = _as_number(value)
     if number is not None and any(
-        abs(n - number) <= max(1e-9, 1e-6 * abs(number)) for n in numbers(response)
+        abs(n - number) <= max(1e-9, 1e-6 * abs(number)) and not _denied(response[:start])
+        for start, n in _numbers_at(response)
     ):
         return "number"
     value_dates = dates(text)
