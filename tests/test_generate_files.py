@@ -34,6 +34,7 @@ def test_offline_path_from_schema_to_dataset(tmp_path: Path) -> None:
     overview = stats["overview"]
     assert len(lines) == sum(overview["text_queries"].values())
     assert overview["text_queries"]["short"] == overview["text_queries"]["long"]
+    assert overview["unverified_asked"] > 0  # the report says they were asked unverified
     first = json.loads(lines[0])
     assert first["reference"]["values"] and first["bindings"]
     assert "semantic groups" in result.stdout

@@ -294,3 +294,11 @@ def test_report_shows_the_wordings_verified_and_rejected_per_style(tmp_path: Pat
     assert "n/a (none judged)" in html  # an undefined rate is said to be undefined
     assert "groups dropped: a question reads as another's with another answer" in html
     assert "&lt;script&gt;window.__pwned" in html and "<script>window" not in html
+    assert "only verified wordings are asked" in html
+    # A dataset generated with --unverified says so, with the count, not "only verified".
+    stats["table2"]["unverified_asked"] = 1
+    (report.parent / "dataset.stats.json").write_text(json.dumps(stats))
+    assert ragaudit("report", cwd=tmp_path).returncode == 0
+    html = report.read_text()
+    assert "only verified wordings are asked" not in html
+    assert "so 1 wording never verified is asked too" in html

@@ -72,6 +72,7 @@ class DatasetStats:
     conflicting_groups: int = 0
     wordings_dropped: dict[str, dict[str, int]] = field(default_factory=dict)
     wordings: dict[str, WordingTally] = field(default_factory=dict)
+    unverified_asked: int = 0  # wordings asked though never verified (--unverified)
     # generate.gold_rows: documents, rows, cells checked, stated and not found in their text
     gold_rows: dict[str, int] | None = None
     # What the user should know about the gold ids (a rule that applies to no template,
@@ -106,6 +107,7 @@ class DatasetStats:
             ),
             wordings_dropped=self.wordings_dropped,
             wordings=self.wordings,
+            unverified_asked=self.unverified_asked,
             gold_rows=self.gold_rows,
             warnings=self.warnings,
         )
@@ -162,6 +164,9 @@ class DatasetOverview(BaseModel):
     )
     wordings: dict[str, WordingTally] = Field(
         default_factory=dict, description="Per style: the wording checks."
+    )
+    unverified_asked: int = Field(
+        0, description="Wordings asked that were never verified (generate --unverified)."
     )
     gold_rows: dict[str, int] | None = Field(
         None, description="generate.gold_rows: documents, rows, cells checked and stated."

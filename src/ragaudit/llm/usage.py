@@ -153,6 +153,22 @@ class UsageMeter:
             usage.failures += 1
             usage.oversized += int(oversized)
 
+    def __repr__(self) -> str:
+        """What a notebook shows: the calls and tokens of each step so far.
+
+        >>> meter = UsageMeter()
+        >>> with meter.step("judge"):
+        ...     meter.record_call(prompt_tokens=120, completion_tokens=30, seconds=0.5)
+        >>> meter
+        UsageMeter(judge: 1 call, 0 from the cache, 150 tokens, 0 failed)
+        """
+        parts = [
+            f"{name}: {u.calls} call{'s' if u.calls != 1 else ''}, {u.cache_hits} from the "
+            f"cache, {u.prompt_tokens + u.completion_tokens} tokens, {u.failures} failed"
+            for name, u in self.snapshot().items()
+        ]
+        return f"UsageMeter({'; '.join(parts) or 'no LLM call yet'})"
+
     def total(self) -> StepUsage:
         """All steps added together."""
         total = StepUsage()

@@ -248,8 +248,16 @@ def generate_dataset(
     )
     db, schema = open_database(config)
     counts = wording_counts(loaded.templates, loaded.verdicts, {t.id: t for t in templates})
+    by_id = {t.id: t for t in templates}
     stats = DatasetStats(
-        wordings_dropped=dropped, wordings={s: c.tally() for s, c in counts.items()}
+        wordings_dropped=dropped,
+        wordings={s: c.tally() for s, c in counts.items()},
+        unverified_asked=sum(
+            not held(by_id, (tid, style, text), loaded.verdicts)
+            for tid, styles in texts.items()
+            for style, wordings in styles.items()
+            for text in wordings
+        ),
     )
     if options.gold_rows is not None:
         try:
