@@ -270,3 +270,22 @@ def test_retrieval_outcome_leaves_out_queries_without_gold_documents_and_says_so
         "3; left out: 1 no document, 1 gold ids unknown"
         in (tmp_path / "runs/default/summary.md").read_text()
     )
+
+
+def test_a_system_that_answered_but_was_not_judged_is_named(tmp_path: Path) -> None:
+    """analyze left out a system with responses and no judgements without a word (issue 36,
+    a notebook user's finding D15)."""
+    import numpy as np
+
+    from tests.support.judged_runs import judged_run
+
+    run = judged_run(tmp_path / "runs" / "default", {"rag": np.ones((6, 2), dtype=bool)})
+    responses = (run / "responses" / "rag.jsonl").read_text()
+    (run / "responses" / "bm25.jsonl").write_text(responses.replace('"rag"', '"bm25"'))
+    result = ragaudit("analyze", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    said = "bm25 answered (bm25.jsonl) but has no judgements, so it is not in these figures"
+    assert said in " ".join((result.stdout + result.stderr).split())
+    summary = json.loads((run / "summary.json").read_text())
+    assert list(summary["systems"]) == ["rag"]
+    assert any(said in w for w in summary["warnings"])

@@ -293,6 +293,8 @@ def run_analysis(
         # The judgements hold the verdicts: their rule, and its warnings, are the judge's.
         rule, judged_warnings = _judge_rule(run)
         warnings += judged_warnings
+        if outcome == "answer":
+            warnings += _unjudged(run, {*analysis.systems, *undecided})
     # Whether the retriever found the gold documents needs no judge: the same comparisons
     # on retrieval correctness say which half of the system breaks.
     both: tuple[Outcome, ...] = ("answer", "retrieval")
@@ -324,6 +326,19 @@ def run_analysis(
     # A DrilldownRow is a plain dict at run time, which the writer encodes as it is.
     write_jsonl_atomic(run.drilldown, rows)
     return result
+
+
+def _unjudged(run: RunDir, analyzed: set[str]) -> list[str]:
+    """A warning for each system that answered but has no judgements: the figures leave it
+    out, which a reader would otherwise not notice."""
+    return [
+        f"{path.stem} answered ({path.name}) but has no judgements, so it is not in these "
+        f"figures: run ragaudit judge --system {path.stem}"
+        for path in sorted(run.responses_dir.glob("*.jsonl"))
+        if path.stem not in analyzed
+        and path.stat().st_size
+        and not run.judgements(path.stem).exists()
+    ]
 
 
 def read_reference_free(
