@@ -213,7 +213,9 @@ def test_blame_by_evidence_when_gold_ids_say_which_documents_state_the_answer() 
     ]
     got = analyze(examples).systems["s"]
     b = got.variants["short"].blame
-    assert b.counts == {"correct": 1, "knowledge base": 2, "retriever": 3, "language model": 1}
+    assert b.counts == {
+        "correct": 1, "knowledge base": 2, "retriever": 3, "language model": 1, "system error": 0
+    }  # fmt: skip
     assert (b.rule, b.by_evidence, b.by_convention, b.holes_answered) == ("evidence", 7, 0, 1)
     # The same groups under the convention: both gap groups would be the knowledge base's,
     # and the hole, answered once, the language model's.
@@ -231,11 +233,17 @@ def test_blame_of_a_failed_response_and_of_mixed_gold() -> None:
     from ragaudit.analysis.metrics import source_of
 
     down = Example("q", "g", "v", False, False, "s", (), ("d1",), errored=True, gold_kind="states")
-    assert source_of(down, "gap") == ("retriever", True)
+    # A failed call gave no answer: a system error, not the retriever's nor (in a gap
+    # group) the knowledge base's (issue 36, a notebook user's finding D11).
+    assert source_of(down, "gap") == ("system error", False)
+    hole = Example("q", "g", "v", False, False, "s", (), (), errored=True, gold_kind="states")
+    assert source_of(hole, "gap") == ("knowledge base", True)  # a hole for every system
     entity = Example("q2", "g", "v", False, True, "s", ("d1",), ("d1",), gold_kind="entity")
     assert source_of(entity, "gap") == ("knowledge base", False)
     assert source_of(entity, "non-robust") == ("language model", False)
     unknown = Example("q3", "g", "v", False, False, "s", ("d1",), None, gold_kind="states")
     assert source_of(unknown, "non-robust") == ("retriever", False)
     m = variant_metrics([down, entity])
-    assert m.blame.rule == "mixed" and (m.blame.by_evidence, m.blame.by_convention) == (1, 1)
+    assert m.blame.counts["system error"] == 1
+    # Neither rule decided the failed call.
+    assert m.blame.rule == "convention" and (m.blame.by_evidence, m.blame.by_convention) == (0, 1)

@@ -113,10 +113,15 @@ def source_of(ex: Example, tag: Tag) -> tuple[Source, bool]:
     the system answered; a wrong answer whose retrieval held none of them is the
     retriever's; one whose retrieval held one is the language model's. Otherwise by the
     GRAMMAR convention: a wrong answer in a gap group is the knowledge base's, one whose
-    retrieval was judged wrong the retriever's, any other the language model's."""
+    retrieval was judged wrong the retriever's, any other the language model's. A failed
+    call (a timeout, an HTTP error) gave no answer: it is a system error, whatever its
+    group, and neither rule decided it; except a hole of the knowledge base, which is one
+    for every system asked it."""
+    if ex.gold_kind == "states" and ex.gold is not None and not ex.gold:
+        return "knowledge base", True
+    if ex.errored:
+        return "system error", False
     if ex.gold_kind == "states" and ex.gold is not None:
-        if not ex.gold:
-            return "knowledge base", True
         if ex.correct:
             return "correct", True
         if ex.retrieved is not None:
@@ -147,6 +152,8 @@ def blame(examples: Iterable[Example], tags: Mapping[str, Tag]) -> Blame:
     for ex in examples:
         part, evidence = source_of(ex, tags[ex.group_id])
         counts[part] += 1
+        if part == "system error":
+            continue  # neither rule decided it
         if evidence:
             by_evidence += 1
             holes_answered += part == "knowledge base" and ex.correct

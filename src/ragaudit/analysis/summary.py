@@ -18,13 +18,19 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ragaudit.records.models import supported_version
 
-SCHEMA_VERSION = 4  # 2: by_label, labels, weight_scan (issue 16); 3: by_source, documents;
-# 4: reference_free (issue 18)
+SCHEMA_VERSION = 5  # 2: by_label, labels, weight_scan (issue 16); 3: by_source, documents;
+# 4: reference_free (issue 18); 5: blame counts "system error" (a failed call, issue 36)
 
 Outcome = Literal["answer", "retrieval"]
 Tag = Literal["gap", "robust", "non-robust"]
-Source = Literal["correct", "knowledge base", "retriever", "language model"]
-SOURCES: tuple[Source, ...] = ("correct", "knowledge base", "retriever", "language model")
+Source = Literal["correct", "knowledge base", "retriever", "language model", "system error"]
+SOURCES: tuple[Source, ...] = (
+    "correct",
+    "knowledge base",
+    "retriever",
+    "language model",
+    "system error",
+)
 BlameRule = Literal["evidence", "convention", "mixed"]
 LeftOutReason = Literal["unknown", "no document", "no retrieved ids"]
 ComparedMetric = Literal["accuracy", "robustness", "accuracy_retrieval", "robustness_retrieval"]
@@ -82,7 +88,9 @@ class Blame(_Model):
         description="which rule decided: evidence, convention, or mixed (some queries each)"
     )
     counts: dict[Source, int] = Field(
-        description="queries per source: correct, knowledge base, retriever, language model"
+        description="queries per source: correct, knowledge base, retriever, language model, "
+        "system error (the system failed: a timeout, an HTTP error; no answer to blame on a "
+        "module; absent in files of schema 4 and before)"
     )
     by_evidence: int = Field(
         ge=0, description="queries decided by the documents that state the answer"

@@ -116,7 +116,8 @@ class AnswerRow:
     retrieval_correct: bool | None
     retrieved_ids: list[str]
     gold_ids: list[str] | None
-    where: str | None  # correct, knowledge base, retriever, language model; None unjudged
+    where: str | None  # correct, knowledge base, retriever, language model, system error;
+    # None unjudged
     rationale: str | None
     scores: dict[str, float | None] = field(default_factory=dict)
 

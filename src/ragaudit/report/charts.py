@@ -15,6 +15,7 @@ _COLOURS = {
     "knowledge base": "#6a1b9a",
     "retriever": "#1565c0",
     "language model": "#ef6c00",
+    "system error": "#616161",
 }
 
 

@@ -37,6 +37,7 @@ BLAME_HEADERS = (
     "knowledge base",
     "retriever",
     "language model",
+    "system error",
     "holes answered",
 )
 
