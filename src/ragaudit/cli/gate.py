@@ -104,6 +104,7 @@ def gate_cmd(
     group. Exit 1 when the candidate is significantly worse beyond the margin on a check (a
     system and a metric) or lacks a system of the baseline; 2 when a check could not fail
     (too few groups in common) or nothing can be compared; 0 otherwise."""
+    from ragaudit.api import gate
     from ragaudit.errors import UserError
     from ragaudit.judge.retrieval import check_rule
     from ragaudit.records.io import atomic_write_text, check_output_path
@@ -113,7 +114,6 @@ def gate_cmd(
         gate_error_markdown,
         gate_junit,
         gate_markdown,
-        gate_runs,
     )
 
     check_rule(retrieval_rule)
@@ -121,16 +121,16 @@ def gate_cmd(
         if output is not None:
             check_output_path(output)  # refused before the gate's work, not after
     try:
-        report = gate_runs(
+        report = gate(
             baseline,
             candidate,
             metrics=metrics,
             systems=systems,
             margin=margin,
             alpha=alpha,
-            n_perm=resamples,
+            resamples=resamples,
             seed=seed,
-            rule=retrieval_rule,
+            retrieval_rule=retrieval_rule,
             allow_partial=allow_partial,
             missing=missing.value,
             min_coverage=min_coverage,
