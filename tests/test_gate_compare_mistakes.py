@@ -95,6 +95,18 @@ def test_gate_options_are_checked_from_python(
         ra.assert_no_regression(base, worse, **options)
 
 
+def test_non_characters_and_c1_controls_keep_the_junit_file_well_formed(tmp_path: Path) -> None:
+    name = "r\ufffeag\uffff\x9b"
+    base = judged_run(tmp_path / "base", {name: verdicts(1, 0.8)})
+    worse = judged_run(tmp_path / "worse", {name: verdicts(1, 0.4)})
+    junit = tmp_path / "gate.xml"
+    result = ragaudit("gate", str(base), str(worse), "--junit", str(junit), cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    (case,) = ET.parse(junit).getroot().iter("testcase")
+    assert case.get("name") == "r\\ufffeag\\uffff\\x9b accuracy"
+    assert "\x9b" not in result.stdout
+
+
 def test_control_characters_in_a_name_keep_the_junit_file_well_formed(tmp_path: Path) -> None:
     name = "r\x1b[31mag"
     base = judged_run(tmp_path / "base", {name: verdicts(1, 0.8)})
@@ -168,3 +180,46 @@ def test_an_unjudged_run_is_told_which_metrics_need_no_judge(
     assert result.returncode == 2
     assert "accuracy needs them (run ragaudit judge)" in result.stderr
     assert "recall@K" in result.stderr and "--neutral" not in result.stderr
+
+
+# -- the fourth hostile pass ----------------------------------------------------------------
+
+
+def test_a_run_gated_against_itself_is_refused(tmp_path: Path, runs: tuple[Path, Path]) -> None:
+    """A CI line naming one run twice (or through a link) could never fail."""
+    base, _ = runs
+    (tmp_path / "link").symlink_to(base)
+    for candidate in (str(base), f"{base}/", str(tmp_path / "link")):
+        result = ragaudit("gate", str(base), candidate, cwd=tmp_path)
+        assert result.returncode == 2, result.stdout
+        assert "the baseline and the candidate are the same run folder" in result.stderr
+    with pytest.raises(ra.UserError, match="same run folder"):
+        ra.assert_no_regression(base, base)
+
+
+def test_a_negative_seed_is_one_line_naming_the_option(
+    tmp_path: Path, runs: tuple[Path, Path]
+) -> None:
+    base, worse = runs
+    junit = tmp_path / "gate.xml"
+    result = ragaudit("gate", str(base), str(worse), "--seed", "-3", "--junit", str(junit),
+                      cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "seed must be a whole number of at least 0, not -3" in result.stderr
+    assert junit.exists()  # CI's report says why
+    with pytest.raises(ra.UserError, match="seed must be"):
+        ra.gate(base, worse, seed=-1)
+    with pytest.raises(ra.UserError, match="seed must be"):
+        ra.compare(base, seed=-1)
+    result = ragaudit("analyze", "--seed", "-1", cwd=base.parent)
+    assert result.returncode == 2 and "seed must be" in result.stderr
+
+
+@pytest.mark.parametrize("spec", ["foo:bar", "openai:", "openai-gpt-4o"])
+def test_a_mistyped_llm_is_one_line_from_both_doors(tmp_path: Path, spec: str) -> None:
+    result = ragaudit("doctor", "--example", "--llm", spec, cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.startswith("error: --llm: model: ")
+    assert len(result.stderr.strip().splitlines()) == 1
+    with pytest.raises(ra.UserError, match=r"^llm=: model: "):
+        ra.Project(root=tmp_path, llm=spec)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from ragaudit.db.options import DatabaseConfig, mask_url_password
 from ragaudit.errors import ConfigError
@@ -24,7 +24,7 @@ from ragaudit.run.options import HarnessConfig
 from ragaudit.secrets import mask, mask_secret_fields, mask_url
 from ragaudit.systems.corpus import CorpusConfig
 from ragaudit.systems.options import KINDS, SystemConfig, expand_grids
-from ragaudit.yamlfile import parse_yaml, read_text, validate_model
+from ragaudit.yamlfile import parse_yaml, read_text, validate_model, validation_message
 
 DEFAULT_CONFIG_NAME = "ragaudit.yaml"
 
@@ -132,3 +132,12 @@ __all__ = [
     "parse_config",
     "url_credentials_problem",
 ]
+
+
+def assign(section: BaseModel, field: str, value: Any, option: str) -> None:
+    """Set ``section.field`` from a command-line option or an API argument (``option``
+    names it), checked as the file's value is: a bad one is a one-line ConfigError."""
+    try:
+        setattr(section, field, value)
+    except ValidationError as exc:
+        raise ConfigError(validation_message(exc, option, None)) from None

@@ -84,7 +84,9 @@ class ModelAssetError(UserError):
 
 # Characters XML 1.0 does not allow, and that a terminal would obey (an escape sequence in
 # a system's name or a query id read from a file): written out as \xNN where shown.
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# C1 controls too (U+009B is an escape sequence's start on many terminals), and the two
+# non-characters U+FFFE and U+FFFF, which XML 1.0 forbids as well.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffe\uffff]")
 
 
 def printable(text: str) -> str:
@@ -93,4 +95,16 @@ def printable(text: str) -> str:
     >>> printable("r\x1b[31mag")
     'r\\x1b[31mag'
     """
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return _CONTROL.sub(_escaped, text)
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def check_seed(seed: int) -> None:
+    """A resampling seed is a whole number of at least 0 (numpy's rule), said in one line
+    naming the option rather than numpy's "expected non-negative integer"."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise UserError(f"seed must be a whole number of at least 0, not {seed!r}")

@@ -23,13 +23,14 @@ from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
 
 from ragaudit.api.progress import Progress, ProgressChoice, make_progress, system_hooks
 from ragaudit.api.tables import Answers, Dataset, read_answers
-from ragaudit.config import DEFAULT_CONFIG_NAME, Config, load_config
-from ragaudit.errors import UserError
+from ragaudit.config import DEFAULT_CONFIG_NAME, Config, assign, load_config
+from ragaudit.errors import ConfigError, UserError
 from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, check_rule
 from ragaudit.llm.usage import UsageMeter
 from ragaudit.rundir import RunDir
 from ragaudit.steps.session import Session, SessionHooks
 from ragaudit.systems.base import System
+from ragaudit.yamlfile import validate_model
 
 if TYPE_CHECKING:
     from ragaudit.analysis.ranking import RankingStudy
@@ -166,18 +167,21 @@ class Project:
         if root is not None:
             resolved = _anchor(resolved, Path(root))
         if db is not None:
-            resolved.database.url = _anchor_url(db, Path(root)) if root is not None else db
+            url = _anchor_url(db, Path(root)) if root is not None else db
+            assign(resolved.database, "url", url, "db=")
         self._backends: dict[str, Backend] = {}
         if llm is not None:
             if isinstance(llm, str):
-                resolved.llm.model = llm
+                assign(resolved.llm, "model", llm, "llm=")
             else:
                 spec = getattr(llm, "spec", None) or f"scripted:{llm.model}"
-                resolved.llm.model = spec
+                assign(resolved.llm, "model", spec, "llm=")
                 self._backends[spec] = llm
         if run is not None:
-            resolved.run.name = run
-        self.config: Config = type(resolved).model_validate(resolved.model_dump())
+            assign(resolved.run, "name", run, "run=")
+        self.config: Config = validate_model(
+            type(resolved), resolved.model_dump(), "ra.Project", None, error=ConfigError
+        )
         self.progress = progress
         self.session_hooks = session_hooks
         self.usage: UsageMeter | None = None  # the LLM usage of the last step that asked one

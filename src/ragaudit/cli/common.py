@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ragaudit.cli.console import console, usage_table
 from ragaudit.cli.progress import prepare_embedded_model
-from ragaudit.config import DEFAULT_CONFIG_NAME, Config, load_config
+from ragaudit.config import DEFAULT_CONFIG_NAME, Config, assign, load_config
 from ragaudit.rundir import RunDir
 from ragaudit.steps.session import Session, SessionHooks
 
@@ -24,9 +24,9 @@ def load_run(
     if example:
         config.database.url = "example"
     if db:
-        config.database.url = db
+        assign(config.database, "url", db, "--db")
     if llm:
-        config.llm.model = llm
+        assign(config.llm, "model", llm, "--llm")
     return config
 
 

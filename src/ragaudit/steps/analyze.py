@@ -27,7 +27,7 @@ from ragaudit.analysis.summary import (
     SystemFigures,
     Tag,
 )
-from ragaudit.errors import UserError
+from ragaudit.errors import UserError, check_seed
 from ragaudit.judge.options import ReferenceFreeOptions
 from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, RuleFit
 from ragaudit.records.io import atomic_write_text, read_jsonl, write_jsonl_atomic
@@ -246,6 +246,7 @@ def run_analysis(
     """Analyze and write summary.json, summary.md and drilldown.jsonl into the run;
     ``system`` names the system of neutral files; ``reference_free`` (the configuration's
     section) reads the reference-free scores, when the run has them, at its thresholds."""
+    check_seed(seed)
     neutral = neutral or []
     undecided: Counter[str] = Counter()
     left_out: dict[tuple[str, str], Counter[str]] = {}

@@ -20,7 +20,7 @@ from ragaudit.analysis.ranking import (
     set_of,
     set_scores,
 )
-from ragaudit.errors import UserError
+from ragaudit.errors import UserError, check_seed
 from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, check_rule
 from ragaudit.records.io import atomic_write_json, atomic_write_text, iter_jsonl_dicts, read_jsonl
 from ragaudit.records.models import FREE_METRICS, FreeScoreRecord, QueryRecord, ResponseRecord
@@ -175,6 +175,7 @@ def run_compare(
         raise UserError(f"alpha must be above 0 and at most 0.5, not {alpha}")
     if n_boot < 100:
         raise UserError(f"resamples must be at least 100, not {n_boot}")
+    check_seed(seed)
     if by not in ("source", "variant", "label"):
         raise UserError(f"by must be source, variant or label, not {by!r}")
     check_rule(rule)

@@ -22,7 +22,7 @@ from ragaudit.analysis.gate import (
 )
 from ragaudit.analysis.ranking import example_score
 from ragaudit.analysis.significance import PairedCounts
-from ragaudit.errors import UserError, printable
+from ragaudit.errors import UserError, check_seed, printable
 from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, check_rule
 from ragaudit.records.io import read_jsonl
 from ragaudit.records.models import FREE_METRICS, QueryRecord
@@ -105,6 +105,7 @@ def _options(
     missing: str,
     min_coverage: float,
     max_undetectable: float | None,
+    seed: int = 0,
 ) -> float:
     """Check the gate's options as the command line does (one line each); the margin,
     with -0 read as 0."""
@@ -116,6 +117,7 @@ def _options(
         raise UserError(f"the sign flips (resamples) must be at least 100, not {n_perm}")
     if missing not in ("fail", "skip"):
         raise UserError(f"missing must be 'fail' or 'skip', not {missing!r}")
+    check_seed(seed)
     if not (math.isfinite(min_coverage) and 0 <= min_coverage <= 1):
         raise UserError(f"min_coverage must be between 0 and 1, not {min_coverage}")
     if max_undetectable is not None and not (
@@ -154,7 +156,13 @@ def gate_runs(
     groups it has, or when it passes with a detectable drop over ``max_undetectable``;
     untestable is not a pass unless ``allow_partial`` (and another check was tested).
     Nothing to compare at all is an error."""
-    margin = _options(margin, alpha, n_perm, missing, min_coverage, max_undetectable)
+    margin = _options(margin, alpha, n_perm, missing, min_coverage, max_undetectable, seed)
+    if baseline.resolve() == candidate.resolve():
+        # A mistyped CI line that names one run twice could never fail: no pass.
+        raise UserError(
+            f"the baseline and the candidate are the same run folder ({baseline}): a run "
+            "gated against itself always passes; name the candidate's run folder"
+        )
     check_rule(rule)
     metrics = list(dict.fromkeys(metrics or ["accuracy"]))  # a metric twice is checked once
     for metric in metrics:

@@ -16,10 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from pydantic import ValidationError
+
 from ragaudit import aio
 from ragaudit.config import Config
+from ragaudit.errors import UserError
 from ragaudit.llm.usage import UsageMeter
 from ragaudit.rundir import RunDir
+from ragaudit.yamlfile import validation_message
 
 if TYPE_CHECKING:
     from ragaudit.llm.client import Backend, LLMClient
@@ -103,7 +107,11 @@ class Session:
         try:
             for model in dict.fromkeys(models):
                 settings = self.config.llm.model_copy(update={"model": model})
-                settings = type(settings).model_validate(settings.model_dump())  # checks it
+                try:
+                    settings = type(settings).model_validate(settings.model_dump())  # checks it
+                except ValidationError as exc:
+                    # A model named on the command line (--llm): one line, as in the file.
+                    raise UserError(validation_message(exc, "--llm", None, ("llm",))) from None
                 if settings.backend == "local" and not settings.model_name:
                     self.hooks.assemble_model()
                 made[model] = make_llm(
