@@ -16,6 +16,7 @@ from pathlib import Path
 from ragaudit.errors import UserError
 from ragaudit.records.io import (
     RecordFileError,
+    RepeatedKeyError,
     check_unicode_text,
     iter_jsonl_dicts,
     parse_json,
@@ -45,12 +46,14 @@ class PairSet:
 def _load_json(path: Path) -> object:
     try:
         text = read_utf8_text(path)
-        data = parse_json(text)  # nested too deeply: a JSONDecodeError, as below
+        data = parse_json(text, unique_keys=True)  # nested too deeply: a JSONDecodeError
         check_unicode_text(path, data, text)  # a lone "\\ud800" escape: where it is
     except RecordFileError as exc:  # no such file, not UTF-8, not Unicode: one line
         raise PairsError(str(exc)) from None
     except json.JSONDecodeError as exc:
         raise PairsError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+    except RepeatedKeyError as exc:
+        raise PairsError(f"{path}: {exc}") from None
     return data
 
 
@@ -202,7 +205,7 @@ def read_pairs_jsonl(path: Path) -> PairSet:
     contexts: dict[str, str] = {}
     first: dict[str, str] = {}
     seen: set[str] = set()
-    for line, row in iter_jsonl_dicts(path, skip_torn_tail=False):
+    for line, row in iter_jsonl_dicts(path, skip_torn_tail=False, unique_keys=True):
         where = f"{path}:{line}"
         pair_id, context, question = (
             "" if row.get(key) is None else read(row[key], where, key)

@@ -437,7 +437,7 @@ def read_row_map(path: Path) -> list[tuple[str, str, str]]:
     if isinstance(whole, dict):  # a single JSON Lines record, perhaps spread over lines
         numbered: Iterable[tuple[int, dict[str, Any]]] = [(1, whole)]
     else:
-        numbered = iter_jsonl_dicts(path, skip_torn_tail=False)
+        numbered = iter_jsonl_dicts(path, skip_torn_tail=False, unique_keys=True)
     for number, obj in numbered:
         doc_id, entry = obj.get("id"), _entry(obj)
         if isinstance(doc_id, int) and not isinstance(doc_id, bool):

@@ -313,7 +313,26 @@ def _deepest_at(text: str) -> int:
     return at
 
 
-def parse_json(text: str, **kwargs: Any) -> Any:
+class RepeatedKeyError(ValueError):
+    """One object of a user's JSON gives a key twice: JSON would keep the last silently."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"key {key!r} is given twice in one object (JSON keeps only the last)")
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise RepeatedKeyError(key)
+            seen.add(key)
+    return out
+
+
+def parse_json(text: str, *, unique_keys: bool = False, **kwargs: Any) -> Any:
     """``json.loads(text, **kwargs)``, where JSON nested deeper than the parser can follow
     (some thousand ``[``: Python's recursion limit) is a :class:`json.JSONDecodeError`
     ("nested too deeply", at the line of its deepest point) like any other JSON ragaudit
@@ -321,9 +340,20 @@ def parse_json(text: str, **kwargs: Any) -> Any:
     a decode error in one line with the file and line. No record of ragaudit nests more
     than a few levels.
 
+    With ``unique_keys`` (a user's input file, where a key given twice is a mistake to
+    report, never a silent choice of the last), such an object is a
+    :class:`RepeatedKeyError`; ragaudit's own files are read without the check, which
+    costs time on millions of lines.
+
     >>> parse_json('{"a": [1, 2]}')
     {'a': [1, 2]}
+    >>> parse_json('{"a": 1, "a": 2}', unique_keys=True)
+    Traceback (most recent call last):
+    ...
+    ragaudit.records.io.RepeatedKeyError: key 'a' is given twice in one object ...
     """
+    if unique_keys:
+        kwargs.setdefault("object_pairs_hook", _unique_keys)
     try:
         return json.loads(text, **kwargs)
     except RecursionError:
@@ -360,7 +390,7 @@ def read_utf8_text(path: Path) -> str:
 
 
 def iter_jsonl_dicts(
-    path: Path, *, skip_torn_tail: bool = True
+    path: Path, *, skip_torn_tail: bool = True, unique_keys: bool = False
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line_number, object)`` for each line of a JSON Lines file, streaming.
 
@@ -368,7 +398,8 @@ def iter_jsonl_dicts(
     is skipped when ``skip_torn_tail``: only for the files ragaudit itself appends to. A
     user's input file is read with ``skip_torn_tail=False``, so that its bad last line is
     an error. Anywhere else a bad line, one that is not UTF-8, or one whose strings are not
-    Unicode text (:func:`check_unicode_text`) is a :class:`RecordFileError` naming the line.
+    Unicode text (:func:`check_unicode_text`) is a :class:`RecordFileError` naming the line,
+    and so is, with ``unique_keys`` (a user's input), an object that gives a key twice.
     """
     with _open_to_read(path) as handle:
         for number, raw in enumerate(handle, start=1):
@@ -384,11 +415,13 @@ def iter_jsonl_dicts(
             if not line.strip():
                 continue
             try:
-                obj = parse_json(line)
+                obj = parse_json(line, unique_keys=unique_keys)
             except json.JSONDecodeError as exc:
                 if skip_torn_tail and not line.endswith("\n"):
                     return
                 raise RecordFileError(f"{path}:{number}: not valid JSON: {exc.msg}") from None
+            except RepeatedKeyError as exc:
+                raise RecordFileError(f"{path}:{number}: {exc}") from None
             if not isinstance(obj, dict):
                 raise RecordFileError(f"{path}:{number}: expected a JSON object per line")
             if "\\ud" in line or "\\uD" in line:  # the test of check_unicode_text, inline

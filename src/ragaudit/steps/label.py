@@ -83,7 +83,7 @@ def read_human_labels(path: Path, pair_ids: set[str]) -> list[LabelRecord]:
             raise UserError(f"{path}: a CSV label file needs the columns id and label")
         rows = [(n, dict(r)) for n, r in enumerate(reader, start=2)]
     else:  # the user's file: a bad last line is an error, not a torn append
-        rows = list(iter_jsonl_dicts(path, skip_torn_tail=False))
+        rows = list(iter_jsonl_dicts(path, skip_torn_tail=False, unique_keys=True))
     out = []
     unknown = []
     given: dict[tuple[str, str], tuple[int, str]] = {}  # (pair, rater) -> (line, label)

@@ -156,7 +156,10 @@ def load_corpus(path: Path) -> list[Document]:
         raise CorpusError(f"{path}: no such corpus file or folder")
     if path.suffix.lower() in (".jsonl", ".ndjson"):
         try:  # the user's file: a bad last line is an error, not a torn append
-            rows = [(f"line {n}", row) for n, row in iter_jsonl_dicts(path, skip_torn_tail=False)]
+            rows = [
+                (f"line {n}", row)
+                for n, row in iter_jsonl_dicts(path, skip_torn_tail=False, unique_keys=True)
+            ]
         except RecordFileError as exc:
             raise CorpusError(str(exc)) from None
         return _from_objects(rows, str(path))
