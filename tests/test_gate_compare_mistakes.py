@@ -223,3 +223,17 @@ def test_a_mistyped_llm_is_one_line_from_both_doors(tmp_path: Path, spec: str) -
     assert len(result.stderr.strip().splitlines()) == 1
     with pytest.raises(ra.UserError, match=r"^llm=: model: "):
         ra.Project(root=tmp_path, llm=spec)
+
+
+def test_judgements_without_their_responses_are_said_to_be_so(
+    tmp_path: Path, runs: tuple[Path, Path]
+) -> None:
+    """Not "retrieval only, use recall@K": the responses the judgements judged are gone."""
+    import shutil
+
+    base, worse = runs
+    shutil.rmtree(worse / "responses")
+    result = ragaudit("gate", str(base), str(worse), cwd=tmp_path)
+    assert result.returncode == 1, result.stdout  # the candidate lacks them: MISSING
+    said = " ".join(result.stdout.split())
+    assert "has judgements but no responses" in said and "retrieval only" not in said

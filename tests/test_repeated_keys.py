@@ -27,8 +27,7 @@ def test_an_import_line_with_a_key_twice_is_refused_and_nothing_written(tmp_path
     result = ragaudit("generate", "--import", "q.jsonl", cwd=tmp_path)
     assert result.returncode == 2, result.stdout
     assert result.stderr.strip() == (
-        "error: q.jsonl:1: key 'question' is given twice in one object (JSON keeps only the "
-        "last)"
+        "error: q.jsonl:1: key 'question' is given twice in one object (JSON keeps only the last)"
     )
     assert not (tmp_path / "runs" / "default" / "dataset.jsonl").exists()
 

@@ -135,7 +135,11 @@ def compare_examples(
             ) from None
         answering = _answering(run)
         for system in sorted({ex.system for ex in examples} - answering):
-            left_out[system] = "gives no answers (retrieval only)"
+            left_out[system] = (
+                "gives no answers (retrieval only)"
+                if run.responses(system).exists()
+                else f"has judgements but no responses ({run.responses(system)} is missing)"
+            )
         return [ex for ex in examples if ex.system in answering], left_out, score
     if not run.dataset.exists():
         raise UserError(f"no dataset at {run.dataset}: run ragaudit generate first")
