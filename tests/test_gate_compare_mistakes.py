@@ -237,3 +237,15 @@ def test_judgements_without_their_responses_are_said_to_be_so(
     assert result.returncode == 1, result.stdout  # the candidate lacks them: MISSING
     said = " ".join(result.stdout.split())
     assert "has judgements but no responses" in said and "retrieval only" not in said
+
+
+def test_the_gate_writes_nothing_into_the_runs(tmp_path: Path, runs: tuple[Path, Path]) -> None:
+    base, worse = runs
+    dataset = (base / "dataset.jsonl").read_bytes()
+    for option, target in (("--junit", base / "dataset.jsonl"),
+                           ("--markdown", worse / "judgements" / "rag.jsonl")):  # fmt: skip
+        before = target.read_bytes()
+        result = ragaudit("gate", str(base), str(worse), option, str(target), cwd=tmp_path)
+        assert result.returncode == 2 and "inside the run folder" in result.stderr
+        assert target.read_bytes() == before
+    assert (base / "dataset.jsonl").read_bytes() == dataset

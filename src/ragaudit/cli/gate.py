@@ -117,9 +117,16 @@ def gate_cmd(
     )
 
     check_rule(retrieval_rule)
-    for output in (junit, markdown):
+    for option, output in (("--junit", junit), ("--markdown", markdown)):
         if output is not None:
             check_output_path(output)  # refused before the gate's work, not after
+            for run in (baseline, candidate):
+                if output.resolve().is_relative_to(run.resolve()):
+                    # It would overwrite a run's own file (its dataset, its judgements).
+                    raise UserError(
+                        f"{option} {output}: inside the run folder {run}; the gate writes "
+                        "nothing into the runs: write it beside them"
+                    )
     try:
         report = gate(
             baseline,
