@@ -67,17 +67,7 @@ class _Model(BaseModel):
 
 
 class GateCheck(_Model):
-    """One metric of one system, candidate against baseline, paired by group.
-
-    >>> baseline = {f"g{i}": (2, 2) for i in range(8)}  # group: (correct, answers)
-    >>> candidate = {**baseline, "g0": (1, 2)}
-    >>> check = gate_check("rag", "accuracy", PairedCounts.from_dicts(baseline, candidate))
-    >>> check.status, check.coverage, round(check.difference, 4)
-    ('pass', '8 / 8', -0.0625)
-    >>> print(check.sentence())
-    rag accuracy: pass (1.000 -> 0.938, -0.062 [-0.214, +0.000], p = 0.5, groups (queries) paired of
-    the baseline's 8 / 8); a drop smaller than 0.312 can pass unnoticed (80% power).
-    """
+    """One metric of one system, candidate against baseline, paired by group."""
 
     system: str
     metric: str
@@ -126,7 +116,17 @@ class GateCheck(_Model):
         return f"a drop smaller than {self.detectable:.3f} can pass unnoticed (80% power)"
 
     def sentence(self) -> str:
-        """The check in one line."""
+        """The check in one line.
+
+        >>> baseline = {f"g{i}": (2, 2) for i in range(8)}  # group: (correct, answers)
+        >>> candidate = {**baseline, "g0": (1, 2)}
+        >>> check = gate_check("rag", "accuracy", PairedCounts.from_dicts(baseline, candidate))
+        >>> check.status, check.coverage, round(check.difference, 4)
+        ('pass', '8 / 8', -0.0625)
+        >>> print(check.sentence())
+        rag accuracy: pass (1.000 -> 0.938, -0.062 [-0.214, +0.000], p = 0.5, groups (queries)
+        paired of the baseline's 8 / 8); a drop smaller than 0.312 can pass unnoticed (80% power).
+        """
         head = f"{self.system} {self.metric}"
         if self.status == "missing":
             return f"{head}: MISSING from the candidate ({self.reason})."
@@ -461,21 +461,7 @@ Verdict = Literal["PASS", "FAIL", "UNTESTABLE"]
 
 
 class GateReport(_Model):
-    """The gate's verdict over every check, and what was paired.
-
-    >>> baseline = {f"g{i}": (2, 2) for i in range(8)}  # group: (correct, answers)
-    >>> worse = {**baseline, **{f"g{i}": (1, 2) for i in range(6)}}  # 6 groups lose one
-    >>> dropped = PairedCounts.from_dicts(baseline, worse)
-    >>> same = PairedCounts.from_dicts(baseline, baseline)
-    >>> checks = [gate_check("rag", "accuracy", dropped, alpha=0.025),  # two checks share
-    ...           gate_check("bm25", "accuracy", same, alpha=0.025)]  # the gate's alpha 0.05
-    >>> report = GateReport(baseline="runs/main", candidate="runs/pr", alpha=0.05, margin=0.0,
-    ...                     checks=checks)
-    >>> report.verdict, report.exit_code, [c.system for c in report.regressions]
-    ('FAIL', 1, ['rag'])
-    >>> print(report.headline())
-    FAIL: 1 of 2 checks significantly worse than the baseline by more than 0 (alpha 0.05)
-    """
+    """The gate's verdict over every check, and what was paired."""
 
     baseline: str = Field(description="the baseline run")
     candidate: str = Field(description="the candidate run")
@@ -532,7 +518,21 @@ class GateReport(_Model):
         return {"PASS": 0, "FAIL": 1, "UNTESTABLE": 2}[self.verdict]
 
     def headline(self) -> str:
-        """One line: the verdict and its counts."""
+        """One line: the verdict and its counts.
+
+        >>> baseline = {f"g{i}": (2, 2) for i in range(8)}  # group: (correct, answers)
+        >>> worse = {**baseline, **{f"g{i}": (1, 2) for i in range(6)}}  # 6 groups lose one
+        >>> dropped = PairedCounts.from_dicts(baseline, worse)
+        >>> same = PairedCounts.from_dicts(baseline, baseline)
+        >>> checks = [gate_check("rag", "accuracy", dropped, alpha=0.025),  # two checks share
+        ...           gate_check("bm25", "accuracy", same, alpha=0.025)]  # the gate's alpha 0.05
+        >>> report = GateReport(baseline="runs/main", candidate="runs/pr", alpha=0.05, margin=0.0,
+        ...                     checks=checks)
+        >>> report.verdict, report.exit_code, [c.system for c in report.regressions]
+        ('FAIL', 1, ['rag'])
+        >>> print(report.headline())
+        FAIL: 1 of 2 checks significantly worse than the baseline by more than 0 (alpha 0.05)
+        """
         n = len(self.checks)
         parts = []
         if self.regressions:
