@@ -29,7 +29,12 @@ BOOTSTRAP_RESAMPLES = 1000
 
 def count_table(rows: Sequence[Sequence[str]], categories: Sequence[str]) -> np.ndarray:
     """Subjects x categories: how many raters put each subject (row of labels) in each
-    category, the table Fleiss' kappa is computed on."""
+    category, the table Fleiss' kappa is computed on.
+
+    >>> rows = [["summary", "summary", "reasoning"], ["reasoning", "reasoning", "reasoning"]]
+    >>> count_table(rows, ["summary", "reasoning"]).tolist()  # 2 pairs x 2 labels, 3 raters each
+    [[2, 1], [0, 3]]
+    """
     index = {c: i for i, c in enumerate(categories)}
     table = np.zeros((len(rows), len(categories)), dtype=np.int64)
     for r, labels in enumerate(rows):
@@ -41,7 +46,13 @@ def count_table(rows: Sequence[Sequence[str]], categories: Sequence[str]) -> np.
 def fleiss_kappa_table(table: np.ndarray) -> float | None:
     """Fleiss' kappa of a subjects x categories count table (every subject rated by the
     same number of raters), by statsmodels; None where it is undefined: fewer than two
-    raters or subjects, or every rating in one category (chance agreement is then 1)."""
+    raters or subjects, or every rating in one category (chance agreement is then 1).
+
+    >>> round(fleiss_kappa_table(np.array([[3, 0], [0, 3], [3, 0], [1, 2]])), 3)
+    0.657
+    >>> fleiss_kappa_table(np.array([[3, 0], [3, 0]])) is None  # one label only: undefined
+    True
+    """
     from statsmodels.stats.inter_rater import fleiss_kappa
 
     table = np.asarray(table)
@@ -57,7 +68,15 @@ def fleiss_kappa_table(table: np.ndarray) -> float | None:
 
 def kappa(rows: Sequence[Sequence[str]], categories: Sequence[str], seed: int = 0) -> Kappa:
     """Fleiss' kappa of ``rows`` (each the labels one subject got, all of one length), with
-    a 95% percentile bootstrap interval over subjects; null with the reason when undefined."""
+    a 95% percentile bootstrap interval over subjects; null with the reason when undefined.
+
+    >>> rows = [["summary"] * 3, ["reasoning"] * 3, ["summary"] * 3]  # 3 raters agree on 3 pairs
+    >>> rows.append(["summary", "summary", "reasoning"])  # and split on a fourth
+    >>> str(kappa(rows, LABELS))
+    '0.62 [-0.33, 1.00]'
+    >>> str(kappa([["summary"] * 3, ["summary"] * 3], LABELS))
+    'n/a (every rating is the same label, so agreement by chance is 1)'
+    """
     n = len(rows)
     table = count_table(rows, categories)
     value = fleiss_kappa_table(table)
@@ -86,7 +105,15 @@ def kappa(rows: Sequence[Sequence[str]], categories: Sequence[str], seed: int = 
 
 def majority(labels: Iterable[str | None]) -> str | None:
     """The label a strict majority of the decided ``labels`` gave; None on a tie or when
-    none is decided."""
+    none is decided.
+
+    >>> majority(["summary", "summary", "reasoning"])
+    'summary'
+    >>> majority(["summary", "reasoning"]) is None  # a tie
+    True
+    >>> majority(["summary", None])  # the undecided rater does not count
+    'summary'
+    """
     counts = Counter(label for label in labels if label is not None)
     total = sum(counts.values())
     if not total:
@@ -98,7 +125,18 @@ def majority(labels: Iterable[str | None]) -> str | None:
 def consensus_labels(
     pairs: Iterable[LabelPair], records: Iterable[LabelRecord]
 ) -> dict[str, str | None]:
-    """Pair id -> its consensus label (:func:`majority` of its raters), for every pair."""
+    """Pair id -> its consensus label (:func:`majority` of its raters), for every pair.
+
+    >>> pairs = [LabelPair(pair_id=p, gold_ids=["d1"], question="Who?") for p in ("p1", "p2")]
+    >>> records = [
+    ...     LabelRecord(pair_id="p1", rater="a", label="summary"),
+    ...     LabelRecord(pair_id="p1", rater="b", label="summary"),
+    ...     LabelRecord(pair_id="p2", rater="a", label="summary"),
+    ...     LabelRecord(pair_id="p2", rater="b", label="reasoning"),
+    ... ]
+    >>> consensus_labels(pairs, records)
+    {'p1': 'summary', 'p2': None}
+    """
     by_pair: dict[str, list[str | None]] = {p.pair_id: [] for p in pairs}
     for record in records:
         if record.pair_id in by_pair:
@@ -131,7 +169,17 @@ def unlabelled_pairs(pairs: Sequence[LabelPair], records: Iterable[LabelRecord])
     """Per rater, the pairs it has no label record for at all: a human who labelled part
     of the set, or a rater of an earlier run over fewer pairs. These were never asked, so
     they are not *undecided* (asked, with no usable reply); like those, they are left out
-    of the rater's agreement."""
+    of the rater's agreement.
+
+    >>> pairs = [LabelPair(pair_id=p, gold_ids=["d1"], question="Who?") for p in ("p1", "p2")]
+    >>> records = [
+    ...     LabelRecord(pair_id="p1", rater="llm", label="summary"),
+    ...     LabelRecord(pair_id="p2", rater="llm", label=None),  # asked: undecided
+    ...     LabelRecord(pair_id="p1", rater="human", label="summary"),  # p2 never asked
+    ... ]
+    >>> unlabelled_pairs(pairs, records)
+    {'human': 1, 'llm': 0}
+    """
     by_pair = _by_pair(records)
     raters = sorted({r for labels in by_pair.values() for r in labels})
     return {r: sum(1 for p in pairs if r not in by_pair.get(p.pair_id, {})) for r in raters}
@@ -143,7 +191,22 @@ def label_figures(
     """The composition of ``pairs`` by consensus label and the raters' agreement, from every
     rater's labels (``records``). A pair a rater gave no usable label (undecided) or has no
     record for (unlabelled: see :func:`unlabelled_pairs`) has no label of that rater; only
-    the first kind is counted as undecided."""
+    the first kind is counted as undecided.
+
+    >>> pairs = [LabelPair(pair_id=f"p{i}", gold_ids=["d1"], question="Who?") for i in range(4)]
+    >>> given = {"a": ["summary", "summary", "reasoning", "fact_single"],
+    ...          "b": ["summary", "summary", "reasoning", "reasoning"],
+    ...          "c": ["summary", "fact_single", "reasoning", "fact_single"]}
+    >>> records = [LabelRecord(pair_id=f"p{i}", rater=rater, label=label)
+    ...            for rater, labels in given.items() for i, label in enumerate(labels)]
+    >>> figures = label_figures(pairs, records)
+    >>> figures.labelled, str(figures.composition["summary"])
+    (4, '0.50 [0.15, 0.85]')
+    >>> str(figures.fleiss)
+    '0.49 [-0.20, 1.00]'
+    >>> [(r.rater, r.kappa.value) for r in figures.per_rater]
+    [('a', 1.0), ('b', 0.454545), ('c', 0.454545)]
+    """
     by_pair = _by_pair(records)
     raters = sorted({r for labels in by_pair.values() for r in labels})
     known = {p.pair_id for p in pairs}

@@ -61,7 +61,20 @@ def comparisons(
     compared on accuracy and R, paired by semantic group, for each outcome: the answer's
     correctness, and the retrieval's (metrics ``accuracy_retrieval`` and
     ``robustness_retrieval``, verdicts saying "retrieval"). Outcomes over the same groups
-    share their resamples. The answer comparisons come first, then the retrieval ones."""
+    share their resamples. The answer comparisons come first, then the retrieval ones.
+
+    >>> examples = [
+    ...     Example(f"q{g}{variant}", f"g{g}", variant, ok)
+    ...     for g in range(8)
+    ...     for variant, ok in (("short", True), ("long", g < 2))
+    ... ]
+    >>> found = comparisons(examples)
+    >>> [(c.metric, c.a.variant, c.b.variant, round(c.difference, 2)) for c in found]
+    [('accuracy', 'long', 'short', -0.75), ('robustness', 'long', 'short', 0.0)]
+    >>> print(found[0].verdict)
+    long is less accurate than short (accuracy 0.25 vs 1.00, difference -0.75 [-1.00, -0.40],
+    p = 0.033, 8 groups).
+    """
     by: dict[SideKey, list[Example]] = defaultdict(list)
     failed_sides: set[SideKey] = set()
     for ex in examples:
@@ -161,7 +174,11 @@ def _comparison(
 
 
 def p_text(p_value: float | None) -> str:
-    """``p = 0.0123``, or ``p < 0.001`` at the resolution of 1,000 permutations."""
+    """``p = 0.0123``, or ``p < 0.001`` at the resolution of 1,000 permutations.
+
+    >>> p_text(0.01234), p_text(0.0004), p_text(None)
+    ('p = 0.0123', 'p < 0.001', 'not tested')
+    """
     if p_value is None:
         return "not tested"
     return "p < 0.001" if p_value < 0.001 else f"p = {p_value:.3g}"
@@ -173,7 +190,17 @@ def verdict(
     """One sentence a person can act on; for an undefined metric, why it was not compared
     (an undefined figure is never tested, let alone called significant). ``context`` (such
     as ``"rag: "`` or ``"short queries, retrieval: "``) opens the sentence, which then
-    goes on in lower case."""
+    goes on in lower case.
+
+    >>> result = PairedDifference("accuracy", 0.9, 0.6, 0.3, (0.1, 0.5), 0.002, 12)
+    >>> print(verdict(result, "long", "short", context="rag: "))
+    rag: short is less accurate than long (accuracy 0.60 vs 0.90, difference -0.30 [-0.50, -0.10],
+    p = 0.002, 12 groups).
+    >>> tie = PairedDifference("accuracy", 0.8, 0.75, 0.05, (-0.1, 0.2), 0.41, 12)
+    >>> print(verdict(tie, "long", "short"))
+    No significant accuracy difference between long and short (accuracy 0.80 vs 0.75, difference
+    +0.05 [-0.10, +0.20], p = 0.41, 12 groups).
+    """
     no = f"{context}no" if context else "No"
     metric = result.metric
     if result.undefined is not None or result.ci95 is None or result.difference is None:

@@ -36,7 +36,11 @@ _BOOTSTRAP = 2000
 
 def total_variation(counts: Sequence[int] | np.ndarray) -> float:
     """Half the summed absolute differences between the shares of ``counts`` and equal
-    shares over as many categories."""
+    shares over as many categories.
+
+    >>> [total_variation(counts) for counts in ([5, 5, 5, 5], [20, 0, 0, 0], [10, 10, 0, 0])]
+    [0.0, 0.75, 0.5]
+    """
     shares = np.asarray(counts, dtype=float)
     shares = shares / shares.sum()
     return float(0.5 * np.abs(shares - 1.0 / len(shares)).sum())
@@ -46,7 +50,12 @@ def composition_distance(
     labels: Sequence[str], *, categories: Sequence[str] = LABELS, seed: int = 0
 ) -> Distance:
     """The total variation distance of ``labels``' composition to uniform over
-    ``categories``, with a 95% percentile bootstrap interval (labels resampled)."""
+    ``categories``, with a 95% percentile bootstrap interval (labels resampled).
+
+    >>> labels = ["fact_single"] * 6 + ["summary"] * 2 + ["reasoning", "unanswerable"]
+    >>> str(composition_distance(labels))
+    '0.35 [0.15, 0.65] (n=10)'
+    """
     index = {c: i for i, c in enumerate(categories)}
     coded = np.array([index[label] for label in labels if label in index], dtype=int)
     n = len(coded)
@@ -68,7 +77,14 @@ def distance_difference(
 ) -> tuple[float, tuple[float, float]] | None:
     """How much closer to uniform ``a``'s composition is than ``b``'s (b's distance minus
     a's), with a 95% bootstrap interval (each side resampled on its own); None when either
-    side has no label. An interval above 0 says ``a`` is measurably closer."""
+    side has no label. An interval above 0 says ``a`` is measurably closer.
+
+    >>> balanced = ["fact_single", "summary", "reasoning", "unanswerable"] * 5
+    >>> skewed = ["fact_single"] * 14 + ["summary"] * 4 + ["reasoning"] * 2
+    >>> point, (low, high) = distance_difference(balanced, skewed)
+    >>> round(point, 2), low > 0  # the balanced set is measurably closer to uniform
+    (0.45, True)
+    """
     index = {c: i for i, c in enumerate(categories)}
     sides = [np.array([index[x] for x in s if x in index], dtype=int) for s in (a, b)]
     if any(len(s) == 0 for s in sides):
@@ -94,7 +110,11 @@ def _label_of(c: CandidateRecord) -> str:
 
 
 def drop_kind(reason: str) -> str:
-    """The check a candidate's drop reason names (``critique: ...`` -> ``critique``)."""
+    """The check a candidate's drop reason names (``critique: ...`` -> ``critique``).
+
+    >>> drop_kind("critique: groundedness rated 2 < 3"), drop_kind("duplicate")
+    ('critique', 'duplicate')
+    """
     return reason.split(":", 1)[0].strip() or "dropped"
 
 
@@ -103,7 +123,22 @@ def strategy_figures(
     thresholds: Mapping[str, int] | None = None,
     seed: int = 0,
 ) -> StrategyFigures:
-    """The figures of one strategy's candidates."""
+    """The figures of one strategy's candidates.
+
+    >>> def candidate(i, label, rating, **outcome):
+    ...     return CandidateRecord(candidate_id=f"c{i}", context_id=f"d{i}#0", gold_ids=[f"d{i}"],
+    ...                            strategy="simple", observed_label=label, calls=3,
+    ...                            critiques={"groundedness": {"rating": rating}}, **outcome)
+    >>> candidates = [candidate(1, "fact_single", 5, accepted=True),
+    ...               candidate(2, "summary", 2, dropped="critique: groundedness 2 < 3")]
+    >>> figures = strategy_figures(candidates)
+    >>> figures.accepted, figures.dropped, figures.calls_per_pair
+    (1, {'critique': 1}, 6.0)
+    >>> figures.confusion
+    {'any': {'fact_single': 1, 'summary': 1}}
+    >>> str(figures.critiques["fact_single"]["groundedness"].passed)
+    '1.00 [0.21, 1.00]'
+    """
     thresholds = thresholds or {}
     accepted = sum(c.accepted for c in candidates)
     calls = sum(c.calls for c in candidates)
@@ -151,7 +186,20 @@ def generation_figures(
     thresholds: Mapping[str, int] | None = None,
     seed: int = 0,
 ) -> DocumentFigures:
-    """Per strategy, the figures of its candidates (:func:`strategy_figures`)."""
+    """Per strategy, the figures of its candidates (:func:`strategy_figures`).
+
+    >>> candidates = [
+    ...     CandidateRecord(candidate_id=f"c{i}", context_id=f"d{i}#0", gold_ids=[f"d{i}"],
+    ...                     strategy=strategy, observed_label=label, accepted=True, calls=2)
+    ...     for i, (strategy, label) in enumerate(
+    ...         [("simple", "fact_single"), ("simple", "fact_single"), ("statements", "summary")])
+    ... ]
+    >>> figures = generation_figures(candidates)
+    >>> {name: s.accepted for name, s in figures.strategies.items()}
+    {'simple': 2, 'statements': 1}
+    >>> str(figures.strategies["simple"].distance)
+    '0.75 [0.75, 0.75] (n=2)'
+    """
     by: dict[str, list[CandidateRecord]] = defaultdict(list)
     for c in candidates:
         by[c.strategy].append(c)
@@ -169,7 +217,19 @@ def source_breakdown(
 ) -> dict[str, SourceFigures]:
     """Each source's queries analyzed on their own, with the comparisons among them (for
     ``outcomes``); empty when every query comes from one source (the whole analysis is
-    that source's)."""
+    that source's).
+
+    >>> answers = {"sql": [True, True, True, False], "document": [True, False, False, False]}
+    >>> examples = [Example(f"{origin}{i}", f"{origin}{i}", "short", ok, origin=origin)
+    ...             for origin, oks in answers.items() for i, ok in enumerate(oks)]
+    >>> by_source = source_breakdown(examples)
+    >>> for origin, figures in by_source.items():
+    ...     print(origin, figures.systems["system"].variants["short"].accuracy)
+    document 0.25 [0.05, 0.70]
+    sql 0.75 [0.30, 0.95]
+    >>> source_breakdown(examples[:4])  # one source: nothing to break down
+    {}
+    """
     if not examples:
         return {}
     first = examples[0].origin

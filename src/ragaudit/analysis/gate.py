@@ -116,7 +116,17 @@ class GateCheck(_Model):
         return f"a drop smaller than {self.detectable:.3f} can pass unnoticed (80% power)"
 
     def sentence(self) -> str:
-        """The check in one line."""
+        """The check in one line.
+
+        >>> baseline = {f"g{i}": (2, 2) for i in range(8)}  # group: (correct, answers)
+        >>> candidate = {**baseline, "g0": (1, 2)}
+        >>> check = gate_check("rag", "accuracy", PairedCounts.from_dicts(baseline, candidate))
+        >>> check.status, check.coverage, round(check.difference, 4)
+        ('pass', '8 / 8', -0.0625)
+        >>> print(check.sentence())
+        rag accuracy: pass (1.000 -> 0.938, -0.062 [-0.214, +0.000], p = 0.5, groups (queries)
+        paired of the baseline's 8 / 8); a drop smaller than 0.312 can pass unnoticed (80% power).
+        """
         head = f"{self.system} {self.metric}"
         if self.status == "missing":
             return f"{head}: MISSING from the candidate ({self.reason})."
@@ -142,7 +152,15 @@ class GateCheck(_Model):
 def group_fingerprints(queries: Iterable[QueryRecord]) -> dict[str, str]:
     """Per semantic group, a hash of what it asks and what counts as right: every query's
     id, text, reference and gold documents. Two runs are compared on a group only where
-    its fingerprints match (the same questions with the same answers)."""
+    its fingerprints match (the same questions with the same answers).
+
+    >>> def query(answer):
+    ...     return QueryRecord(query_id="q1", group_id="g1", variant="short", query="Staff?",
+    ...                        reference={"values": [answer], "display": str(answer)})
+    >>> before, after = group_fingerprints([query(12)]), group_fingerprints([query(13)])
+    >>> list(before), len(before["g1"]), before == after  # a changed answer is another group
+    (['g1'], 32, False)
+    """
     parts: dict[str, list[tuple[str, str, str, list[str]]]] = {}
     for q in queries:
         parts.setdefault(q.group_id, []).append(
@@ -186,7 +204,16 @@ def one_sided_p(counts: PairedCounts, margin: float, n_perm: int, seed: int) -> 
     than ``margin``" from sign flips of the groups' shifted contributions. Where the two
     sides of a group count different denominators (robustness: a group that became a gap
     leaves the candidate's), a group's contribution depends on the other groups', so the
-    sides of random groups are swapped and both ratios recomputed instead."""
+    sides of random groups are swapped and both ratios recomputed instead.
+
+    >>> baseline = {f"g{i}": (2, 2) for i in range(8)}  # group: (correct, answers)
+    >>> candidate = {**baseline, "g0": (0, 2), "g1": (0, 2), "g2": (1, 2), "g3": (1, 2)}
+    >>> counts = PairedCounts.from_dicts(baseline, candidate)
+    >>> one_sided_p(counts, margin=0.0, n_perm=2000, seed=0)  # 4 groups worse: 1 of 16 flips
+    0.0625
+    >>> round(one_sided_p(counts, margin=0.2, n_perm=2000, seed=0), 3)  # worse by more than 0.2?
+    0.176
+    """
     if np.any(counts.total_a != counts.total_b):
         return _swapped_p(counts, margin, n_perm, seed)
     return _lower_p(_shifted(counts, margin, counts.correct_b), n_perm, seed)
@@ -216,7 +243,13 @@ def _swapped_p(counts: PairedCounts, margin: float, n_perm: int, seed: int) -> f
 def smallest_p(counts: PairedCounts, margin: float = 0.0) -> float:
     """The smallest p-value the check can give on these groups: that of a candidate with
     nothing right in any group (2^-n on n groups the baseline scored anything in). Where
-    it is not below alpha, no candidate, however bad, fails the check."""
+    it is not below alpha, no candidate, however bad, fails the check.
+
+    >>> counts = PairedCounts.from_dicts({"g1": (2, 2), "g2": (1, 2), "g3": (2, 2)},
+    ...                                  {"g1": (2, 2), "g2": (1, 2), "g3": (2, 2)})
+    >>> smallest_p(counts)  # 3 groups: at best 1 of 8 sign flips, never below alpha 0.05
+    0.125
+    """
     extreme = _shifted(counts, margin, np.zeros_like(counts.correct_b, dtype=np.float64))
     if np.count_nonzero(extreme) <= EXACT_MAX:
         return exact_sign_flip_p(extreme, "less")
@@ -225,7 +258,14 @@ def smallest_p(counts: PairedCounts, margin: float = 0.0) -> float:
 
 def detectable_drop(counts: PairedCounts, alpha: float, margin: float = 0.0) -> float | None:
     """The smallest drop of the metric the check finds with :data:`POWER`, at its alpha,
-    on these groups (see the module's docstring), at most 1; None without groups."""
+    on these groups (see the module's docstring), at most 1; None without groups.
+
+    >>> groups = {f"g{i}": (2, 2) for i in range(10)} | {f"g{i}": (1, 2) for i in range(10, 20)}
+    >>> round(detectable_drop(PairedCounts.from_dicts(groups, groups), alpha=0.05), 3)
+    0.251
+    >>> round(detectable_drop(PairedCounts.from_dicts(groups, groups), alpha=0.05, margin=0.05), 3)
+    0.301
+    """
     total_a, total_b = float(np.sum(counts.total_a)), float(np.sum(counts.total_b))
     if not counts.groups or total_a <= 0 or total_b <= 0:
         return None
@@ -274,7 +314,24 @@ def gate_check(
     paired, for the coverage. A candidate the same as the baseline in every paired group
     passes. Untestable where the candidate covers less than ``min_coverage`` of the
     baseline's queries (of its groups where queries are not given), where it could not
-    fail, or where it passes but its detectable drop exceeds ``max_undetectable``."""
+    fail, or where it passes but its detectable drop exceeds ``max_undetectable``.
+
+    >>> baseline = {f"g{i}": (2, 2) for i in range(8)}  # group: (correct, answers)
+    >>> candidate = {**baseline, **{f"g{i}": (1, 2) for i in range(6)}}  # 6 groups lose one
+    >>> check = gate_check("rag", "accuracy", PairedCounts.from_dicts(baseline, candidate))
+    >>> check.status, check.p_value  # 1 of the 64 sign flips of 6 groups is as low
+    ('regression', 0.015625)
+    >>> print(check.sentence())
+    rag accuracy: REGRESSION, worse by more than 0 (1.000 -> 0.625, -0.375 [-0.500, -0.200],
+    p = 0.0156, groups (queries) paired of the baseline's 8 / 8; alpha 0.05).
+    >>> few = {g: baseline[g] for g in ("g0", "g1", "g2")}
+    >>> lost = {g: (0, 2) for g in few}
+    >>> small = gate_check("rag", "accuracy", PairedCounts.from_dicts(few, lost))
+    >>> small.status
+    'untestable'
+    >>> print(small.reason)
+    on 3 groups the smallest p-value is 0.125, not below alpha 0.05: no candidate could fail
+    """
     n = len(counts.groups)
     of_baseline = n if baseline_groups is None else baseline_groups
 
@@ -374,7 +431,15 @@ def gate_check(
 def missing_check(
     system: str, metric: str, reason: str, *, alpha: float, margin: float, baseline_groups: int
 ) -> GateCheck:
-    """A system of the baseline that the candidate does not have (or scores nothing of)."""
+    """A system of the baseline that the candidate does not have (or scores nothing of).
+
+    >>> check = missing_check("bm25", "accuracy", "no answer in the candidate run", alpha=0.05,
+    ...                       margin=0.0, baseline_groups=8)
+    >>> check.status
+    'missing'
+    >>> print(check.sentence())
+    bm25 accuracy: MISSING from the candidate (no answer in the candidate run).
+    """
     return GateCheck(
         system=system,
         metric=metric,
@@ -453,7 +518,21 @@ class GateReport(_Model):
         return {"PASS": 0, "FAIL": 1, "UNTESTABLE": 2}[self.verdict]
 
     def headline(self) -> str:
-        """One line: the verdict and its counts."""
+        """One line: the verdict and its counts.
+
+        >>> baseline = {f"g{i}": (2, 2) for i in range(8)}  # group: (correct, answers)
+        >>> worse = {**baseline, **{f"g{i}": (1, 2) for i in range(6)}}  # 6 groups lose one
+        >>> dropped = PairedCounts.from_dicts(baseline, worse)
+        >>> same = PairedCounts.from_dicts(baseline, baseline)
+        >>> checks = [gate_check("rag", "accuracy", dropped, alpha=0.025),  # two checks share
+        ...           gate_check("bm25", "accuracy", same, alpha=0.025)]  # the gate's alpha 0.05
+        >>> report = GateReport(baseline="runs/main", candidate="runs/pr", alpha=0.05, margin=0.0,
+        ...                     checks=checks)
+        >>> report.verdict, report.exit_code, [c.system for c in report.regressions]
+        ('FAIL', 1, ['rag'])
+        >>> print(report.headline())
+        FAIL: 1 of 2 checks significantly worse than the baseline by more than 0 (alpha 0.05)
+        """
         n = len(self.checks)
         parts = []
         if self.regressions:

@@ -42,7 +42,12 @@ from ragaudit.analysis.summary import (
 
 @dataclass(frozen=True, slots=True)
 class Example:
-    """One judged answer: which group and wording it belongs to, and its verdicts."""
+    """One judged answer: which group and wording it belongs to, and its verdicts.
+
+    >>> ex = Example("q1", "g1", "short", correct=False, retrieved=("d2", "d3"), gold=("d1",))
+    >>> ex.system, ex.origin, ex.retrieval_correct
+    ('system', 'sql', None)
+    """
 
     query_id: str
     group_id: str
@@ -62,14 +67,25 @@ class Example:
 
 def gold_state(gold: Iterable[str] | None) -> str:
     """Why a query has no retrieval verdict: its gold ids are "unknown" (None), or "no
-    document" holds its answer ([]); "judged" otherwise."""
+    document" holds its answer ([]); "judged" otherwise.
+
+    >>> [gold_state(gold) for gold in (None, [], ["d1"])]
+    ['unknown', 'no document', 'judged']
+    """
     if gold is None:
         return "unknown"
     return "judged" if gold else "no document"
 
 
 def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
-    """The Wilson score interval of k successes in n trials (95% by default)."""
+    """The Wilson score interval of k successes in n trials (95% by default).
+
+    >>> low, high = wilson(7, 10)
+    >>> round(low, 3), round(high, 3)
+    (0.397, 0.892)
+    >>> wilson(0, 0)
+    (0.0, 1.0)
+    """
     if n == 0:
         return (0.0, 1.0)
     return wilson_share(k / n, n, z)
@@ -77,7 +93,13 @@ def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
 
 def wilson_share(p: float, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
     """The Wilson score interval of a share ``p`` of ``n`` trials; also a conservative
-    interval for the mean of ``n`` scores in [0, 1], which vary at most as 0/1 ones do."""
+    interval for the mean of ``n`` scores in [0, 1], which vary at most as 0/1 ones do.
+
+    >>> [round(x, 3) for x in wilson_share(0.7, 10)]  # a share of 0.7 over 10 trials: 7 of 10
+    [0.397, 0.892]
+    >>> [round(x, 3) for x in wilson_share(0.55, 20)]  # the mean of 20 scores in [0, 1]
+    [0.342, 0.742]
+    """
     if n == 0:
         return (0.0, 1.0)
     denom = 1 + z * z / n
@@ -90,12 +112,26 @@ def wilson_share(p: float, n: int, z: float = 1.959963984540054) -> tuple[float,
 
 
 def proportion(k: int, n: int) -> Proportion:
-    """k of n as a :class:`Proportion`: its share and 95% Wilson interval."""
+    """k of n as a :class:`Proportion`: its share and 95% Wilson interval.
+
+    >>> p = proportion(7, 10)
+    >>> p.value, p.k, p.n
+    (0.7, 7, 10)
+    >>> str(p), str(proportion(0, 0))
+    ('0.70 [0.40, 0.89]', 'n/a')
+    """
     return Proportion(value=k / n if n else None, k=k, n=n, ci95=wilson(k, n))
 
 
 def group_tags(examples: Iterable[Example]) -> dict[str, Tag]:
-    """Each group's tag from its examples' correctness (one system, one variant)."""
+    """Each group's tag from its examples' correctness (one system, one variant).
+
+    >>> verdicts = {"g1": [True, True], "g2": [True, False], "g3": [False, False]}
+    >>> examples = [Example(f"{g}.{i}", g, "short", ok)
+    ...             for g, oks in verdicts.items() for i, ok in enumerate(oks)]
+    >>> group_tags(examples)
+    {'g1': 'robust', 'g2': 'non-robust', 'g3': 'gap'}
+    """
     seen: dict[str, list[bool]] = defaultdict(list)
     for ex in examples:
         seen[ex.group_id].append(ex.correct)
@@ -116,7 +152,20 @@ def source_of(ex: Example, tag: Tag) -> tuple[Source, bool]:
     retrieval was judged wrong the retriever's, any other the language model's. A failed
     call (a timeout, an HTTP error) gave no answer: it is a system error, whatever its
     group, and neither rule decided it; except a hole of the knowledge base, which is one
-    for every system asked it."""
+    for every system asked it.
+
+    >>> source_of(Example("q4", "g2", "short", False, retrieval_correct=False), "non-robust")
+    ('retriever', False)
+    >>> source_of(Example("q3", "g2", "short", False, retrieval_correct=True), "non-robust")
+    ('language model', False)
+    >>> source_of(Example("q5", "g3", "short", False), "gap")
+    ('knowledge base', False)
+    >>> source_of(Example("q7", "g3", "short", False, errored=True), "gap")
+    ('system error', False)
+    >>> hole = Example("q6", "g4", "short", correct=False, gold=(), gold_kind="states")
+    >>> source_of(hole, "gap")
+    ('knowledge base', True)
+    """
     if ex.gold_kind == "states" and ex.gold is not None and not ex.gold:
         return "knowledge base", True
     if ex.errored:
@@ -139,14 +188,28 @@ def source_of(ex: Example, tag: Tag) -> tuple[Source, bool]:
 
 
 def blame_rule(by_evidence: int, by_convention: int) -> BlameRule:
-    """Which rule decided a blame count: evidence, convention, or both (mixed)."""
+    """Which rule decided a blame count: evidence, convention, or both (mixed).
+
+    >>> blame_rule(3, 0), blame_rule(0, 2), blame_rule(1, 1)
+    ('evidence', 'convention', 'mixed')
+    """
     if by_evidence and by_convention:
         return "mixed"
     return "evidence" if by_evidence else "convention"
 
 
 def blame(examples: Iterable[Example], tags: Mapping[str, Tag]) -> Blame:
-    """Where the answers of one system and variant went wrong, counted."""
+    """Where the answers of one system and variant went wrong, counted.
+
+    >>> verdicts = {"g1": [True, True], "g2": [True, False], "g3": [False, False]}
+    >>> examples = [Example(f"{g}.{i}", g, "short", ok)
+    ...             for g, oks in verdicts.items() for i, ok in enumerate(oks)]
+    >>> counted = blame(examples, group_tags(examples))
+    >>> {part: n for part, n in counted.counts.items() if n}  # no answer is the retriever's
+    {'correct': 3, 'knowledge base': 2, 'language model': 1}
+    >>> counted.rule
+    'convention'
+    """
     counts: dict[Source, int] = dict.fromkeys(SOURCES, 0)
     by_evidence = by_convention = holes_answered = 0
     for ex in examples:
@@ -169,7 +232,11 @@ def blame(examples: Iterable[Example], tags: Mapping[str, Tag]) -> Blame:
 
 
 def tag_counts(tags: Mapping[str, Tag]) -> dict[Tag, int]:
-    """Groups per tag: gap, robust, non-robust."""
+    """Groups per tag: gap, robust, non-robust.
+
+    >>> tag_counts({"g1": "robust", "g2": "gap", "g3": "gap"})
+    {'gap': 2, 'robust': 1, 'non-robust': 0}
+    """
     counts: dict[Tag, int] = {"gap": 0, "robust": 0, "non-robust": 0}
     for tag in tags.values():
         counts[tag] += 1
@@ -192,7 +259,19 @@ def variant_metrics(
     examples: list[Example], tags: Mapping[str, Tag] | None = None
 ) -> VariantFigures:
     """The figures of one system and one variant (see the module docstring); ``tags``:
-    the groups' tags, when :func:`group_tags` already gave them."""
+    the groups' tags, when :func:`group_tags` already gave them.
+
+    >>> verdicts = {"g1": [True, True], "g2": [True, False], "g3": [False, False]}
+    >>> examples = [Example(f"{g}.{i}", g, "short", ok)
+    ...             for g, oks in verdicts.items() for i, ok in enumerate(oks)]
+    >>> figures = variant_metrics(examples)
+    >>> str(figures.accuracy), str(figures.robustness), str(figures.gap_fraction)
+    ('0.50 [0.19, 0.81]', '0.75 [0.30, 0.95]', '0.33 [0.10, 0.70]')
+    >>> figures.groups
+    {'gap': 1, 'robust': 1, 'non-robust': 1}
+    >>> figures.accuracy_retrieval is None, figures.retrieval_left_out  # no gold ids
+    (True, {'unknown': 6})
+    """
     tags = group_tags(examples) if tags is None else tags
     n = len(examples)
     correct = sum(ex.correct for ex in examples)
@@ -240,7 +319,15 @@ def variant_metrics(
 class Analysis:
     """What :func:`analyze` computed: every system's figures (those summary.json holds),
     and the tag of every group per system and variant (for the per-query drill-down; too
-    many to summarize)."""
+    many to summarize).
+
+    >>> examples = [Example("q1", "g1", "short", True), Example("q2", "g2", "short", False)]
+    >>> analysis = analyze(examples)
+    >>> str(analysis.systems["system"].variants["short"].accuracy)
+    '0.50 [0.09, 0.91]'
+    >>> analysis.tag(examples[1])
+    'gap'
+    """
 
     systems: dict[str, SystemFigures]
     tags: dict[str, dict[str, dict[str, Tag]]]  # system -> variant -> group -> tag
@@ -259,6 +346,14 @@ def context_comparison(examples: list[Example]) -> list[Example]:
     incorrect answer is the retriever's fault. Examples that already have a retrieval
     verdict, no retrieved ids, or gold ids that say what holds the answer (``[]``: no
     document does, so there is nothing to retrieve) are left as they are.
+
+    >>> examples = [
+    ...     Example("q1", "g1", "short", True, retrieved=("d1",)),
+    ...     Example("q2", "g1", "short", False, retrieved=("d1",)),  # the same context: the LM's
+    ...     Example("q3", "g1", "short", False, retrieved=("d9",)),  # another one: the retriever's
+    ... ]
+    >>> [ex.retrieval_correct for ex in context_comparison(examples)]
+    [True, True, False]
     """
     tags = group_tags(examples)
     good: dict[str, set[tuple[str, ...]]] = defaultdict(set)
@@ -285,7 +380,17 @@ def by_system_and_variant(examples: Iterable[Example]) -> dict[str, dict[str, li
     uses: where no query of a variant has gold ids and the system retrieved something,
     from :func:`context_comparison` (mixed with verdicts from gold ids, context verdicts
     would make the retrieval figures count other queries than Recall@k; a system that
-    never retrieves anything has no retrieval to judge)."""
+    never retrieves anything has no retrieval to judge).
+
+    >>> examples = [
+    ...     Example("q1", "g1", "short", True, system="rag", retrieved=("d1",)),
+    ...     Example("q2", "g1", "short", False, system="rag", retrieved=("d1",)),
+    ...     Example("q3", "g2", "short", False, system="rag", retrieved=("d9",)),
+    ... ]
+    >>> grouped = by_system_and_variant(examples)
+    >>> [ex.retrieval_correct for ex in grouped["rag"]["short"]]
+    [True, True, False]
+    """
     grouped: dict[str, dict[str, list[Example]]] = defaultdict(lambda: defaultdict(list))
     for ex in examples:
         grouped[ex.system][ex.variant].append(ex)
@@ -302,7 +407,17 @@ def by_system_and_variant(examples: Iterable[Example]) -> dict[str, dict[str, li
 
 def open_domain_groups(examples: Iterable[Example], llm_only: str) -> set[str]:
     """Groups the LLM-only system (no retrieval) answers correctly in every query: their
-    answers may come from the model's own knowledge (the paper's Table 4)."""
+    answers may come from the model's own knowledge (the paper's Table 4).
+
+    >>> examples = [
+    ...     Example("q1", "g1", "short", True, system="llm"),
+    ...     Example("q2", "g2", "short", False, system="llm"),
+    ...     Example("q1", "g1", "short", True, system="rag"),
+    ...     Example("q2", "g2", "short", True, system="rag"),
+    ... ]
+    >>> open_domain_groups(examples, llm_only="llm")
+    {'g1'}
+    """
     by_variant: dict[str, list[Example]] = defaultdict(list)
     for ex in examples:
         if ex.system == llm_only:
@@ -317,7 +432,25 @@ def analyze(examples: Iterable[Example], *, llm_only: str | None = None) -> Anal
     """Figures for every system and variant; a group is a gap of the retrieval database
     when it is a gap in every variant it appears in. With ``llm_only`` (the name of a
     system answering without retrieval), groups it answers correctly are flagged as open
-    domain and Acc_retrieval_db is also given without them."""
+    domain and Acc_retrieval_db is also given without them.
+
+    >>> def answers(system, variant, verdicts):  # group -> each query's verdict
+    ...     return [
+    ...         Example(f"{g}.{variant}.{i}", g, variant, ok, system=system)
+    ...         for g, oks in verdicts.items()
+    ...         for i, ok in enumerate(oks)
+    ...     ]
+    >>> short = {"g1": [True, True], "g2": [True, False], "g3": [False, False]}
+    >>> long = {"g1": [True, False], "g2": [False, False], "g3": [False, False]}
+    >>> examples = answers("rag", "short", short) + answers("rag", "long", long)
+    >>> rag = analyze(examples).systems["rag"]
+    >>> str(rag.variants["short"].accuracy), str(rag.variants["long"].accuracy)
+    ('0.50 [0.19, 0.81]', '0.17 [0.03, 0.56]')
+    >>> rag.variants["long"].groups
+    {'gap': 2, 'robust': 0, 'non-robust': 1}
+    >>> str(rag.acc_retrieval_db)  # g3 is a gap in every variant: 2 of 3 groups
+    '0.67 [0.21, 0.94]'
+    """
     examples = list(examples)
     by_system = by_system_and_variant(examples)
     open_domain = open_domain_groups(examples, llm_only) if llm_only else set()
@@ -354,7 +487,17 @@ def with_left_out(
 ) -> tuple[dict[str, SystemFigures], list[str]]:
     """Add the queries left out before the analysis (``left_out``: per system and variant,
     by why) to each variant's ``retrieval_left_out``; a variant with none left to analyze
-    gets a warning instead, which says it has no retrieval figures."""
+    gets a warning instead, which says it has no retrieval figures.
+
+    >>> examples = [Example("q1", "g1", "short", True, system="rag", gold=("d1",))]
+    >>> left_out = {("rag", "short"): {"no document": 2}, ("rag", "long"): {"unknown": 3}}
+    >>> systems, warnings = with_left_out(analyze(examples).systems, left_out)
+    >>> systems["rag"].variants["short"].retrieval_left_out
+    {'no document': 2, 'no retrieved ids': 1}
+    >>> print(warnings[0])
+    rag / long: no query has gold ids that name a document, so it has no retrieval figures (left
+    out: 3 unknown)
+    """
     out = dict(systems)
     warnings: list[str] = []
     for (name, variant), counts in sorted(left_out.items()):

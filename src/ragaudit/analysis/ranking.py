@@ -52,7 +52,15 @@ SET_NAMES = {"sql": "SQL-grounded", "document": "document-generated", "imported"
 def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> float | None:
     """Kendall's tau-b of two paired score lists (ties in either count as scipy's
     ``kendalltau`` counts them); None where it is undefined: fewer than two items, or one
-    list all tied."""
+    list all tied.
+
+    >>> round(kendall_tau_b([0.9, 0.7, 0.5, 0.2], [0.8, 0.4, 0.6, 0.1]), 3)  # one pair swapped
+    0.667
+    >>> round(kendall_tau_b([0.9, 0.7, 0.7], [0.8, 0.6, 0.5]), 3)  # a tie in the first
+    0.816
+    >>> kendall_tau_b([0.5, 0.5], [0.8, 0.6]) is None  # one list all tied
+    True
+    """
     if len(x) != len(y):
         raise ValueError("kendall_tau_b needs two lists of the same length")
     value = _tau_b_rows(np.asarray([x], dtype=np.float64), np.asarray([y], dtype=np.float64))[0]
@@ -82,7 +90,11 @@ def _tau_b_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def average_ranks(values: Sequence[float]) -> list[float]:
-    """Rank 1 for the highest value; tied values share the mean of their ranks."""
+    """Rank 1 for the highest value; tied values share the mean of their ranks.
+
+    >>> average_ranks([0.9, 0.7, 0.9, 0.4])
+    [1.5, 3.0, 1.5, 4.0]
+    """
     order = sorted(range(len(values)), key=lambda i: -values[i])
     ranks = [0.0] * len(values)
     start = 0
@@ -100,7 +112,11 @@ def average_ranks(values: Sequence[float]) -> list[float]:
 
 def holm(p_values: Sequence[float]) -> list[float]:
     """Holm's step-down adjustment: each p-value made valid for the whole family, so that
-    "significant" over many pairs keeps its 5% chance of any false separation."""
+    "significant" over many pairs keeps its 5% chance of any false separation.
+
+    >>> holm([0.01, 0.04, 0.03])
+    [0.03, 0.06, 0.06]
+    """
     m = len(p_values)
     order = sorted(range(m), key=lambda i: p_values[i])
     adjusted = [0.0] * m
@@ -114,7 +130,16 @@ def holm(p_values: Sequence[float]) -> list[float]:
 @dataclass(frozen=True)
 class SetScores:
     """One test set's metric parts: per system (rows) and group (columns), the numerator
-    and denominator whose sums over groups give the metric."""
+    and denominator whose sums over groups give the metric.
+
+    >>> num = np.array([[1.0, 0.0], [2.0, 1.0]])  # correct answers per system (row) and group
+    >>> den = np.array([[2.0, 2.0], [2.0, 2.0]])  # answers
+    >>> scores = SetScores("sql", ["bm25", "rag"], ["g1", "g2"], num, den)
+    >>> scores.values()  # each system's metric: the sum of its numerators over its denominators
+    [0.25, 0.75]
+    >>> [part.tolist() for part in scores.row("rag")]
+    [[2.0, 1.0], [2.0, 2.0]]
+    """
 
     name: str
     systems: list[str]
@@ -146,7 +171,14 @@ def example_score(metric: str) -> ExampleScore:
     """How one example scores on ``metric``: accuracy and R (the answer's verdict),
     accuracy_retrieval (the retrieval's), recall@K, mrr, ndcg@K (against the gold ids;
     queries without a gold document have none). Reference-free metrics are scored by the
-    caller, which holds the scores."""
+    caller, which holds the scores.
+
+    >>> ex = Example("q1", "g1", "short", False, retrieved=("d3", "d1", "d7"), gold=("d1",))
+    >>> example_score("accuracy")(ex), example_score("recall@1")(ex), example_score("mrr")(ex)
+    (0.0, 0.0, 0.5)
+    >>> example_score("accuracy_retrieval")(ex) is None  # no retrieval verdict
+    True
+    """
     kind, _, cut = metric.partition("@")
     if metric in ANSWER_METRICS:
         return lambda ex: float(ex.correct)
@@ -173,7 +205,12 @@ def example_score(metric: str) -> ExampleScore:
 
 
 def set_of(ex: Example, by: SetKey) -> str | None:
-    """The test set an example belongs to, by its source, its wording or its label."""
+    """The test set an example belongs to, by its source, its wording or its label.
+
+    >>> ex = Example("q1", "g1", "short", True, label="summary", origin="document")
+    >>> set_of(ex, "source"), set_of(ex, "variant"), set_of(ex, "label")
+    ('document', 'short', 'summary')
+    """
     if by == "source":
         return ex.origin
     if by == "variant":
@@ -194,7 +231,17 @@ def set_scores(
     """Each test set's :class:`SetScores` from judged (or retrieved) examples: per system
     and group, the sum of the examples' scores and how many were scored (``by`` None: one
     set, :data:`ALL`). With ``robustness``, a group every answer of which is wrong (a gap)
-    counts in neither."""
+    counts in neither.
+
+    >>> examples = [Example("q1", "g1", "short", True, system="rag"),
+    ...             Example("q2", "g1", "long", False, system="rag"),
+    ...             Example("q3", "g2", "short", False, system="rag")]
+    >>> scores = set_scores(examples, example_score("accuracy"), by="variant")
+    >>> sorted(scores), scores["short"].values(), scores["long"].values()
+    (['long', 'short'], [0.5], [0.0])
+    >>> set_scores(examples, example_score("accuracy"), by=None)["all"].num.tolist()
+    [[1.0, 0.0]]
+    """
     parts: dict[str, dict[tuple[str, str], list[float]]] = defaultdict(
         lambda: defaultdict(lambda: [0.0, 0.0])
     )
@@ -334,7 +381,21 @@ def rank_sets(
     seed: int = 0,
 ) -> RankingStudy:
     """Rank the systems on every test set and compare each set's ranking with the
-    reference set's (default: the SQL-grounded set when there is one, else the first)."""
+    reference set's (default: the SQL-grounded set when there is one, else the first).
+
+    >>> grid = {"sql": {"rag": "1111", "bm25": "1100", "llm": "1000"},  # per group: right or wrong
+    ...         "document": {"rag": "1110", "bm25": "1111", "llm": "0000"}}
+    >>> examples = [Example(f"{s}{g}", f"{s}{g}", "short", bit == "1", system=name, origin=s)
+    ...             for s, systems in grid.items() for name, bits in systems.items()
+    ...             for g, bit in enumerate(bits)]
+    >>> scores = set_scores(examples, example_score("accuracy"))
+    >>> study = rank_sets(scores, metric="accuracy")
+    >>> study.reference, [(r.system, r.value, r.rank) for r in study.sets[0].systems]
+    ('sql', [('rag', 1.0, 1.0), ('bm25', 0.5, 2.0), ('llm', 0.25, 3.0)])
+    >>> agreement = study.agreements[0]
+    >>> agreement.other, round(agreement.tau_b, 3), agreement.separated
+    ('document', 0.333, 0)
+    """
     if not scores:
         raise ValueError("no test set has a scored query")
     names = sorted(scores, key=lambda n: (n != "sql", n != "imported", n))
@@ -577,13 +638,32 @@ def _signed(interval: Interval, sign: float) -> Interval:
 
 
 def set_name(name: str) -> str:
-    """A test set's name as tables show it (``sql`` is the SQL-grounded set)."""
+    """A test set's name as tables show it (``sql`` is the SQL-grounded set).
+
+    >>> set_name("sql"), set_name("document"), set_name("short")
+    ('SQL-grounded', 'document-generated', 'short')
+    """
     return SET_NAMES.get(name, name)
 
 
 def agreement_sentence(agreement: SetAgreement, alpha: float = 0.05) -> str:
     """The agreement of two sets' rankings in one sentence: tau-b with its interval, the
-    separated pairs kept and the ones that flip."""
+    separated pairs kept and the ones that flip.
+
+    >>> grid = {"sql": {"rag": "1111", "bm25": "1100", "llm": "1000"},  # per group: right or wrong
+    ...         "document": {"rag": "1110", "bm25": "1111", "llm": "0000"}}
+    >>> examples = [Example(f"{s}{g}", f"{s}{g}", "short", bit == "1", system=name, origin=s)
+    ...             for s, systems in grid.items() for name, bits in systems.items()
+    ...             for g, bit in enumerate(bits)]
+    >>> scores = set_scores(examples, example_score("accuracy"))
+    >>> study = rank_sets(scores, metric="accuracy")
+    >>> print(agreement_sentence(study.agreements[0]))
+    The document-generated set ranks the 3 systems with Kendall's tau-b 0.33 [-0.15, 0.67] (1% of
+    the resamples, which tie every system, left out) against the SQL-grounded set; the SQL-grounded
+    set separates none of the 3 pairs significantly (Holm, alpha 0.05), so no order can be checked.
+    With 3 pairs, Holm needs a p-value below 0.017 for the first; the smallest reached was 0.22 (llm
+    vs rag), so the test had no power to separate any pair at this size.
+    """
     ref, other = set_name(agreement.reference), set_name(agreement.other)
     n = len(agreement.systems)
     if agreement.tau_b is None:

@@ -33,7 +33,14 @@ TAG_ORDER = ("gap", "non-robust", "robust")
 class Scored:
     """One answer's score on one metric (None: undefined, ``undefined`` says why) and its
     grounded verdict (None: the judge could not decide), with the tag of its group and
-    its question's label."""
+    its question's label.
+
+    >>> items = [Scored(0.92, correct=False), Scored(0.4, correct=True),
+    ...          Scored(None, correct=True, undefined="no claims")]
+    >>> figures = core(items, threshold=0.5)  # the metric calls a score of 0.5 or more correct
+    >>> figures.responses, figures.let_through.k  # the confident wrong answer is let through
+    (2, 1)
+    """
 
     score: float | None
     correct: bool | None
@@ -43,7 +50,11 @@ class Scored:
 
 
 def auc(positives: Sequence[float], negatives: Sequence[float]) -> float:
-    """The area under the ROC curve: P(a positive scores above a negative), ties half."""
+    """The area under the ROC curve: P(a positive scores above a negative), ties half.
+
+    >>> round(auc([0.9, 0.8, 0.6], [0.7, 0.2]), 3)  # 5 of the 6 (right, wrong) pairs ordered right
+    0.833
+    """
     pos = np.asarray(positives, dtype=float)
     neg = np.asarray(negatives, dtype=float)
     return float(_auc_many(pos[None, :], neg[None, :])[0])
@@ -77,7 +88,14 @@ def _average_ranks(values: np.ndarray) -> np.ndarray:
 
 def auroc(positives: Sequence[float], negatives: Sequence[float], seed: int = 0) -> AUROC:
     """The AUROC with a 95% percentile bootstrap interval that resamples the right and the
-    wrong answers each within its own kind; undefined when either kind is absent."""
+    wrong answers each within its own kind; undefined when either kind is absent.
+
+    >>> area = auroc([0.9, 0.8, 0.6, 0.95], [0.7, 0.2, 0.4], seed=0)
+    >>> round(area.value, 3), [round(x, 3) for x in area.ci95]
+    (0.917, [0.5, 1.0])
+    >>> auroc([0.9], []).undefined
+    'no wrong answer was scored'
+    """
     if not positives or not negatives:
         missing = "right" if not positives else "wrong"
         return AUROC(value=None, ci95=(0.0, 1.0), undefined=f"no {missing} answer was scored")
@@ -94,7 +112,16 @@ def auroc(positives: Sequence[float], negatives: Sequence[float], seed: int = 0)
 
 def core(items: Sequence[Scored], threshold: float, seed: int = 0) -> ReliabilityCore:
     """Precision, recall, let-through and AUROC of the items that have both a score and a
-    verdict, the metric calling an answer correct at ``threshold`` or above."""
+    verdict, the metric calling an answer correct at ``threshold`` or above.
+
+    >>> items = [Scored(0.9, True), Scored(0.8, True), Scored(0.7, False), Scored(0.3, False),
+    ...          Scored(0.2, True), Scored(None, True, undefined="no claims")]
+    >>> figures = core(items, threshold=0.5)
+    >>> figures.responses, str(figures.precision), str(figures.let_through)
+    (5, '0.67 [0.21, 0.94]', '0.50 [0.09, 0.91]')
+    >>> round(figures.auroc.value, 3)
+    0.667
+    """
     used = [(i.score, i.correct) for i in items if i.score is not None and i.correct is not None]
     tp = sum(1 for s, c in used if c and s >= threshold)
     fp = sum(1 for s, c in used if not c and s >= threshold)
@@ -113,7 +140,16 @@ def core(items: Sequence[Scored], threshold: float, seed: int = 0) -> Reliabilit
 def threshold_for_precision(items: Sequence[Scored], target: float) -> PrecisionTarget:
     """The lowest threshold (among the scores seen) at which the precision reaches
     ``target``: the most answers a user could accept on the metric's word at that
-    precision. Undefined, with the best precision seen, when no threshold reaches it."""
+    precision. Undefined, with the best precision seen, when no threshold reaches it.
+
+    >>> items = [Scored(0.9, True), Scored(0.8, True), Scored(0.7, False), Scored(0.3, False),
+    ...          Scored(0.2, True)]
+    >>> target = threshold_for_precision(items, 0.9)
+    >>> target.threshold, str(target.recall)
+    (0.8, '0.67 [0.21, 0.94]')
+    >>> threshold_for_precision([Scored(0.9, False), Scored(0.1, True)], 0.9).undefined
+    'no threshold reaches it: the best precision is 0.50, at 0.1'
+    """
     used = [(i.score, i.correct) for i in items if i.score is not None and i.correct is not None]
     if not used:
         return PrecisionTarget(
@@ -150,7 +186,14 @@ def sentence(
     metric: str, threshold: float, figures: ReliabilityCore, undefined: Mapping[str, int]
 ) -> str:
     """One plain sentence of what the figures mean for a user of the metric, with the
-    answers it could not score by reason (``undefined``)."""
+    answers it could not score by reason (``undefined``).
+
+    >>> items = [Scored(0.9, True), Scored(0.8, True), Scored(0.7, False), Scored(0.3, False)]
+    >>> print(sentence("faithfulness", 0.5, core(items, 0.5), {"no claims": 2}))
+    On this data, faithfulness >= 0.5 calls 50% of the wrong answers correct (1 of 2) and 100% of
+    the right ones (2 of 2). Of the answers it calls correct, 67% are (2 of 3). It could not score 2
+    answers (no claims: 2).
+    """
     if not figures.responses:
         return f"On this data, {metric} could not be set against any grounded verdict."
     wrong = figures.responses - figures.correct
@@ -188,7 +231,11 @@ def _split(items: Iterable[Scored], key: str, order: Sequence[str] = ()) -> dict
 
 def undefined_kind(reason: str) -> str:
     """A reason's kind, for counting: a failed model call counts by how it failed
-    (``malformed reply``, ``LLM failed``) whatever its detail; other reasons as they are."""
+    (``malformed reply``, ``LLM failed``) whatever its detail; other reasons as they are.
+
+    >>> undefined_kind("malformed reply: expected JSON"), undefined_kind("no claims")
+    ('malformed reply', 'no claims')
+    """
     head, sep, _ = reason.partition(":")
     return head if sep and head in FAILURE_KINDS else reason
 
@@ -201,7 +248,17 @@ def metric_reliability(
     seed: int = 0,
 ) -> MetricReliability:
     """Everything :mod:`ragaudit.analysis.reliability` says about one metric on one set of
-    answers: overall, by group tag and by label, with the undefined scores counted."""
+    answers: overall, by group tag and by label, with the undefined scores counted.
+
+    >>> items = [Scored(0.9, True, tag="robust"), Scored(0.8, True, tag="robust"),
+    ...          Scored(0.7, False, tag="gap"), Scored(0.3, False, tag="gap"),
+    ...          Scored(None, True, undefined="LLM failed: timeout", tag="robust")]
+    >>> figures = metric_reliability("faithfulness", items, threshold=0.5)
+    >>> figures.undefined, str(figures.let_through), list(figures.by_tag)
+    ({'LLM failed': 1}, '0.50 [0.09, 0.91]', ['gap', 'robust'])
+    >>> str(figures.by_tag["gap"].let_through)
+    '0.50 [0.09, 0.91]'
+    """
     overall = core(items, threshold, seed)
     undefined = Counter(
         undefined_kind(i.undefined or "undefined") for i in items if i.score is None
@@ -226,7 +283,14 @@ def reliability_table(
     thresholds: Mapping[str, float],
     target_precision: float = 0.9,
 ) -> dict[str, MetricReliability]:
-    """:func:`metric_reliability` of each metric in ``scored`` (metric -> its items)."""
+    """:func:`metric_reliability` of each metric in ``scored`` (metric -> its items).
+
+    >>> scored = {"faithfulness": [Scored(0.9, True), Scored(0.7, False)],
+    ...           "answer_relevancy": [Scored(0.6, True), Scored(0.2, False)]}
+    >>> table = reliability_table(scored, {"faithfulness": 0.5, "answer_relevancy": 0.5})
+    >>> {metric: str(r.let_through) for metric, r in table.items()}
+    {'faithfulness': '1.00 [0.21, 1.00]', 'answer_relevancy': '0.00 [0.00, 0.79]'}
+    """
     return {
         metric: metric_reliability(metric, items, thresholds[metric], target_precision)
         for metric, items in scored.items()
@@ -242,7 +306,20 @@ def reference_free_figures(
     """Each metric's reliability over the scored answers of every system and of each one:
     the grounded verdict of an answer from ``examples`` (an answer the judge could not
     decide has none), its group's tag within its system and wording style, and its label.
-    None when nothing was scored."""
+    None when nothing was scored.
+
+    >>> examples = [Example(f"q{i}", f"g{i}", "short", ok, system="rag")
+    ...             for i, ok in enumerate([True, True, False, False])]
+    >>> records = [FreeScoreRecord(query_id=f"q{i}", system="rag",
+    ...                            metrics={"faithfulness": {"score": score}})
+    ...            for i, score in enumerate([0.9, 0.8, 0.7, 0.3])]
+    >>> figures = reference_free_figures(examples, records, {"faithfulness": 0.5})
+    >>> figures.systems, list(figures.by_system["rag"])
+    (['rag'], ['faithfulness'])
+    >>> print(figures.metrics["faithfulness"].sentence)
+    On this data, faithfulness >= 0.5 calls 50% of the wrong answers correct (1 of 2) and 100% of
+    the right ones (2 of 2). Of the answers it calls correct, 67% are (2 of 3).
+    """
     verdicts = {(ex.system, ex.query_id): ex for ex in examples}
     tags: dict[tuple[str, str, str], str] = {}
     by_cell: dict[tuple[str, str], list[Example]] = defaultdict(list)

@@ -26,13 +26,21 @@ DEFAULT_KS = (1, 3, 5, 10)
 
 
 def recall_at_k(retrieved: Sequence[str], gold: Sequence[str], k: int) -> float:
-    """Share of the gold documents found in the top ``k``."""
+    """Share of the gold documents found in the top ``k``.
+
+    >>> recall_at_k(["d3", "d1", "d7"], gold=["d1", "d2"], k=2)  # d1 of the two found in the top 2
+    0.5
+    """
     wanted = set(gold)
     return len(wanted & set(retrieved[:k])) / len(wanted) if wanted else 0.0
 
 
 def reciprocal_rank(retrieved: Sequence[str], gold: Sequence[str]) -> float:
-    """1 / rank of the first gold document (0 if none was retrieved); MRR is its mean."""
+    """1 / rank of the first gold document (0 if none was retrieved); MRR is its mean.
+
+    >>> reciprocal_rank(["d3", "d1", "d7"], gold=["d1"]), reciprocal_rank(["d3"], gold=["d1"])
+    (0.5, 0.0)
+    """
     wanted = set(gold)
     for rank, doc in enumerate(retrieved, start=1):
         if doc in wanted:
@@ -41,7 +49,13 @@ def reciprocal_rank(retrieved: Sequence[str], gold: Sequence[str]) -> float:
 
 
 def ndcg_at_k(retrieved: Sequence[str], gold: Sequence[str], k: int) -> float:
-    """Normalized discounted cumulative gain of the top ``k`` with binary relevance."""
+    """Normalized discounted cumulative gain of the top ``k`` with binary relevance.
+
+    >>> round(ndcg_at_k(["d3", "d1", "d7"], gold=["d1"], k=3), 3)  # 1 / log2(3)
+    0.631
+    >>> ndcg_at_k(["d1", "d3"], gold=["d1"], k=3)
+    1.0
+    """
     wanted = set(gold)
     if not wanted:
         return 0.0
@@ -62,7 +76,14 @@ def mean_interval(
     Wilson interval where every score is 0 or 1 (e.g. Recall@k with one gold document),
     else the normal approximation clipped to [0, 1]. Where every score is the same, the
     normal interval would be a point (22 of 22 found is not certainty), so the Wilson
-    interval at the mean stands in: a score in [0, 1] varies at most as a 0/1 one does."""
+    interval at the mean stands in: a score in [0, 1] varies at most as a 0/1 one does.
+
+    >>> m = mean_interval([1.0, 0.5, 0.5, 0.0, 1.0])
+    >>> m.value, m.n, [round(x, 3) for x in m.ci95]
+    (0.6, 5, [0.233, 0.967])
+    >>> [round(x, 3) for x in mean_interval([1.0] * 22).ci95]  # 22 of 22 found is not certainty
+    [0.851, 1.0]
+    """
     n = len(values)
     if n == 0:
         return MeanInterval(value=None, n=0, ci95=(0.0, 1.0))
@@ -126,7 +147,21 @@ def ranking_summary(
 ) -> dict[str, SystemRanking]:
     """Each system's ranking metrics per variant and per label, over the examples that
     have both gold ids (non-empty) and a retrieved list; systems without any, or that
-    never retrieved a document, are left out."""
+    never retrieved a document, are left out.
+
+    >>> from ragaudit.analysis.metrics import Example
+    >>> def query(i, retrieved, gold):
+    ...     return Example(f"q{i}", f"g{i}", "short", True, system="bm25",
+    ...                    retrieved=retrieved, gold=gold)
+    >>> examples = [query(1, ("d1", "d2", "d3"), ("d1",)), query(2, ("d4", "d5", "d2"), ("d2",)),
+    ...             query(3, ("d6", "d7", "d8"), ("d9",))]
+    >>> ranking = ranking_summary(examples)
+    >>> ranking["bm25"].depth, list(ranking["bm25"].variants["short"])  # cut-offs up to the depth
+    (3, ['recall@1', 'recall@3', 'mrr', 'ndcg@3'])
+    >>> mrr = ranking["bm25"].variants["short"]["mrr"]
+    >>> round(mrr.value, 3), mrr.n  # (1 + 1/3 + 0) / 3
+    (0.444, 3)
+    """
     by_variant: dict[str, dict[str, list[Example]]] = defaultdict(lambda: defaultdict(list))
     by_label: dict[str, dict[str, list[Example]]] = defaultdict(lambda: defaultdict(list))
     for ex in examples:
@@ -151,7 +186,14 @@ def ranking_summary(
 
 
 def ranking_columns(ranking: Mapping[str, SystemRanking]) -> list[str]:
-    """Every metric name of a :func:`ranking_summary`, in a stable order for tables."""
+    """Every metric name of a :func:`ranking_summary`, in a stable order for tables.
+
+    >>> from ragaudit.analysis.metrics import Example
+    >>> examples = [Example("q1", "g1", "short", True, system="bm25", retrieved=("d1", "d2", "d3"),
+    ...                     gold=("d1",))]
+    >>> ranking_columns(ranking_summary(examples))
+    ['recall@1', 'recall@3', 'mrr', 'ndcg@3']
+    """
     names: dict[str, None] = {}
     for entry in ranking.values():
         for metrics in entry.variants.values():

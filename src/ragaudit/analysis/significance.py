@@ -23,7 +23,13 @@ import numpy as np
 
 @dataclass(frozen=True)
 class PairedCounts:
-    """Per-group counts of the two sides, aligned by group."""
+    """Per-group counts of the two sides, aligned by group.
+
+    >>> counts = PairedCounts.from_dicts({"g1": (2, 2), "g2": (1, 2), "g3": (0, 2)},
+    ...                                  {"g1": (1, 2), "g2": (0, 2), "g4": (2, 2)})
+    >>> counts.groups, counts.correct_a.tolist(), counts.correct_b.tolist()  # g3, g4: one side
+    (['g1', 'g2'], [2, 1], [1, 0])
+    """
 
     groups: list[str]
     correct_a: np.ndarray
@@ -69,7 +75,15 @@ _CHUNK = 256  # resamples per matrix product: memory stays ~ _CHUNK x groups
 class PairedDifference:
     """One metric compared between side a and side b: its value on each side, the
     difference a - b with its interval and p-value, or why it is undefined. The sentence
-    that says it is :func:`ragaudit.analysis.comparisons.verdict`'s."""
+    that says it is :func:`ragaudit.analysis.comparisons.verdict`'s.
+
+    >>> result = PairedDifference("accuracy", 0.9, 0.6, 0.3, (0.1, 0.5), 0.002, 12)
+    >>> result.significant(), result.significant(alpha=0.001)
+    (True, False)
+    >>> PairedDifference("robustness", None, 0.5, None, None, None, 12, "every group is a gap",
+    ...                  "a").significant()  # undefined: never significant
+    False
+    """
 
     metric: str
     a: float | None
@@ -102,6 +116,14 @@ def compare_many(
     groups: the bootstrap uses Poisson(1) weights per group, the permutation swaps the
     sides of a random half of the groups; each chunk of resamples is one matrix product,
     so a million records cost seconds and a few hundred MB.
+
+    >>> a = {f"g{i}": (2, 2) for i in range(10)}  # group: (correct, answers)
+    >>> b = {f"g{i}": (2, 2) if i < 3 else (1, 2) for i in range(10)}  # 7 groups lose one
+    >>> results = compare_many(PairedCounts.from_dicts(a, b), seed=0)  # a - b, paired by group
+    >>> [(r.metric, round(r.difference, 3), round(r.p_value, 3)) for r in results]
+    [('accuracy', 0.35, 0.02), ('robustness', 0.35, 0.02)]
+    >>> [round(x, 3) for x in results[0].ci95]
+    [0.2, 0.5]
     """
     return compare_sets(
         [(metric, counts) for metric in metrics], n_boot=n_boot, n_perm=n_perm, seed=seed
@@ -119,7 +141,16 @@ def compare_sets(
     answer's correctness and the retrieval's): one set of resamples serves them all, so
     each outcome costs one more column of a matrix product rather than its own draws.
     Each outcome's figures are those it would get alone (the draws depend on the seed and
-    the groups only)."""
+    the groups only).
+
+    >>> answers = PairedCounts.from_dicts({"g1": (2, 2), "g2": (2, 2), "g3": (1, 2)},
+    ...                                   {"g1": (1, 2), "g2": (0, 2), "g3": (1, 2)})
+    >>> retrievals = PairedCounts.from_dicts({"g1": (2, 2), "g2": (2, 2), "g3": (2, 2)},
+    ...                                      {"g1": (2, 2), "g2": (1, 2), "g3": (2, 2)})
+    >>> results = compare_sets([("accuracy", answers), ("accuracy", retrievals)], seed=0)
+    >>> [round(r.difference, 3) for r in results]
+    [0.5, 0.167]
+    """
     groups = items[0][1].groups if items else []
     if any(c.groups != groups for _, c in items):
         raise ValueError("compare_sets needs the same groups for every item")
@@ -221,7 +252,16 @@ def compare(
     n_perm: int = 1000,
     seed: int = 0,
 ) -> PairedDifference:
-    """One metric of :func:`compare_many`."""
+    """One metric of :func:`compare_many`.
+
+    >>> a = {f"g{i}": (2, 2) for i in range(10)}  # group: (correct, answers)
+    >>> b = {f"g{i}": (2, 2) if i < 3 else (1, 2) for i in range(10)}  # 7 groups lose one
+    >>> result = compare(PairedCounts.from_dicts(a, b), "accuracy", seed=0)
+    >>> result.a, result.b, round(result.difference, 2), round(result.p_value, 3)
+    (1.0, 0.65, 0.35, 0.02)
+    >>> compare(PairedCounts.from_dicts(a, {}), "accuracy").undefined
+    'no semantic group is on both sides'
+    """
     return compare_many(counts, (metric,), n_boot=n_boot, n_perm=n_perm, seed=seed)[0]
 
 
@@ -244,7 +284,12 @@ Alternative = Literal["less", "two-sided"]
 def contributions(counts: PairedCounts, metric: str = "accuracy") -> np.ndarray:
     """Each group's part of the difference a - b of ``metric`` (a ratio of sums), with the
     two sides' denominators fixed: swapping a group's sides flips the sign of its part
-    where both sides have the same denominator, and (to first order) otherwise."""
+    where both sides have the same denominator, and (to first order) otherwise.
+
+    >>> counts = PairedCounts.from_dicts({"g1": (2, 2), "g2": (1, 2)}, {"g1": (1, 2), "g2": (1, 2)})
+    >>> contributions(counts).tolist()  # g1 makes the whole difference 0.75 - 0.5
+    [0.25, 0.0]
+    """
     num_a, den_a = _parts(metric, counts.correct_a, counts.total_a)
     num_b, den_b = _parts(metric, counts.correct_b, counts.total_b)
     total_a, total_b = float(den_a.sum()), float(den_b.sum())
@@ -307,7 +352,14 @@ def gaussian_bound_p(x: np.ndarray, alternative: Alternative = "two-sided") -> f
     any number of groups and any sizes (Bentkus and Dzindzalieta's Gaussian bound for
     weighted Rademacher sums: at most about 3.18 times the normal tail). Larger than the
     exact p-value, so a test that uses it keeps its level; it is meant for the far tail,
-    where random permutations cannot reach."""
+    where random permutations cannot reach.
+
+    >>> x = np.full(200, -0.01)  # 200 groups, each a little worse on side a
+    >>> exact = 2.0 ** -200  # only the observed signs are as low
+    >>> bound = gaussian_bound_p(x, "less")
+    >>> exact <= bound < 1e-8
+    True
+    """
     x = _nonzero(x)
     if x.size == 0:
         return 1.0
@@ -320,7 +372,13 @@ def gaussian_bound_p(x: np.ndarray, alternative: Alternative = "two-sided") -> f
 
 def sign_flip_p(x: np.ndarray, alternative: Alternative = "two-sided") -> float:
     """The sign-flip p-value of the observed sum of ``x`` without random draws: exact on up
-    to :data:`EXACT_MAX` non-zero values, the Gaussian bound beyond (valid, conservative)."""
+    to :data:`EXACT_MAX` non-zero values, the Gaussian bound beyond (valid, conservative).
+
+    >>> sign_flip_p(np.array([-1.0, -1.0, -1.0, 0.0]), "less")  # exact: zeros dropped, 1 of 8
+    0.125
+    >>> sign_flip_p(np.full(40, -1.0), "less") < 1e-7  # 40 groups: the Gaussian bound
+    True
+    """
     if _nonzero(x).size <= EXACT_MAX:
         return exact_sign_flip_p(x, alternative)
     return gaussian_bound_p(x, alternative)

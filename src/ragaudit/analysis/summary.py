@@ -57,7 +57,14 @@ class Proportion(_Model):
     )
 
     def __str__(self) -> str:
-        """``0.95 [0.90, 0.98]``, or ``n/a`` when nothing was counted."""
+        """``0.95 [0.90, 0.98]``, or ``n/a`` when nothing was counted.
+
+        >>> share = Proportion(value=0.7, k=7, n=10, ci95=(0.3968, 0.8922))  # proportion(7, 10)
+        >>> print(share)
+        0.70 [0.40, 0.89]
+        >>> print(Proportion(value=None, k=0, n=0, ci95=(0.0, 1.0)))
+        n/a
+        """
         if not self.n or self.value is None:
             return "n/a"
         low, high = self.ci95
@@ -223,7 +230,15 @@ class Comparison(_Model):
     verdict: str = Field(description="the comparison in one sentence a person can act on")
 
     def significant(self, alpha: float = 0.05) -> bool:
-        """Whether the difference is significant at ``alpha``; never when not tested."""
+        """Whether the difference is significant at ``alpha``; never when not tested.
+
+        >>> compared = Comparison(
+        ...     metric="accuracy", a=Side(system="rag", variant="long", value=0.9),
+        ...     b=Side(system="rag", variant="short", value=0.6), difference=0.3, ci95=(0.1, 0.5),
+        ...     p_value=0.002, n_groups=12, verdict="rag: short is less accurate than long (...).")
+        >>> compared.significant(), compared.significant(alpha=0.001)
+        (True, False)
+        """
         return self.p_value is not None and self.p_value < alpha
 
 
@@ -256,7 +271,13 @@ class Kappa(_Model):
     undefined: str | None = Field(None, description="why the coefficient is null, if it is")
 
     def __str__(self) -> str:
-        """``0.43 [0.38, 0.48]``, or ``n/a`` with the reason."""
+        """``0.43 [0.38, 0.48]``, or ``n/a`` with the reason.
+
+        >>> print(Kappa(value=0.43, ci95=(0.38, 0.48), n=120))
+        0.43 [0.38, 0.48]
+        >>> print(Kappa(value=None, ci95=None, n=1, undefined="fewer than two pairs rated"))
+        n/a (fewer than two pairs rated)
+        """
         if self.value is None:
             return f"n/a ({self.undefined})"
         if self.ci95 is None:
@@ -388,7 +409,11 @@ class Distance(_Model):
     ci95: Interval = Field(description="95% percentile bootstrap interval; [0, 1] when n is 0")
 
     def __str__(self) -> str:
-        """``0.42 [0.30, 0.55] (n=40)``, or ``n/a`` when nothing was labelled."""
+        """``0.42 [0.30, 0.55] (n=40)``, or ``n/a`` when nothing was labelled.
+
+        >>> print(Distance(value=0.35, n=40, ci95=(0.22, 0.5)))
+        0.35 [0.22, 0.50] (n=40)
+        """
         if self.value is None:
             return "n/a (nothing labelled)"
         return f"{self.value:.2f} [{self.ci95[0]:.2f}, {self.ci95[1]:.2f}] (n={self.n})"
@@ -593,6 +618,17 @@ class Summary(_Model):
 
         >>> Summary(retrieval_rule="any", systems={}).rows()
         []
+        >>> from ragaudit.analysis.metrics import Example, analyze
+        >>> examples = [Example("q1", "g1", "short", True, system="rag"),
+        ...             Example("q2", "g2", "short", False, system="rag")]
+        >>> summary = Summary(retrieval_rule="any", systems=analyze(examples).systems)
+        >>> for row in summary.rows()[:3]:
+        ...     print(row["system"], row["variant"], row["metric"], row["value"], row["n"])
+        rag all acc_retrieval_db 0.5 2
+        rag short accuracy 0.5 2
+        rag short robustness 1.0 1
+        >>> Summary.model_validate_json(summary.model_dump_json()) == summary  # summary.json
+        True
         """
         out: list[dict[str, Any]] = []
 
@@ -651,6 +687,11 @@ _VARIANT_PROPORTIONS = (
 
 
 def summary_schema() -> dict[str, Any]:
-    """The JSON Schema of summary.json, generated from :class:`Summary`."""
+    """The JSON Schema of summary.json, generated from :class:`Summary`.
+
+    >>> schema = summary_schema()
+    >>> schema["$schema"], schema["title"], schema["required"]
+    ('https://json-schema.org/draft/2020-12/schema', 'Summary', ['retrieval_rule', 'systems'])
+    """
     schema = Summary.model_json_schema()
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}

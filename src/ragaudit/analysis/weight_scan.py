@@ -25,7 +25,11 @@ ALPHA = 0.05
 
 
 def weight_name(weight: float) -> str:
-    """A weight as a key: ``0``, ``0.05``, ``1``."""
+    """A weight as a key: ``0``, ``0.05``, ``1``.
+
+    >>> [weight_name(w) for w in (0.0, 0.05, 1.0)]
+    ['0', '0.05', '1']
+    """
     return f"{weight:g}"
 
 
@@ -109,7 +113,18 @@ def weight_scan_table(
     """Table 2 from the recall of each query (rows) at each weight (columns) and each
     query's label (None: in the inclusive row only). Labels are listed in order of first
     appearance after sorting; ``unanswerable`` queries belong in no row of their own (the
-    caller leaves them out, as the paper does)."""
+    caller leaves them out, as the paper does).
+
+    >>> weights = [0.0, 0.5, 1.0]  # text weight: 0 dense only, 1 lexical only
+    >>> recall = np.array([[1, 1, 0], [1, 1, 0], [0, 1, 1], [0, 1, 1],  # per query and weight
+    ...                    [0, 0, 1], [0, 0, 1], [0, 0, 1], [0, 0, 1], [0, 0, 1], [0, 0, 1]])
+    >>> labels = ["summary"] * 4 + ["fact_single"] * 6
+    >>> scan = weight_scan_table(recall, labels, weights, k=5, documents=100)
+    >>> [(row.label, row.best_weight, round(row.best_recall.value, 2)) for row in scan.rows]
+    [('inclusive', 1.0, 0.8), ('fact_single', 1.0, 1.0), ('summary', 0.5, 1.0)]
+    >>> scan.rows[2].differs, round(scan.rows[2].difference, 2)  # 2 of 4 queries gain: no claim
+    (False, 0.5)
+    """
     recall = np.asarray(recall, dtype=np.float64).reshape(len(labels), len(weights))
     inclusive = _row(INCLUSIVE, recall, weights, None, seed)
     reference = (
