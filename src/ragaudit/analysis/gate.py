@@ -118,14 +118,16 @@ class GateCheck(_Model):
     def sentence(self) -> str:
         """The check in one line.
 
-        >>> baseline = {f"g{i}": (2, 2) for i in range(8)}  # group: (correct, answers)
-        >>> candidate = {**baseline, "g0": (1, 2)}
-        >>> check = gate_check("rag", "accuracy", PairedCounts.from_dicts(baseline, candidate))
-        >>> check.status, check.coverage, round(check.difference, 4)
-        ('pass', '8 / 8', -0.0625)
-        >>> print(check.sentence())
-        rag accuracy: pass (1.000 -> 0.938, -0.062 [-0.214, +0.000], p = 0.5, groups (queries)
-        paired of the baseline's 8 / 8); a drop smaller than 0.312 can pass unnoticed (80% power).
+        Examples:
+            >>> baseline = {f"g{i}": (2, 2) for i in range(8)}  # group: (correct, answers)
+            >>> candidate = {**baseline, "g0": (1, 2)}
+            >>> check = gate_check("rag", "accuracy", PairedCounts.from_dicts(baseline, candidate))
+            >>> check.status, check.coverage, round(check.difference, 4)
+            ('pass', '8 / 8', -0.0625)
+            >>> print(check.sentence())  # doctest: +NORMALIZE_WHITESPACE
+            rag accuracy: pass (1.000 -> 0.938, -0.062 [-0.214, +0.000], p = 0.5, groups
+            (queries) paired of the baseline's 8 / 8); a drop smaller than 0.312 can pass
+            unnoticed (80% power).
         """
         head = f"{self.system} {self.metric}"
         if self.status == "missing":
@@ -520,18 +522,22 @@ class GateReport(_Model):
     def headline(self) -> str:
         """One line: the verdict and its counts.
 
-        >>> baseline = {f"g{i}": (2, 2) for i in range(8)}  # group: (correct, answers)
-        >>> worse = {**baseline, **{f"g{i}": (1, 2) for i in range(6)}}  # 6 groups lose one
-        >>> dropped = PairedCounts.from_dicts(baseline, worse)
-        >>> same = PairedCounts.from_dicts(baseline, baseline)
-        >>> checks = [gate_check("rag", "accuracy", dropped, alpha=0.025),  # two checks share
-        ...           gate_check("bm25", "accuracy", same, alpha=0.025)]  # the gate's alpha 0.05
-        >>> report = GateReport(baseline="runs/main", candidate="runs/pr", alpha=0.05, margin=0.0,
-        ...                     checks=checks)
-        >>> report.verdict, report.exit_code, [c.system for c in report.regressions]
-        ('FAIL', 1, ['rag'])
-        >>> print(report.headline())
-        FAIL: 1 of 2 checks significantly worse than the baseline by more than 0 (alpha 0.05)
+        Examples:
+            >>> baseline = {f"g{i}": (2, 2) for i in range(8)}  # group: (correct, answers)
+            >>> worse = {**baseline, **{f"g{i}": (1, 2) for i in range(6)}}  # 6 groups lose one
+            >>> dropped = PairedCounts.from_dicts(baseline, worse)
+            >>> same = PairedCounts.from_dicts(baseline, baseline)
+            >>> checks = [  # two checks share the gate's alpha 0.05
+            ...     gate_check("rag", "accuracy", dropped, alpha=0.025),
+            ...     gate_check("bm25", "accuracy", same, alpha=0.025),
+            ... ]
+            >>> report = GateReport(
+            ...     baseline="runs/main", candidate="runs/pr", alpha=0.05, margin=0.0, checks=checks
+            ... )
+            >>> report.verdict, report.exit_code, [c.system for c in report.regressions]
+            ('FAIL', 1, ['rag'])
+            >>> print(report.headline())
+            FAIL: 1 of 2 checks significantly worse than the baseline by more than 0 (alpha 0.05)
         """
         n = len(self.checks)
         parts = []

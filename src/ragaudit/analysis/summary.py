@@ -616,19 +616,20 @@ class Summary(_Model):
         system-wide figures), metric, value, low, high, k, n. Undefined figures keep a null
         value.
 
-        >>> Summary(retrieval_rule="any", systems={}).rows()
-        []
-        >>> from ragaudit.analysis.metrics import Example, analyze
-        >>> examples = [Example("q1", "g1", "short", True, system="rag"),
-        ...             Example("q2", "g2", "short", False, system="rag")]
-        >>> summary = Summary(retrieval_rule="any", systems=analyze(examples).systems)
-        >>> for row in summary.rows()[:3]:
-        ...     print(row["system"], row["variant"], row["metric"], row["value"], row["n"])
-        rag all acc_retrieval_db 0.5 2
-        rag short accuracy 0.5 2
-        rag short robustness 1.0 1
-        >>> Summary.model_validate_json(summary.model_dump_json()) == summary  # summary.json
-        True
+        Examples:
+            >>> Summary(retrieval_rule="any", systems={}).rows()
+            []
+            >>> from ragaudit.analysis.metrics import Example, analyze
+            >>> examples = [Example("q1", "g1", "short", True, system="rag"),
+            ...             Example("q2", "g2", "short", False, system="rag")]
+            >>> summary = Summary(retrieval_rule="any", systems=analyze(examples).systems)
+            >>> for row in summary.rows()[:3]:
+            ...     print(row["system"], row["variant"], row["metric"], row["value"], row["n"])
+            rag all acc_retrieval_db 0.5 2
+            rag short accuracy 0.5 2
+            rag short robustness 1.0 1
+            >>> Summary.model_validate_json(summary.model_dump_json()) == summary  # summary.json
+            True
         """
         out: list[dict[str, Any]] = []
 

@@ -228,10 +228,11 @@ def evaluate(
     incorrect. ``out``: a folder for the neutral file and the figures (default: a
     temporary one).
 
-    >>> result = evaluate([{"question": "Capital of France?", "answer": "Paris.",
-    ...                     "reference": "Paris"}])
-    >>> result.judgements[0].correct, result.judgements[0].method
-    (True, 'match:exact')
+    Examples:
+        >>> result = evaluate([{"question": "Capital of France?", "answer": "Paris.",
+        ...                     "reference": "Paris"}])
+        >>> result.judgements[0].correct, result.judgements[0].method
+        (True, 'match:exact')
     """
     check_rule(retrieval_rule)
     queries, responses, retrieval_known = _records(_rows(rows), system)

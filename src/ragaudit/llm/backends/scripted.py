@@ -26,15 +26,16 @@ class Scripted:
     """Replies from ``replies``, in order; then from ``responder(messages)``; then
     ``default``; a request with none of them left fails with an LLM error.
 
-    >>> import asyncio
-    >>> llm = Scripted(["first"], default="again")
-    >>> for question in ("a?", "b?"):
-    ...     ask = llm.acomplete([{"role": "user", "content": question}], GenerationParams())
-    ...     print(asyncio.run(ask).text)
-    first
-    again
-    >>> len(llm.requests)
-    2
+    Examples:
+        >>> import asyncio
+        >>> llm = Scripted(["first"], default="again")
+        >>> for question in ("a?", "b?"):
+        ...     ask = llm.acomplete([{"role": "user", "content": question}], GenerationParams())
+        ...     print(asyncio.run(ask).text)
+        first
+        again
+        >>> len(llm.requests)
+        2
     """
 
     kind = "scripted"
