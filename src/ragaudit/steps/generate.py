@@ -12,7 +12,13 @@ from typing import Any
 from ragaudit.config import Config, GenerateOptions
 from ragaudit.db import Database, SchemaInfo
 from ragaudit.errors import ConfigError, UserError
-from ragaudit.generate.dataset import DatasetStats, TemplateStats, TextConflicts, generate
+from ragaudit.generate.dataset import (
+    DatasetStats,
+    TemplateStats,
+    TextConflicts,
+    WordingTally,
+    generate,
+)
 from ragaudit.generate.facts import derive_facts, read_row_map
 from ragaudit.generate.sql.templates import (
     SqlTemplate,
@@ -25,15 +31,11 @@ from ragaudit.generate.text.templates import (
     WordingKey,
     load_text_templates,
 )
+from ragaudit.generate.text.verifier import held, reason_kind, wording_counts
 from ragaudit.records.io import atomic_write_json, iter_jsonl_dicts, write_jsonl_atomic
 from ragaudit.records.models import QueryRecord
 from ragaudit.rundir import RunDir
 from ragaudit.steps.templates import check, open_database
-from ragaudit.steps.verify import (
-    held,
-    reason_kind,
-    wording_counts,
-)
 from ragaudit.systems.corpus import load_corpus
 
 
@@ -249,7 +251,7 @@ def generate_dataset(
     db, schema = open_database(config)
     counts = wording_counts(loaded.templates, loaded.verdicts, {t.id: t for t in templates})
     stats = DatasetStats(
-        wordings_dropped=dropped, wordings={s: c.tally() for s, c in counts.items()}
+        wordings_dropped=dropped, wordings={s: WordingTally.of(c) for s, c in counts.items()}
     )
     if options.gold_rows is not None:
         try:

@@ -33,16 +33,17 @@ from ragaudit.generate.text.templates import (
     save_text_templates,
 )
 from ragaudit.generate.text.verbalize import BUILT_IN_STYLES, describe, verbalize
-from ragaudit.generate.text.verify import sample_template
-from ragaudit.llm.client import LLMClient
-from ragaudit.rundir import RunDir
-from ragaudit.steps.verify import (
+from ragaudit.generate.text.verifier import (
     StyleCounts,
     Verifier,
     VerifyOutcome,
     averify_all,
     wording_counts,
 )
+from ragaudit.generate.text.verify import sample_template
+from ragaudit.judge.matchers import gives_answer
+from ragaudit.llm.client import LLMClient
+from ragaudit.rundir import RunDir
 
 
 def open_database(config: Config) -> tuple[Database, SchemaInfo]:
@@ -52,6 +53,13 @@ def open_database(config: Config) -> tuple[Database, SchemaInfo]:
     db = Database(config.database.url, timeout_s=config.database.timeout_s)
     db.check_connection()
     return db, introspect(db, tables=config.database.tables)
+
+
+def make_verifier(config: Config, llm: LLMClient, db: Database, schema: SchemaInfo) -> Verifier:
+    """The wording verifier as the configuration asks for it: reading comprehension after
+    back-mapping when ``templates.reading_check``, judged by the deterministic matchers."""
+    reading = gives_answer if config.templates.reading_check else None
+    return Verifier(llm, db, schema, reading=reading)
 
 
 def _dialect(db: Database) -> str:
@@ -301,7 +309,7 @@ def make_text_templates(
         raise ConfigError("templates.text_generator is llm but no LLM client was given")
     db, schema = open_database(config)
     verifier = (
-        Verifier(llm, db, schema, reading=config.templates.reading_check)
+        make_verifier(config, llm, db, schema)
         if (llm is not None and config.templates.verify)
         else None
     )
@@ -410,7 +418,7 @@ def verify_text_templates(
     loaded = load_text_templates(run.templates_text)
     texts, verdicts = loaded.templates, loaded.verdicts
     db, schema = open_database(config)
-    verifier = Verifier(llm, db, schema, reading=config.templates.reading_check) if llm else None
+    verifier = make_verifier(config, llm, db, schema) if llm else None
     result = TextTemplatesResult(run.templates_text, texts, verdicts)
     result.orphans = [tid for tid in texts if tid not in {t.id for t in sql}]
     result.verification = verify_texts(
