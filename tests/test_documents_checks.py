@@ -8,8 +8,8 @@ import pytest
 
 from ragaudit.documents import checks
 from ragaudit.documents import generation as gen
+from ragaudit.documents.generator import quotas
 from ragaudit.documents.options import DocumentOptions
-from ragaudit.steps.documents import quotas
 
 CONTEXT = (
     "Tiandrul Tramway is being built in Cheismouth, Tusland. Work got under way on "
