@@ -16,7 +16,6 @@ asks again only what had not been answered.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +33,7 @@ from ragaudit.errors import UserError
 from ragaudit.generate.text.llm import STYLE_INSTRUCTIONS, style_problem
 from ragaudit.generate.text.templates import near_duplicate_key
 from ragaudit.llm.usage import tally
+from ragaudit.progress import SILENT, Progress
 from ragaudit.records.io import atomic_write_json, write_jsonl_atomic
 from ragaudit.records.models import CandidateRecord
 from ragaudit.steps.generate import other_half
@@ -174,13 +174,13 @@ def generate_from_documents(
     session: Session,
     options: DocumentOptions,
     *,
-    on_start: Callable[[int], None] | None = None,
-    on_candidate: Callable[[CandidateRecord], None] | None = None,
+    progress: Progress = SILENT,
 ) -> DocumentStats:
     """Generate, check and word pairs from the corpus; write candidates.jsonl, the document
     half of dataset.jsonl (the SQL half is kept) and documents.stats.json. Nothing accepted
     is a :class:`UserError` that says why (candidates.jsonl is still written, so the reasons
-    can be read), and the dataset is left as it was."""
+    can be read), and the dataset is left as it was. ``progress`` shows the pairs accepted
+    (``pairs accepted``)."""
     config = session.config
     run = session.run_dir
     contexts, short = corpus_contexts(config)
@@ -204,8 +204,12 @@ def generate_from_documents(
         stats.warnings.append(
             "near-duplicates found by word overlap: install the dense extra for embeddings"
         )
-    if on_start is not None:
-        on_start(options.size)
+    accepting = progress.task("pairs accepted", options.size)
+
+    def on_candidate(record: CandidateRecord) -> None:
+        if record.accepted:
+            accepting.advance()
+
     with session.llm("generate-documents") as llm:
         assert llm is not None
         generator = DocumentGenerator(

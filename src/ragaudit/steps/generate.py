@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,6 @@ from ragaudit.db import Database, SchemaInfo
 from ragaudit.errors import ConfigError, UserError
 from ragaudit.generate.dataset import (
     DatasetStats,
-    TemplateStats,
     TextConflicts,
     WordingTally,
     generate,
@@ -32,6 +31,7 @@ from ragaudit.generate.text.templates import (
     load_text_templates,
 )
 from ragaudit.generate.text.verifier import held, reason_kind, wording_counts
+from ragaudit.progress import SILENT, Progress
 from ragaudit.records.io import atomic_write_json, iter_jsonl_dicts, write_jsonl_atomic
 from ragaudit.records.models import QueryRecord
 from ragaudit.rundir import RunDir
@@ -232,18 +232,20 @@ def generate_dataset(
     run: RunDir,
     options: GenerateOptions,
     *,
-    on_template: Callable[[SqlTemplate, TemplateStats], None] | None = None,
+    progress: Progress = SILENT,
 ) -> DatasetStats:
     """Instantiate every template with its usable wordings (verified ones; see
     :func:`usable_texts`) and write ``dataset.jsonl`` (atomically, streaming) and
     ``dataset.stats.json``. Groups whose question reads the same as another group's with
     another answer are dropped and counted. An empty dataset is a :class:`UserError` that
-    says why, and nothing is written."""
+    says why, and nothing is written. ``progress`` shows the SQL templates instantiated
+    (``generating``)."""
     problems = check(config, run)
     if problems:
         more = f" (and {len(problems) - 1} more; see ragaudit templates check)"
         raise TemplateFileError(problems[0] + (more if len(problems) > 1 else ""))
     templates = load_templates(run.templates_sql).templates
+    task = progress.task("generating", len(templates))
     loaded = load_text_templates(run.templates_text)
     texts, dropped = usable_texts(
         loaded.templates, loaded.verdicts, templates, unverified=options.unverified
@@ -263,7 +265,15 @@ def generate_dataset(
             raise
         stats.warnings.extend(notes)
         options = options.model_copy(update={"gold_facts": facts_file, "gold_rows": None})
-    records = generate(db, schema, templates, texts, options, stats=stats, on_template=on_template)
+    records = generate(
+        db,
+        schema,
+        templates,
+        texts,
+        options,
+        stats=stats,
+        on_template=lambda _template, _stats: task.advance(),
+    )
     conflicts = TextConflicts()
     named: Counter[str] = Counter()
     partial = run.dataset.with_name(run.dataset.name + ".partial")
