@@ -232,6 +232,22 @@ def test_a_wording_that_gives_the_answer_away_is_caught(wording: str, leaks: boo
     assert (gen.answer_leak(question, wording, answer) is not None) == leaks
 
 
+def test_a_wording_that_is_the_question_again_or_off_its_style_is_dropped_unread() -> None:
+    """The checks the step gives the generator: the wordings of SQL templates' style
+    lengths, and the question itself up to case and punctuation."""
+    from ragaudit.steps.documents import wording_problem
+
+    question = "Who manages the Tiandrul Tramway project?"
+    same = "who manages the Tiandrul Tramway project"
+    assert wording_problem("short", question, same) == "the same as the generated question"
+    long = "Who is the person that manages the Tiandrul Tramway project for the city council?"
+    assert wording_problem("short", question, long) == (
+        "14 words; the short style allows at most 12"
+    )
+    assert wording_problem("short", question, "Tiandrul Tramway manager?") is None
+    assert wording_problem("formal", question, long) is None  # no length rule of its own
+
+
 def test_near_duplicates_are_found_by_cosine() -> None:
     kept = np.array([[1.0, 0.0], [0.6, 0.8]], dtype=np.float32)
     close = np.array([0.62, 0.78], dtype=np.float32)

@@ -553,8 +553,9 @@ class DocumentGenerator:
                     "the reworded question only",
                     self.params(120),
                 )
+                given = self.wording_problem
                 problem = (
-                    (self.wording_problem and self.wording_problem(style, question, text))
+                    (given(style, question, text) if given else None)
                     or gen.question_problem(text)
                     or gen.answer_leak(question, text, record.answer)
                 )
