@@ -36,10 +36,11 @@ from tests.support.document_set import (  # noqa: E402
 )
 from tests.support.replay_llm import ReplayBackend  # noqa: E402
 
+from ragaudit.documents.generator import DocumentGenerator, queries_of  # noqa: E402
 from ragaudit.llm.client import LLMClient  # noqa: E402
 from ragaudit.records.io import write_jsonl_atomic  # noqa: E402
 from ragaudit.records.models import CandidateRecord, QueryRecord  # noqa: E402
-from ragaudit.steps.documents import DocumentGenerator, Embedder, queries_of  # noqa: E402
+from ragaudit.steps.documents import corpus_search, question_embedder  # noqa: E402
 
 SQUAD = ROOT.parent / "shared" / "reference" / "squad2-subset"
 SQUAD_FILE = SQUAD / "dev-v2.0-subset.json"
@@ -87,9 +88,9 @@ def generated_squad_questions() -> list[CandidateRecord]:
                 llm,
                 balance_options(strategy, BALANCE_SIZE),
                 contexts,
-                contexts,
-                embedder=Embedder.best(),
+                embedder=question_embedder(),
                 styles={},
+                search=corpus_search(contexts),
             )
             found += asyncio.run(generator.generate())
     if replies.missing:

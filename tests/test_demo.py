@@ -133,6 +133,7 @@ def test_the_demo_adds_pairs_from_the_reports_once_and_goes_on_without_them(
 ) -> None:
     """The document half joins the SQL half of the dataset; a rerun asks nothing; when
     nothing is accepted the demo says so and keeps the SQL half alone."""
+    from ragaudit.progress import SILENT
     from ragaudit.records import QueryRecord, Reference, read_jsonl, write_jsonl_atomic
     from ragaudit.rundir import RunDir
     from ragaudit.steps.demo import DOCUMENT_PAIRS, _document_half, demo_config
@@ -157,7 +158,7 @@ def test_the_demo_adds_pairs_from_the_reports_once_and_goes_on_without_them(
         write_jsonl_atomic(run.dataset, [sql])
         llm_server.responder = script
         timings: dict[str, tuple[float, str]] = {}
-        _document_half(config, run, None, lambda _s: None, timings)
+        _document_half(config, run, None, SILENT, timings)
         return run, timings
 
     run, timings = half(tmp_path / "ok", Script())
@@ -170,7 +171,7 @@ def test_the_demo_adds_pairs_from_the_reports_once_and_goes_on_without_them(
     asked = llm_server.request_count
     config = demo_config(world, tmp_path / "ok", groups=1, use_llm=True, llm="openai:scripted")
     again: dict[str, tuple[float, str]] = {}
-    _document_half(config, run, None, lambda _s: None, again)
+    _document_half(config, run, None, SILENT, again)
     assert llm_server.request_count == asked and again["documents"][1] == "written before"
 
     broken, timings = half(tmp_path / "broken", Script(broken=frozenset({"facts"})))

@@ -8,8 +8,8 @@ import pytest
 
 from ragaudit.documents import checks
 from ragaudit.documents import generation as gen
+from ragaudit.documents.generator import quotas
 from ragaudit.documents.options import DocumentOptions
-from ragaudit.steps.documents import quotas
 
 CONTEXT = (
     "Tiandrul Tramway is being built in Cheismouth, Tusland. Work got under way on "
@@ -230,6 +230,22 @@ def test_a_wording_that_gives_the_answer_away_is_caught(wording: str, leaks: boo
     question = "Who manages the Tiandrul Tramway project?"
     answer = "Truxin Geirkwick manages the project, due in 2023."
     assert (gen.answer_leak(question, wording, answer) is not None) == leaks
+
+
+def test_a_wording_that_is_the_question_again_or_off_its_style_is_dropped_unread() -> None:
+    """The checks the step gives the generator: the wordings of SQL templates' style
+    lengths, and the question itself up to case and punctuation."""
+    from ragaudit.steps.documents import wording_problem
+
+    question = "Who manages the Tiandrul Tramway project?"
+    same = "who manages the Tiandrul Tramway project"
+    assert wording_problem("short", question, same) == "the same as the generated question"
+    long = "Who is the person that manages the Tiandrul Tramway project for the city council?"
+    assert wording_problem("short", question, long) == (
+        "14 words; the short style allows at most 12"
+    )
+    assert wording_problem("short", question, "Tiandrul Tramway manager?") is None
+    assert wording_problem("formal", question, long) is None  # no length rule of its own
 
 
 def test_near_duplicates_are_found_by_cosine() -> None:

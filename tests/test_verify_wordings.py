@@ -19,8 +19,8 @@ from ragaudit.generate import SqlTemplate
 from ragaudit.generate.sql.instantiate import Group
 from ragaudit.generate.text import verify as checks
 from ragaudit.generate.text.templates import load_text_templates
+from ragaudit.generate.text.verifier import Verifier
 from ragaudit.llm import make_llm
-from ragaudit.steps.verify import Verifier
 from tests.support.cli import ragaudit
 from tests.support.scripted_llm_server import Reply, ScriptedLLMServer
 

@@ -18,8 +18,8 @@ from ragaudit.generate import SqlTemplate
 from ragaudit.generate.sql.templates import check_template
 from ragaudit.generate.text import coverage
 from ragaudit.generate.text.naturalness import naturalness_problem
+from ragaudit.generate.text.verifier import Verifier, reason_kind
 from ragaudit.llm import make_llm
-from ragaudit.steps.verify import Verifier, reason_kind
 from tests.support.scripted_llm_server import ScriptedLLMServer
 
 INDUSTRY = SqlTemplate(

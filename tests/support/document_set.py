@@ -21,12 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ragaudit.config import LLMConfig, load_config
+from ragaudit.documents.generator import Context, DocumentGenerator, Embedder
 from ragaudit.documents.options import DocumentOptions
 from ragaudit.generate.facts import states
 from ragaudit.llm.client import LLMClient
 from ragaudit.llm.types import GenerationParams
 from ragaudit.records.models import CandidateRecord
-from ragaudit.steps.documents import Context, DocumentGenerator, Embedder, corpus_contexts
+from ragaudit.steps.documents import corpus_contexts, corpus_search, question_embedder
 
 SQUAD_FILE = "dev-v2.0-subset.json"
 WORLD_SIZE = 120
@@ -48,7 +49,12 @@ def generate(
     """Every candidate the generator writes from ``contexts`` (no wordings: the figures
     here are of the pairs)."""
     generator = DocumentGenerator(
-        llm, options, contexts, corpus, embedder=Embedder.best(), styles={}
+        llm,
+        options,
+        contexts,
+        embedder=question_embedder(),
+        styles={},
+        search=corpus_search(corpus),
     )
     return asyncio.run(generator.generate())
 
@@ -286,7 +292,12 @@ def read_all(llm: LLMClient, cases: list[ReadingCase], corpus: list[Context]) ->
     from ragaudit.errors import LLMError
 
     generator = DocumentGenerator(
-        llm, DocumentOptions(), corpus, corpus, embedder=Embedder(method="words"), styles={}
+        llm,
+        DocumentOptions(),
+        corpus,
+        embedder=Embedder(method="words"),
+        styles={},
+        search=corpus_search(corpus),
     )
 
     async def one(case: ReadingCase) -> bool | None:
@@ -437,7 +448,12 @@ def check_wordings(
     from ragaudit.errors import LLMError
 
     generator = DocumentGenerator(
-        llm, DocumentOptions(), corpus, corpus, embedder=Embedder(method="words"), styles={}
+        llm,
+        DocumentOptions(),
+        corpus,
+        embedder=Embedder(method="words"),
+        styles={},
+        search=corpus_search(corpus),
     )
 
     async def every() -> list[bool | None]:

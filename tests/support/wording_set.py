@@ -489,13 +489,14 @@ def evaluate(
     on each dataset's own SQLite database."""
     from ragaudit.db import Database, introspect
     from ragaudit.generate.sql.templates import SqlTemplate
-    from ragaudit.steps.verify import Verifier
+    from ragaudit.generate.text.verifier import Verifier
+    from ragaudit.judge.matchers import gives_answer
 
     wordings = build(reference) if wordings is None else wordings
     out: list[Outcome] = []
     for dataset in DATASETS:
         db = Database(f"sqlite:///{database(reference, dataset)}")
-        verifier = Verifier(llm, db, introspect(db), reading=reading)
+        verifier = Verifier(llm, db, introspect(db), reading=gives_answer if reading else None)
         mine = [w for w in wordings if w.dataset == dataset]
         by_sql: dict[str, list[LabelledWording]] = {}
         for w in mine:

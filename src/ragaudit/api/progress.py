@@ -1,61 +1,30 @@
-"""One progress protocol for long work called from Python: a bar per task, shown by rich in
-a terminal, by tqdm in a notebook (where it is installed), or not at all.
+"""The displays of the one progress protocol for long work called from Python: a bar per
+task, shown by rich in a terminal, by tqdm in a notebook (where it is installed), or not
+at all.
 
-A step reports progress through small callbacks (a counter per template, a start and an
-advance per system); :class:`Progress` makes those callbacks, whichever display is behind
-it, so that the API's methods all report the same way.
+Every step that reports progress takes a :class:`Progress` (the protocol is
+:mod:`ragaudit.progress`, below every layer) and opens its own tasks on it, so that the
+API's methods, and the command line's, all report the same way.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
+
+from ragaudit.progress import Progress, SilentProgress, Task
+
+__all__ = [
+    "Progress",
+    "ProgressChoice",
+    "RichProgress",
+    "SilentProgress",
+    "Task",
+    "TqdmProgress",
+    "make_progress",
+]
 
 ProgressChoice = Literal["auto", "rich", "tqdm", "none"]
-
-
-class Task(Protocol):
-    """One bar: started with a total (and what was already done), advanced as work ends."""
-
-    def start(self, total: int | None, done: int = 0) -> None:
-        """(Re)start the bar at ``done`` of ``total``."""
-        ...
-
-    def advance(self, n: int = 1) -> None:
-        """``n`` more units done."""
-        ...
-
-
-class Progress(Protocol):
-    """A progress display: tasks open until :meth:`close`."""
-
-    def task(self, description: str, total: int | None = None) -> Task:
-        """A new bar."""
-        ...
-
-    def close(self) -> None:
-        """Take the display down."""
-        ...
-
-
-class _SilentTask:
-    def start(self, total: int | None, done: int = 0) -> None:
-        """Nothing to show."""
-
-    def advance(self, n: int = 1) -> None:
-        """Nothing to show."""
-
-
-class SilentProgress:
-    """Shows nothing (``progress="none"``): for scripts, tests and CI logs."""
-
-    def task(self, description: str, total: int | None = None) -> Task:
-        """A bar that shows nothing."""
-        return _SilentTask()
-
-    def close(self) -> None:
-        """Nothing to take down."""
 
 
 class _RichTask:
@@ -180,16 +149,3 @@ def make_progress(choice: ProgressChoice | Progress) -> Progress:
     if choice == "none":
         return SilentProgress()
     raise ValueError(f"progress {choice!r}: use auto, rich, tqdm, none or a Progress")
-
-
-def system_hooks(
-    progress: Progress,
-) -> Callable[[str], tuple[Callable[[int, int], None], Callable[[int], None]]]:
-    """Hooks for the harness and the judge: one bar per system, started when its work
-    starts (records of an earlier run count as done)."""
-
-    def hooks(name: str) -> tuple[Callable[[int, int], None], Callable[[int], None]]:
-        task = progress.task(name)
-        return task.start, task.advance
-
-    return hooks

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
 
-from ragaudit.api.progress import Progress, ProgressChoice, make_progress, system_hooks
+from ragaudit.api.progress import Progress, ProgressChoice, make_progress
 from ragaudit.api.tables import Answers, Dataset, read_answers
 from ragaudit.config import DEFAULT_CONFIG_NAME, Config, assign, load_config
 from ragaudit.errors import ConfigError, UserError
@@ -287,7 +287,6 @@ class Project:
         answers. Returns the wordings with the counts proposed / verified / rejected per
         style. ``check``: a UserError when no wording is usable (the command line prints
         the wordings first, then checks)."""
-        from ragaudit.generate.sql.templates import load_templates
         from ragaudit.steps.templates import make_text_templates, require_usable
 
         config = self.config.model_copy(deep=True)
@@ -304,15 +303,13 @@ class Project:
             session.llm("templates", use_llm) as client,
             self._progress() as display,
         ):
-            total = len(load_templates(run.templates_sql).templates)
-            task = display.task("wording", total)
             result = make_text_templates(
                 config,
                 run,
                 references=references or None,
                 overwrite=overwrite,
                 llm=client,
-                on_template=lambda _t: task.advance(),
+                progress=display,
             )
         if check:
             require_usable(result)
@@ -322,7 +319,6 @@ class Project:
     def verify_templates(self, *, recheck: bool = False) -> TextTemplatesResult:
         """Judge every wording of ``templates/text.yaml`` without a verdict (``ragaudit
         templates verify``; ``recheck``: all of them again)."""
-        from ragaudit.generate.sql.templates import load_templates
         from ragaudit.steps.templates import verify_text_templates
 
         with (
@@ -331,13 +327,8 @@ class Project:
             session.llm("verify") as client,
             self._progress() as display,
         ):
-            task = display.task("verifying", len(load_templates(run.templates_sql).templates))
             return verify_text_templates(
-                self.config,
-                run,
-                client,
-                recheck=recheck,
-                on_template=lambda _t, _n: task.advance(),
+                self.config, run, client, recheck=recheck, progress=display
             )
 
     # -- datasets --------------------------------------------------------------------------
@@ -358,7 +349,6 @@ class Project:
         semantic group per instantiated SQL query, asked in every usable wording, its
         answer executed on the database. Options left None keep the configuration's.
         Returns the :class:`Dataset` (``.stats``: what was kept and dropped)."""
-        from ragaudit.generate.sql.templates import load_templates
         from ragaudit.steps.generate import generate_dataset
 
         updates = {
@@ -375,10 +365,7 @@ class Project:
         )
         config = self.config.model_copy(update={"generate": options})
         with self._step("generate", config=config) as run, self._progress() as display:
-            task = display.task("generating", len(load_templates(run.templates_sql).templates))
-            stats = generate_dataset(
-                self.config, run, options, on_template=lambda _t, _s: task.advance()
-            )
+            stats = generate_dataset(self.config, run, options, progress=display)
             return Dataset.read(run, stats)
 
     @step
@@ -411,12 +398,7 @@ class Project:
             self._session(run) as session,
             self._progress() as display,
         ):
-            task = display.task("pairs accepted", options.size)
-            return generate_from_documents(
-                session,
-                options,
-                on_candidate=lambda record: task.advance() if record.accepted else None,
-            )
+            return generate_from_documents(session, options, progress=display)
 
     @step
     def import_questions(self, path: str | Path) -> ImportStats:
@@ -481,7 +463,7 @@ class Project:
                 chosen,
                 limit=limit,
                 retry_errors=retry_errors,
-                progress=system_hooks(display),
+                progress=display,
             )
 
     @step
@@ -532,7 +514,7 @@ class Project:
                 audit=audit,
                 closed_domain=closed_domain,
                 rule=retrieval_rule,
-                progress=system_hooks(display),
+                progress=display,
             )
         self.usage = judge.usage
         if check:
@@ -564,7 +546,7 @@ class Project:
                 session,
                 systems=systems,
                 metrics=metrics or None,  # type: ignore[arg-type]  # checked above
-                progress=system_hooks(display),
+                progress=display,
             )
 
     def answers(self, *, retrieval_rule: RetrievalRule = DEFAULT_RULE) -> Answers:
@@ -699,7 +681,6 @@ class Project:
             self._session(run) as session,
             self._progress() as display,
         ):
-            task = display.task("labelling")
             return label_run(
                 session,
                 input_path=Path(input_path) if input_path else None,
@@ -708,8 +689,7 @@ class Project:
                 samples=samples,
                 human=[Path(h) for h in human] if human else None,
                 use_llm=use_llm,
-                on_start=lambda total: task.start(total),
-                on_done=lambda _record: task.advance(),
+                progress=display,
             )
 
     # -- async twins -----------------------------------------------------------------------

@@ -11,11 +11,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from ragaudit.cli.common import session_hooks
-from ragaudit.cli.console import console, err_console
+from ragaudit.cli.console import console
 from ragaudit.cli.options import (
     LLMOption,
 )
-from ragaudit.cli.progress import counting_bar, harness_progress
+from ragaudit.cli.progress import CliProgress
 
 
 def demo_cmd(
@@ -49,11 +49,7 @@ def demo_cmd(
     from ragaudit.steps.demo import run_demo
 
     start = time.perf_counter()
-    progress = counting_bar()
-
-    hooks = harness_progress(progress)
-
-    with progress:
+    with CliProgress() as progress:
         result = run_demo(
             out,
             size=size,
@@ -63,11 +59,8 @@ def demo_cmd(
             use_llm=not no_llm,
             llm=llm or "local",
             hooks=session_hooks(),
-            progress=lambda step: err_console.print(f"demo: {step}", markup=False),
-            run_hooks=hooks,
-            judge_hooks=lambda name: hooks(f"judge {name}"),
+            progress=progress,
             reference_free=reference_free,
-            score_hooks=lambda name: hooks(f"score {name}"),
         )
     table = Table(title="Where the time went", title_justify="left")
     for header in ("step", "seconds", ""):

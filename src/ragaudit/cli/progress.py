@@ -1,13 +1,16 @@
-"""Progress displays on stderr, one place for all commands."""
+"""Progress displays on stderr, one place for all commands: :class:`CliProgress`, the
+command line's display of the steps' progress contract (:mod:`ragaudit.progress`), and
+the embedded model's assembly."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from types import TracebackType
 
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
 
 from ragaudit.cli.console import err_console
+from ragaudit.progress import SILENT_TASK, Task
 
 
 def counting_bar(*, rate: bool = False, transient: bool = True) -> Progress:
@@ -37,34 +40,6 @@ def prepare_embedded_model() -> None:
         ensure_embedded_model(progress=lambda done, _total: progress.update(task, completed=done))
 
 
-def harness_progress(
-    progress: Progress, *, rate: bool = False
-) -> Callable[[str], tuple[Callable[[int, int], None], Callable[[int], None]]]:
-    """Progress hooks for the harness and the judge: one bar per system, reset when the
-    work starts (records of an earlier run count as done, not in the rate or the ETA)."""
-
-    def hooks(name: str) -> tuple[Callable[[int, int], None], Callable[[int], None]]:
-        # A bar without a rate column ignores the field.
-        task = progress.add_task(name, total=None, start=False, rate="")
-        asked = [0, time.perf_counter()]
-
-        def on_start(total: int, done: int) -> None:
-            progress.reset(task, total=total, completed=done, start=True)
-            asked[1] = time.perf_counter()
-
-        def advance(n: int) -> None:
-            asked[0] += n
-            if rate:
-                per_s = asked[0] / max(time.perf_counter() - float(asked[1]), 1e-9)
-                progress.update(task, advance=n, rate=f"{per_s:.1f}/s")
-            else:
-                progress.advance(task, n)
-
-        return on_start, advance
-
-    return hooks
-
-
 class _BarTask:
     """One bar of :class:`CliProgress`."""
 
@@ -88,29 +63,20 @@ class _BarTask:
             self._progress.advance(self._id, n)
 
 
-class _Quiet:
-    """A bar not shown."""
-
-    def start(self, total: int | None, done: int = 0) -> None:
-        """Nothing shown."""
-
-    def advance(self, n: int = 1) -> None:
-        """Nothing shown."""
-
-
 class CliProgress:
-    """The command line's display of the API's progress protocol: rich bars on stderr
-    (with a rate column when asked), started on the first task."""
+    """The command line's display of the steps' progress protocol: rich bars on stderr
+    (with a rate column when asked), started on the first task; closed on leaving a
+    ``with`` block."""
 
     def __init__(self, *, rate: bool = False, transient: bool = True) -> None:
         self._bars = counting_bar(rate=rate, transient=transient)
         self._rate = rate
         self._started = False
 
-    def task(self, description: str, total: int | None = None) -> _BarTask | _Quiet:
+    def task(self, description: str, total: int | None = None) -> Task:
         """A new bar (none where stderr is not a terminal: a log has no use for bars)."""
         if not err_console.is_terminal:
-            return _Quiet()
+            return SILENT_TASK
         if not self._started:
             self._bars.start()
             self._started = True
@@ -121,3 +87,14 @@ class CliProgress:
         if self._started:
             self._bars.stop()
             self._started = False
+
+    def __enter__(self) -> CliProgress:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -10,7 +10,7 @@ import typer
 from ragaudit.cli.common import load_run
 from ragaudit.cli.console import console
 from ragaudit.cli.options import ConfigOption
-from ragaudit.cli.progress import counting_bar
+from ragaudit.cli.progress import CliProgress
 from ragaudit.rundir import RunDir
 
 
@@ -49,17 +49,8 @@ def scan_cmd(
     run.record_step(
         config, "scan", {"k": k, "weights": parsed, "corpus": str(corpus) if corpus else None}
     )
-    with counting_bar() as bar:
-        task = bar.add_task("scanning", total=None)
-        result = scan_run(
-            run,
-            config,
-            k=k,
-            weights=parsed,
-            corpus=corpus,
-            on_start=lambda total: bar.update(task, total=total),
-            progress=lambda done: bar.update(task, completed=done),
-        )
+    with CliProgress() as progress:
+        result = scan_run(run, config, k=k, weights=parsed, corpus=corpus, progress=progress)
     console.print(scan_table(result))
     for reason, n in sorted(result.left_out.items()):
         console.print(f"left out: {n} queries, {reason}", markup=False)

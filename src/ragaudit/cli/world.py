@@ -15,7 +15,7 @@ from ragaudit.cli.options import (
     Engine,
     OnFailure,
 )
-from ragaudit.cli.progress import counting_bar
+from ragaudit.cli.progress import CliProgress
 
 
 def world_cmd(
@@ -54,15 +54,7 @@ def world_cmd(
     from ragaudit.steps.world import make_world
 
     start = time.perf_counter()
-    bar = counting_bar()
-    making = bar.add_task("generating", total=None)
-    task = bar.add_task("rewriting reports", total=None, visible=False)
-
-    def rewriting(done: int, total: int) -> None:
-        bar.update(making, visible=False)
-        bar.update(task, completed=done, total=total, visible=True)
-
-    with bar:
+    with CliProgress() as progress:
         summary, rewrite = make_world(
             out,
             size=size,
@@ -73,8 +65,7 @@ def world_cmd(
             model=model,
             on_failure="drop" if on_failure is OnFailure.drop else "template",
             hooks=session_hooks(),
-            on_step=lambda step: bar.update(making, description=f"generating: {step}"),
-            progress=rewriting,
+            progress=progress,
         )
     table = Table(title=f"World -> {out}", title_justify="left")
     table.add_column("")

@@ -1,5 +1,5 @@
 """The checks a generated question-answer pair passes before it is accepted, cheapest first
-(pure; ``ragaudit.steps.documents`` calls the LLM):
+(pure; :mod:`ragaudit.documents.generator` calls the LLM):
 
 1. :func:`question_problem` (in :mod:`.generation`): the question stands without its text.
 2. :func:`answer_support`: the answer's content words are looked up in the context. All

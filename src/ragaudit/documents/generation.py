@@ -1,5 +1,5 @@
 """Question-answer pairs written from a context: the prompts and the readers of their
-replies (pure; ``ragaudit.steps.documents`` calls the LLM and applies the checks).
+replies (pure; :mod:`ragaudit.documents.generator` calls the LLM and applies the checks).
 
 Two strategies:
 

@@ -15,7 +15,7 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
@@ -41,6 +41,9 @@ from ragaudit.generate.text.templates import (
 )
 from ragaudit.records.io import RecordFileError, iter_jsonl_dicts
 from ragaudit.records.models import GoldKind, QueryRecord, Reference, Scalar, stable_id
+
+if TYPE_CHECKING:
+    from ragaudit.generate.text.verifier import StyleCounts
 
 
 @dataclass
@@ -131,6 +134,23 @@ class WordingTally(BaseModel):
     rate: float | None = Field(description="verified / (verified + rejected); null: none judged.")
     reasons: dict[str, int] = Field(description="Rejections per check, most common first.")
     examples: list[RejectedWording] = Field(description="A few rejected wordings.")
+
+    @classmethod
+    def of(cls, counts: StyleCounts, examples: int = 3) -> WordingTally:
+        """The verifier's counts of one style as dataset.stats.json and the report show
+        them (a few rejections as examples)."""
+        return cls(
+            proposed=counts.proposed,
+            verified=counts.verified,
+            rejected=counts.rejected,
+            unchecked=counts.unchecked,
+            rate=counts.rate,
+            reasons=dict(counts.reasons.most_common()),
+            examples=[
+                RejectedWording(template=tid, text=text, reason=reason)
+                for tid, text, reason in counts.examples[:examples]
+            ],
+        )
 
 
 class DatasetOverview(BaseModel):

@@ -262,6 +262,20 @@ def match(reference: Reference, response: str | None) -> Decision:
     return UNDECIDED
 
 
+def gives_answer(reference: Reference, response: str | None) -> bool:
+    """Whether the matchers decide that ``response`` gives the ``reference`` answer: for a
+    check that trusts a sure match only (an undecided response does not give it), such as
+    the wording verifier's reading comprehension.
+
+    >>> gives_answer(Reference.from_values(["Oslo"]), "It is in Oslo.")
+    True
+    >>> gives_answer(Reference.from_values(["Oslo"]), "Somewhere in Norway.")
+    False
+    """
+    decision = match(reference, response)
+    return decision.decided and bool(decision.correct)
+
+
 def _no_date_given(reference: Reference, response: str) -> bool:
     """A date was asked and the response has no digit at all: whatever it names (a small
     model often answers a project's name), it is not the date."""

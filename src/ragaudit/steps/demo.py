@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,8 +26,8 @@ from ragaudit.documents.options import DocumentOptions
 from ragaudit.errors import UserError
 from ragaudit.generate.sql.templates import load_templates, save_templates
 from ragaudit.llm.client import LLMClient
+from ragaudit.progress import SILENT, Progress, with_prefix
 from ragaudit.rundir import RunDir
-from ragaudit.steps.run import ProgressFactory
 from ragaudit.steps.session import Session, SessionHooks
 from ragaudit.systems.builtin import BuiltinSystemConfig
 
@@ -99,13 +99,16 @@ def demo_config(world: Path, out: Path, *, groups: int, use_llm: bool, llm: str)
 
 
 @contextlib.contextmanager
-def _timed(timings: Timings, name: str, note: str = "") -> Iterator[None]:
-    """Record how long the block took under ``name``."""
+def _stage(progress: Progress, timings: Timings, name: str, note: str = "") -> Iterator[None]:
+    """One step of the demo: a task (``demo: <name>``) that is done when the block ends,
+    and how long the block took, recorded under ``name``."""
+    task = progress.task(f"demo: {name}", 1)
     start = time.perf_counter()
     try:
         yield
     finally:
         timings[name] = (time.perf_counter() - start, note)
+    task.advance()
 
 
 def _keep_project_templates(run: RunDir, count: int) -> None:
@@ -144,12 +147,13 @@ def demo_dataset(
     use_llm: bool = True,
     llm: str = "local",
     hooks: SessionHooks | None = None,
-    progress: Callable[[str], None] = lambda _s: None,
+    progress: Progress = SILENT,
     timings: Timings | None = None,
 ) -> tuple[Config, RunDir]:
     """The demo's first steps, resumable: the world, its templates (every wording verified
     when ``use_llm``) and the balanced dataset. ``hooks`` say what the user sees of the
-    LLM's work (the model assembled, each step's usage)."""
+    LLM's work (the model assembled, each step's usage); ``progress`` shows a task per
+    step."""
     import json
 
     from ragaudit.steps.generate import generate_dataset
@@ -160,8 +164,7 @@ def demo_dataset(
     world = out / "world"
     marker = world / "world.json"
     fresh = not marker.exists() or json.loads(marker.read_text()).get("size") != size
-    with _timed(timings, "world", f"{size} rows"):
-        progress("world")
+    with _stage(progress, timings, "world", f"{size} rows"):
         if fresh:
             build_world(world, size=size, seed=seed, force=True)
     config = demo_config(world, out, groups=groups, use_llm=use_llm, llm=llm)
@@ -169,8 +172,7 @@ def demo_dataset(
     run.lock("demo")
     run.record_step(config, "demo")
     note = "SQL by the schema enumerator; text by LLM (short) + verbalizer, verified"
-    with _timed(timings, "templates", note if use_llm else "SQL by the enumerator; text"):
-        progress("templates")
+    with _stage(progress, timings, "templates", note if use_llm else "SQL by the enumerator; text"):
         if not run.templates_sql.exists():
             make_sql_templates(config, run)
             _keep_project_templates(run, templates)
@@ -180,8 +182,7 @@ def demo_dataset(
                 session.llm("templates", use_llm) as client,
             ):
                 _text_templates(config, run, client)
-    with _timed(timings, "generate", "balanced dataset"):
-        progress("generate")
+    with _stage(progress, timings, "generate", "balanced dataset"):
         if not run.dataset.exists():
             generate_dataset(config, run, config.generate)
     if use_llm:
@@ -193,7 +194,7 @@ def _document_half(
     config: Config,
     run: RunDir,
     hooks: SessionHooks | None,
-    progress: Callable[[str], None],
+    progress: Progress,
     timings: Timings,
 ) -> None:
     """Pairs written from the reports join the dataset (once: candidates.jsonl says it is
@@ -204,17 +205,17 @@ def _document_half(
     if run.candidates.exists():
         timings["documents"] = (0.0, "written before")
         return
-    progress("documents")
+    task = progress.task("demo: documents", 1)
     start = time.perf_counter()
     try:
         with Session(config, run, hooks) as session:
             stats = generate_from_documents(session, options)
-    except UserError as err:
+    except UserError as err:  # said in the timings' note, which the demo prints
         note = f"none kept ({err}); the SQL half alone"
-        progress(f"documents: {err}")
     else:
         note = f"{stats.accepted} of {stats.size} pairs from the reports, {stats.calls} calls"
     timings["documents"] = (time.perf_counter() - start, note)
+    task.advance()
 
 
 def run_demo(
@@ -227,15 +228,14 @@ def run_demo(
     use_llm: bool = True,
     llm: str = "local",
     hooks: SessionHooks | None = None,
-    progress: Callable[[str], None] = lambda _s: None,
-    run_hooks: ProgressFactory | None = None,
-    judge_hooks: ProgressFactory | None = None,
+    progress: Progress = SILENT,
     reference_free: bool = False,
-    score_hooks: ProgressFactory | None = None,
 ) -> DemoResult:
     """Run the whole journey into ``out`` (resumable) and return where the report is;
     ``reference_free`` also scores every answer with the reference-free metrics, and the
-    report then says how far each agrees with the grounded verdicts."""
+    report then says how far each agrees with the grounded verdicts. ``progress`` shows
+    a task per step, and one per system as it answers, is judged (``judge <system>``) and
+    scored (``score <system>``)."""
     from ragaudit.report.build import write_report
     from ragaudit.steps.analyze import run_analysis
     from ragaudit.steps.judge import judge_run
@@ -254,27 +254,28 @@ def run_demo(
         progress=progress,
         timings=timings,
     )
-    with _timed(timings, "run", "keyword-top1 and hybrid-top3 answer every query"):
-        progress("run")
-        with Session(config, run, hooks) as session:
-            run_systems(session, config.systems, progress=run_hooks)
-    with _timed(timings, "judge", "matchers first, then the LLM judge"):
-        progress("judge")
-        with Session(config, run, hooks) as session:
-            # Verdicts alone (a quarter of the tokens); retrieval is right when the gold
-            # report is among those retrieved, as top-3 retrieves three.
-            judge_run(session, reasons=False, rule="all_gold", progress=judge_hooks)
+    with (
+        _stage(progress, timings, "run", "keyword-top1 and hybrid-top3 answer every query"),
+        Session(config, run, hooks) as session,
+    ):
+        run_systems(session, config.systems, progress=progress)
+    with (
+        _stage(progress, timings, "judge", "matchers first, then the LLM judge"),
+        Session(config, run, hooks) as session,
+    ):
+        # Verdicts alone (a quarter of the tokens); retrieval is right when the gold report
+        # is among those retrieved, as top-3 retrieves three.
+        judge_run(session, reasons=False, rule="all_gold", progress=with_prefix(progress, "judge "))
     if reference_free:
         from ragaudit.steps.reference_free import score_run
 
-        with _timed(timings, "reference-free", "the four metrics of every answer"):
-            progress("reference-free")
-            with Session(config, run, hooks) as session:
-                score_run(session, progress=score_hooks)
-    with _timed(timings, "analyze"):
-        progress("analyze")
+        with (
+            _stage(progress, timings, "reference-free", "the four metrics of every answer"),
+            Session(config, run, hooks) as session,
+        ):
+            score_run(session, progress=with_prefix(progress, "score "))
+    with _stage(progress, timings, "analyze"):
         run_analysis(run, reference_free=config.reference_free)
-    with _timed(timings, "report"):
-        progress("report")
+    with _stage(progress, timings, "report"):
         report = write_report(run)
     return DemoResult(run=run, world=out / "world", report=report, timings=timings)

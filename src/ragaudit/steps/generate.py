@@ -5,14 +5,19 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from ragaudit.config import Config, GenerateOptions
 from ragaudit.db import Database, SchemaInfo
 from ragaudit.errors import ConfigError, UserError
-from ragaudit.generate.dataset import DatasetStats, TemplateStats, TextConflicts, generate
+from ragaudit.generate.dataset import (
+    DatasetStats,
+    TextConflicts,
+    WordingTally,
+    generate,
+)
 from ragaudit.generate.facts import derive_facts, read_row_map
 from ragaudit.generate.sql.templates import (
     SqlTemplate,
@@ -25,15 +30,12 @@ from ragaudit.generate.text.templates import (
     WordingKey,
     load_text_templates,
 )
+from ragaudit.generate.text.verifier import held, reason_kind, wording_counts
+from ragaudit.progress import SILENT, Progress
 from ragaudit.records.io import atomic_write_json, iter_jsonl_dicts, write_jsonl_atomic
 from ragaudit.records.models import QueryRecord
 from ragaudit.rundir import RunDir
 from ragaudit.steps.templates import check, open_database
-from ragaudit.steps.verify import (
-    held,
-    reason_kind,
-    wording_counts,
-)
 from ragaudit.systems.corpus import load_corpus
 
 
@@ -230,18 +232,20 @@ def generate_dataset(
     run: RunDir,
     options: GenerateOptions,
     *,
-    on_template: Callable[[SqlTemplate, TemplateStats], None] | None = None,
+    progress: Progress = SILENT,
 ) -> DatasetStats:
     """Instantiate every template with its usable wordings (verified ones; see
     :func:`usable_texts`) and write ``dataset.jsonl`` (atomically, streaming) and
     ``dataset.stats.json``. Groups whose question reads the same as another group's with
     another answer are dropped and counted. An empty dataset is a :class:`UserError` that
-    says why, and nothing is written."""
+    says why, and nothing is written. ``progress`` shows the SQL templates instantiated
+    (``generating``)."""
     problems = check(config, run)
     if problems:
         more = f" (and {len(problems) - 1} more; see ragaudit templates check)"
         raise TemplateFileError(problems[0] + (more if len(problems) > 1 else ""))
     templates = load_templates(run.templates_sql).templates
+    task = progress.task("generating", len(templates))
     loaded = load_text_templates(run.templates_text)
     texts, dropped = usable_texts(
         loaded.templates, loaded.verdicts, templates, unverified=options.unverified
@@ -251,7 +255,7 @@ def generate_dataset(
     by_id = {t.id: t for t in templates}
     stats = DatasetStats(
         wordings_dropped=dropped,
-        wordings={s: c.tally() for s, c in counts.items()},
+        wordings={s: WordingTally.of(c) for s, c in counts.items()},
         unverified_asked=sum(
             not held(by_id, (tid, style, text), loaded.verdicts)
             for tid, styles in texts.items()
@@ -269,7 +273,15 @@ def generate_dataset(
             raise
         stats.warnings.extend(notes)
         options = options.model_copy(update={"gold_facts": facts_file, "gold_rows": None})
-    records = generate(db, schema, templates, texts, options, stats=stats, on_template=on_template)
+    records = generate(
+        db,
+        schema,
+        templates,
+        texts,
+        options,
+        stats=stats,
+        on_template=lambda _template, _stats: task.advance(),
+    )
     conflicts = TextConflicts()
     named: Counter[str] = Counter()
     partial = run.dataset.with_name(run.dataset.name + ".partial")

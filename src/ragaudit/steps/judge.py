@@ -11,7 +11,6 @@ import random
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
@@ -21,14 +20,12 @@ from ragaudit.judge.cascade import JudgeFailure, JudgeStats, judge_many
 from ragaudit.judge.llm_judge import llm_judge
 from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, RuleFit
 from ragaudit.llm.client import LLMClient
+from ragaudit.progress import SILENT, Progress
 from ragaudit.records.io import JsonlAppender, atomic_write_json, read_jsonl, write_jsonl_atomic
 from ragaudit.records.models import Judgement, QueryRecord, ResponseRecord
 from ragaudit.rundir import RunDir, safe_filename
 from ragaudit.steps.inputs import duplicate_message
 from ragaudit.steps.session import Session
-
-if TYPE_CHECKING:
-    from ragaudit.steps.run import ProgressFactory
 
 BATCH = 200
 
@@ -122,11 +119,13 @@ def judge_run(
     rule: RetrievalRule = DEFAULT_RULE,
     seed: int = 0,
     reasons: bool = True,
-    progress: ProgressFactory | None = None,
+    progress: Progress = SILENT,
 ) -> JudgeReport:
     """Judge the responses of every system (or ``systems``) in the session's run: the
     matchers first, then (``use_llm``) the LLM judge for what they leave undecided;
-    ``reasons=False`` asks the LLM judge for its verdict alone (a quarter of the tokens)."""
+    ``reasons=False`` asks the LLM judge for its verdict alone (a quarter of the tokens).
+    ``progress`` shows a task per system, named by it (answers judged before count as
+    done)."""
     with session.llm("judge", use_llm) as llm:
         run = session.run_dir
         folder = run.responses_dir
@@ -167,10 +166,8 @@ def judge_run(
             if unknown:
                 raise UserError(f"{path}: response for unknown query {unknown[0]} (not in dataset)")
             stats = JudgeStats()
-            advance = None
-            if progress is not None:
-                on_start, advance = progress(name)
-                on_start(len(responses), len(done))
+            task = progress.task(name)
+            task.start(len(responses), len(done))
             with JsonlAppender(out) as sink:
                 for start in range(0, len(todo), BATCH):
                     batch = [(queries[r.query_id], r) for r in todo[start : start + BATCH]]
@@ -182,7 +179,7 @@ def judge_run(
                         rule=rule,
                         stats=stats,
                         reasons=reasons,
-                        on_judged=advance,
+                        on_judged=task.advance,
                     )
                     sink.append_many(session.run(coro))
             counts = stats.counts()

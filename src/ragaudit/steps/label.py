@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +21,7 @@ from ragaudit.analysis.summary import LabelFigures
 from ragaudit.documents.labels import LabelReply, Rater, label_pairs, raters_for
 from ragaudit.documents.pairs import PairSet, pairs_from_dataset, read_input
 from ragaudit.errors import UserError
+from ragaudit.progress import SILENT, Progress
 from ragaudit.records.io import iter_jsonl_dicts, read_jsonl, read_utf8_text, write_jsonl_atomic
 from ragaudit.records.models import LABELS, LabelPair, LabelRecord, QueryRecord
 from ragaudit.rundir import RunDir
@@ -190,13 +191,13 @@ def label_run(
     samples: int = 1,
     human: list[Path] | None = None,
     use_llm: bool = True,
-    on_start: Callable[[int], None] | None = None,
-    on_done: Callable[[LabelRecord], None] | None = None,
+    progress: Progress = SILENT,
 ) -> LabelResult:
     """Label every pair with every rater and write labels.jsonl (and labels/pairs.jsonl,
     labels/contexts.jsonl); the consensus labels flow into the run's dataset when the pairs
     are its queries. A pair an LLM rater cannot label is undecided, with why; a refused key
-    or an unknown model stops the step with that one error, and nothing is written."""
+    or an unknown model stops the step with that one error, and nothing is written.
+    ``progress`` shows the labels asked of the LLM raters (``labelling``)."""
     run = session.run_dir
     config = session.config
     pairs = load_pairs(run, input_path, config.corpus.path)
@@ -217,12 +218,13 @@ def label_run(
     if not raters and not records:
         raise UserError("no rater: drop --no-llm, or give human label files (--human FILE)")
     if raters:
-        if on_start is not None:
-            on_start(len(raters) * len(pairs.pairs))
+        task = progress.task("labelling", len(raters) * len(pairs.pairs))
         contexts = {p.pair_id: pairs.context_of(p) for p in pairs.pairs}
         with session.clients("label", [r.model for r in raters]) as clients:
             records += session.run(
-                label_pairs(clients, raters, pairs.pairs, contexts, on_done=on_done)
+                label_pairs(
+                    clients, raters, pairs.pairs, contexts, on_done=lambda _r: task.advance()
+                )
             )
     names = {r.rater for r in records}
     if run.labels.exists():  # labels of raters not asked now stay

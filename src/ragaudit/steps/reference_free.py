@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ragaudit.analysis.reliability import undefined_kind
 from ragaudit.analysis.summary import MetricReliability
@@ -28,6 +28,7 @@ from ragaudit.judge.reference_free import (
 )
 from ragaudit.llm.client import LLMClient
 from ragaudit.llm.options import LLMConfig
+from ragaudit.progress import SILENT, Progress
 from ragaudit.records.io import JsonlAppender, read_jsonl, write_jsonl_atomic
 from ragaudit.records.models import (
     FAILURE_KINDS,
@@ -39,9 +40,6 @@ from ragaudit.records.models import (
 )
 from ragaudit.report.summary_file import read_summary
 from ragaudit.steps.session import Session
-
-if TYPE_CHECKING:
-    from ragaudit.steps.run import ProgressFactory
 from ragaudit.systems.builtin import BuiltinSystemConfig, resample_answers
 from ragaudit.systems.corpus import load_corpus
 
@@ -123,10 +121,10 @@ def score_run(
     *,
     systems: list[str] | None = None,
     metrics: list[FreeMetric] | None = None,
-    progress: ProgressFactory | None = None,
+    progress: Progress = SILENT,
 ) -> dict[str, ScoreEntry]:
     """Score every system's (or ``systems``') responses with the configured reference-free
-    metrics (or ``metrics``); ``progress`` gives each system's progress hooks."""
+    metrics (or ``metrics``); ``progress`` shows a task per system, named by it."""
     run = session.run_dir
     options = session.config.reference_free
     wanted: list[FreeMetric] = list(metrics or options.metrics)
@@ -174,14 +172,12 @@ def score_run(
                     contexts=_contexts(r, corpus),
                 )
                 todo.append((item, missing))
-            advance: Callable[[int], None] | None = None
-            if progress is not None:
-                # Counted in item-steps: a local model answers a whole step of a batch
-                # (every answer's claims, say) before any response is complete.
-                on_start, advance = progress(name)
-                per = steps_of(wanted)
-                total = sum(steps_of(missing) for _, missing in todo)
-                on_start(total + per * entry.already_scored, per * entry.already_scored)
+            # Counted in item-steps: a local model answers a whole step of a batch (every
+            # answer's claims, say) before any response is complete.
+            task = progress.task(name)
+            per = steps_of(wanted)
+            total = sum(steps_of(missing) for _, missing in todo)
+            task.start(total + per * entry.already_scored, per * entry.already_scored)
             size = max(BATCH, BATCH_PER_SLOT * max(1, llm.backend.max_concurrency))
             with JsonlAppender(out) as sink:
                 for start in range(0, len(todo), size):
@@ -197,7 +193,7 @@ def score_run(
                                 list(missing_metrics),
                                 resample=resample,
                                 samples=options.consistency_samples,
-                                on_step=advance,
+                                on_step=task.advance,
                             )
                         )
                         sink.append_many(records)

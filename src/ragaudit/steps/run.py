@@ -3,7 +3,7 @@ responses/<system>.jsonl (resumable, see :mod:`ragaudit.run.harness`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from ragaudit.config import Config, SystemConfig
 from ragaudit.errors import ConfigError, UserError
 from ragaudit.llm.client import LLMClient
+from ragaudit.progress import SILENT, Progress
 from ragaudit.records.io import atomic_write_json, iter_jsonl_dicts, read_jsonl
 from ragaudit.records.models import QueryRecord
 from ragaudit.run.harness import SystemRunStats, run_system
@@ -25,9 +26,6 @@ from ragaudit.systems.base import Retriever, System, SystemOptions
 from ragaudit.systems.builtin import BuiltinSystemConfig
 from ragaudit.systems.corpus import Chunk, chunk, load_corpus
 from ragaudit.systems.factory import build_system, needs_corpus, needs_llm
-
-# (system name) -> (on_start(total, done), advance(n)) for a progress display
-ProgressFactory = Callable[[str], tuple[Callable[[int, int], None], Callable[[int], None]]]
 
 
 class SystemRunEntry(BaseModel):
@@ -102,12 +100,13 @@ def run_systems(
     *,
     limit: int | None = None,
     retry_errors: bool = False,
-    progress: ProgressFactory | None = None,
+    progress: Progress = SILENT,
 ) -> dict[str, SystemRunStats]:
     """Ask every system in ``systems`` every query (the first ``limit``), one system after
     the other, each with the harness's concurrency; the built-in ones answer with the
     session's clients (one per model they name). A system may be a configuration entry or
-    an object already built (``ra.system(fn)``: a Python callable)."""
+    an object already built (``ra.system(fn)``: a Python callable). ``progress`` shows a
+    task per system, named by it (answers of an earlier run count as done)."""
     names = [s.name for s in systems]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
@@ -139,7 +138,7 @@ async def _run_systems(
     *,
     limit: int | None,
     retry_errors: bool,
-    progress: ProgressFactory | None,
+    progress: Progress,
 ) -> dict[str, SystemRunStats]:
     if not run.dataset.exists():
         raise UserError(f"no dataset at {run.dataset}: run ragaudit generate first")
@@ -167,7 +166,7 @@ async def _run_systems(
             if isinstance(sc, SystemOptions)
             else sc
         )
-        hooks = progress(sc.name) if progress else (None, None)
+        task = progress.task(sc.name)
         try:
             results[sc.name] = await run_system(
                 system,
@@ -177,8 +176,8 @@ async def _run_systems(
                 timeout_s=getattr(sc, "timeout_s", None) or config.harness.timeout_s,
                 retry_errors=retry_errors,
                 store_texts=config.harness.store_texts,
-                on_start=hooks[0],
-                advance=hooks[1],
+                on_start=task.start,
+                advance=task.advance,
             )
         finally:
             await system.aclose()

@@ -11,7 +11,7 @@ systems see it).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -20,6 +20,7 @@ from ragaudit.analysis.summary import WeightScan
 from ragaudit.analysis.weight_scan import weight_scan_table
 from ragaudit.config import Config
 from ragaudit.errors import UserError
+from ragaudit.progress import SILENT, Progress
 from ragaudit.records.io import atomic_write_text, read_jsonl
 from ragaudit.records.models import LabelPair, LabelRecord, QueryRecord
 from ragaudit.rundir import RunDir
@@ -63,10 +64,11 @@ def scan_run(
     weights: Sequence[float] = DEFAULT_WEIGHTS,
     corpus: Path | None = None,
     seed: int = 0,
-    on_start: Callable[[int], None] | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: Progress = SILENT,
 ) -> WeightScan:
-    """Scan ``weights`` at Recall@``k`` and write scan.json."""
+    """Scan ``weights`` at Recall@``k`` and write scan.json; ``progress`` shows the queries
+    scanned (``scanning``)."""
+    task = progress.task("scanning")
     if not weights:
         raise UserError("scan: give at least one text weight")
     bad = [w for w in weights if not 0.0 <= w <= 1.0]
@@ -97,8 +99,14 @@ def scan_run(
     chunks = chunk(
         documents, chunking, size=config.corpus.chunk_size, overlap=config.corpus.chunk_overlap
     )
-    if on_start is not None:
-        on_start(len(kept))
+    task.start(len(kept))
+    scanned = 0
+
+    def scanned_up_to(done: int) -> None:
+        nonlocal scanned
+        task.advance(done - scanned)
+        scanned = done
+
     index_dir = config.harness.index_dir or run.index_dir
     recall = scan_recall(
         chunks,
@@ -107,7 +115,7 @@ def scan_run(
         weights=weights,
         k=k,
         index_dir=index_dir,
-        progress=progress,
+        progress=scanned_up_to,
     )
     labels = [None if label == "unanswerable" else label for _, _, label in kept]
     table = weight_scan_table(

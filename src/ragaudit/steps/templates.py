@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,16 +32,18 @@ from ragaudit.generate.text.templates import (
     save_text_templates,
 )
 from ragaudit.generate.text.verbalize import BUILT_IN_STYLES, describe, verbalize
-from ragaudit.generate.text.verify import sample_template
-from ragaudit.llm.client import LLMClient
-from ragaudit.rundir import RunDir
-from ragaudit.steps.verify import (
+from ragaudit.generate.text.verifier import (
     StyleCounts,
     Verifier,
     VerifyOutcome,
     averify_all,
     wording_counts,
 )
+from ragaudit.generate.text.verify import sample_template
+from ragaudit.judge.matchers import gives_answer
+from ragaudit.llm.client import LLMClient
+from ragaudit.progress import SILENT, Progress
+from ragaudit.rundir import RunDir
 
 
 def open_database(config: Config) -> tuple[Database, SchemaInfo]:
@@ -52,6 +53,13 @@ def open_database(config: Config) -> tuple[Database, SchemaInfo]:
     db = Database(config.database.url, timeout_s=config.database.timeout_s)
     db.check_connection()
     return db, introspect(db, tables=config.database.tables)
+
+
+def make_verifier(config: Config, llm: LLMClient, db: Database, schema: SchemaInfo) -> Verifier:
+    """The wording verifier as the configuration asks for it: reading comprehension after
+    back-mapping when ``templates.reading_check``, judged by the deterministic matchers."""
+    reading = gives_answer if config.templates.reading_check else None
+    return Verifier(llm, db, schema, reading=reading)
 
 
 def _dialect(db: Database) -> str:
@@ -270,7 +278,7 @@ def make_text_templates(
     references: dict[str, Path] | None = None,
     overwrite: bool = False,
     llm: LLMClient | None = None,
-    on_template: Callable[[SqlTemplate], None] | None = None,
+    progress: Progress = SILENT,
 ) -> TextTemplatesResult:
     """Word every (SQL template, style) that has no wording yet, keep every wording the file
     already has (``overwrite`` words everything again), and verify what has no verdict.
@@ -279,10 +287,12 @@ def make_text_templates(
     (``templates.text_generator: llm``, each candidate verified as it is written, re-asked
     with the reasons, the verbalizer filling in) or the built-in verbalizer. With ``llm``
     and ``templates.verify``, every wording gets a verdict; without, only the deterministic
-    checks run and passing wordings stay unverified.
+    checks run and passing wordings stay unverified. ``progress`` shows the SQL templates
+    worded (``wording``).
     """
     path = run.templates_text
     sql = load_templates(run.templates_sql).templates
+    task = progress.task("wording", len(sql))
     texts: TextTemplates = {}
     verdicts: dict[WordingKey, Verdict] = {}
     if path.exists() and not overwrite:
@@ -301,7 +311,7 @@ def make_text_templates(
         raise ConfigError("templates.text_generator is llm but no LLM client was given")
     db, schema = open_database(config)
     verifier = (
-        Verifier(llm, db, schema, reading=config.templates.reading_check)
+        make_verifier(config, llm, db, schema)
         if (llm is not None and config.templates.verify)
         else None
     )
@@ -346,8 +356,7 @@ def make_text_templates(
                     )
                     result.worded.append((template.id, style))
                     result.fallbacks.append((template.id, style, note))
-                if on_template:
-                    on_template(template)
+                task.advance()
                 continue
             result.generation_calls += made.calls
             for style in styles:
@@ -366,8 +375,7 @@ def make_text_templates(
                     config, schema, template, style, verifier, verdicts
                 )
                 result.worded.append((template.id, style))
-        if on_template:
-            on_template(template)
+        task.advance()
     result.verification = verify_texts(verifier, db, schema, sql, texts, verdicts)
     result.counts = wording_counts(texts, verdicts, {t.id: t for t in sql})
     db.dispose()
@@ -385,14 +393,23 @@ def verify_texts(
     verdicts: dict[WordingKey, Verdict],
     *,
     recheck: bool = False,
-    on_template: Callable[[SqlTemplate, int], None] | None = None,
+    progress: Progress = SILENT,
 ) -> VerifyOutcome:
     """Verdicts for every wording that has none that holds: with the LLM when a verifier
-    is given, else by the deterministic checks alone (those that pass stay unverified)."""
+    is given, else by the deterministic checks alone (those that pass stay unverified).
+    ``progress`` shows the SQL templates whose wordings are judged (``verifying``)."""
     if verifier is None:
         verifier = Verifier(None, db, schema)
+    task = progress.task("verifying", len(sql))
     return verifier.run(
-        averify_all(verifier, sql, texts, verdicts, recheck=recheck, on_template=on_template)
+        averify_all(
+            verifier,
+            sql,
+            texts,
+            verdicts,
+            recheck=recheck,
+            on_template=lambda _template, _judged: task.advance(),
+        )
     )
 
 
@@ -402,19 +419,20 @@ def verify_text_templates(
     llm: LLMClient | None,
     *,
     recheck: bool = False,
-    on_template: Callable[[SqlTemplate, int], None] | None = None,
+    progress: Progress = SILENT,
 ) -> TextTemplatesResult:
     """``templates verify``: judge every wording of ``templates/text.yaml`` that has no
-    verdict that holds (all of them with ``recheck``) and store the verdicts in the file."""
+    verdict that holds (all of them with ``recheck``) and store the verdicts in the file.
+    ``progress`` shows the SQL templates whose wordings are judged (``verifying``)."""
     sql = load_templates(run.templates_sql).templates
     loaded = load_text_templates(run.templates_text)
     texts, verdicts = loaded.templates, loaded.verdicts
     db, schema = open_database(config)
-    verifier = Verifier(llm, db, schema, reading=config.templates.reading_check) if llm else None
+    verifier = make_verifier(config, llm, db, schema) if llm else None
     result = TextTemplatesResult(run.templates_text, texts, verdicts)
     result.orphans = [tid for tid in texts if tid not in {t.id for t in sql}]
     result.verification = verify_texts(
-        verifier, db, schema, sql, texts, verdicts, recheck=recheck, on_template=on_template
+        verifier, db, schema, sql, texts, verdicts, recheck=recheck, progress=progress
     )
     result.counts = wording_counts(texts, verdicts, {t.id: t for t in sql})
     db.dispose()

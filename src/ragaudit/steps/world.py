@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import shutil
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -37,6 +36,7 @@ from ragaudit.errors import StructuredOutputError, UserError
 from ragaudit.judge.llm_judge import llm_judge
 from ragaudit.judge.matchers import dates, match
 from ragaudit.llm.client import LLMClient
+from ragaudit.progress import SILENT, Progress, Task
 from ragaudit.records.io import (
     JsonlAppender,
     RecordFileError,
@@ -257,10 +257,11 @@ def rewrite_world(
     llm: LLMClient,
     *,
     on_failure: OnFailure = "template",
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress = SILENT,
 ) -> RewriteSummary:
     """Rewrite every report of ``world`` in free prose, checked by reading comprehension;
-    resumable. Returns what happened (also written to world.json)."""
+    resumable. Returns what happened (also written to world.json). ``progress`` shows the
+    reports rewritten (``rewriting reports``; those of an earlier run count as done)."""
     if on_failure not in ("template", "drop"):
         raise UserError(f"world: on failure {on_failure!r}: use template or drop")
     meta_path = world / "world.json"
@@ -279,9 +280,8 @@ def rewrite_world(
     log = world / "rewrite.jsonl"
     done = _read_log(log) if log.exists() else {}
     todo = [doc_id for doc_id in texts if doc_id not in done]
-    total = len(texts)
-    if progress:
-        progress(len(done), total)
+    task = progress.task("rewriting reports")
+    task.start(len(texts), len(done))
 
     async def work(sink: JsonlAppender) -> None:
         queue = deque(todo)
@@ -292,8 +292,7 @@ def rewrite_world(
                 line = await _rewrite_one(llm, doc_id, texts[doc_id], facts[doc_id], truth)
                 sink.append(line.model_dump())  # a dict: encoded as every JSON line is
                 done[doc_id] = line
-                if progress:
-                    progress(len(done), total)
+                task.advance()
 
         lanes = min(IN_FLIGHT, max(1, llm.backend.max_concurrency), len(queue))
         await gather_all(*(worker() for _ in range(lanes)))
@@ -360,13 +359,14 @@ def make_world(
     model: str | None = None,
     on_failure: OnFailure = "template",
     hooks: SessionHooks | None = None,
-    on_step: Callable[[str], None] | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress = SILENT,
 ) -> tuple[WorldSummary, RewriteSummary | None]:
     """``ragaudit world``: generate the world into ``out`` and, with ``rewrite``, rewrite its
     reports with the LLM its ragaudit.yaml names (or ``model``); the LLM cache and usage
     live in the world folder. An unfinished rewrite of this very world goes on where it
-    stopped rather than generating the world again (unless ``force``)."""
+    stopped rather than generating the world again (unless ``force``). ``progress`` shows
+    a task per part of the world as it is generated (``generating: database``), then the
+    reports rewritten."""
     from ragaudit.config import load_config
     from ragaudit.rundir import RunDir
     from ragaudit.steps.session import Session
@@ -376,9 +376,18 @@ def make_world(
         read_world(out, size=size, seed=seed, engine=engine) if rewrite and not force else None
     )
     if summary is None:
+        parts: list[Task] = []
+
+        def on_step(part: str) -> None:
+            if parts:  # the part before it is done
+                parts[-1].advance()
+            parts.append(progress.task(f"generating: {part}", 1))
+
         summary = build_world(
             out, size=size, seed=seed, engine=engine, force=force, on_step=on_step
         )
+        if parts:
+            parts[-1].advance()
     if not rewrite:
         return summary, None
     config = load_config(out / "ragaudit.yaml")

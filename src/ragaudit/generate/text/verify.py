@@ -1,7 +1,7 @@
 """Wording verification: does a text template ask exactly what its SQL template answers?
 
 A reference answer is only as true as the question that asks for it. These are the checks,
-cheapest first; :mod:`ragaudit.steps.verify` runs them with the LLM.
+cheapest first; :mod:`ragaudit.generate.text.verifier` runs them with the LLM.
 
 * **Deterministic** (no LLM): the wording carries exactly the template's placeholders; no
   value of the answer column is written in it (the question would hold its own answer);
@@ -653,7 +653,7 @@ class Reading:
     ``answered`` counts the sampled groups the reading returns anything for, and
     ``same_answer`` says whether it selects the template's answer column: a reading that
     asks for the right column and finds nothing anywhere looked the value up in the wrong
-    place (:meth:`ragaudit.steps.verify.Verifier.backmap` asks it again). ``computed`` is
+    place (:meth:`ragaudit.generate.text.verifier.Verifier.backmap` asks it again). ``computed`` is
     the reading's answer expression when it computes one (``COUNT(Year_working)``) where
     the template selects a stored column."""
 

@@ -1,14 +1,18 @@
-"""``ragaudit templates verify``: every wording of every style checked against its SQL
-template, and the verdict stored next to the wording in ``templates/text.yaml``.
+"""The wording verifier: every wording of an SQL template checked to ask exactly what the
+template answers, with the LLM, and what the verdicts add up to per style.
 
 The checks are in :mod:`ragaudit.generate.text.verify`, :mod:`~ragaudit.generate.text.coverage`
-and :mod:`~ragaudit.generate.text.naturalness`; this module runs them with the LLM,
+and :mod:`~ragaudit.generate.text.naturalness`; :class:`Verifier` runs them with the LLM,
 cheapest first: the deterministic ones (placeholders, naturalness, a question asking why,
 qualifiers and reversed relations, the answer in the wording), then back-mapping (the
 wording read back as SQL by the LLM and executed, and every table and column it names
 accounted for), then, when asked for, reading comprehension. A wording keeps its
 verdict while neither it nor its SQL template changes; a failed LLM call leaves the wording
 unverified (counted, with the reason) and never stops the others.
+
+The engine reads no configuration and writes no file: ``ragaudit templates verify``
+(:mod:`ragaudit.steps.templates`) gives it the database, the LLM and its options, and
+stores the verdicts in ``templates/text.yaml``.
 """
 
 from __future__ import annotations
@@ -22,7 +26,6 @@ from ragaudit import aio
 from ragaudit.db import Database, SchemaInfo
 from ragaudit.db.schema import TableInfo
 from ragaudit.errors import FATAL_LLM_ERRORS, LLMError, UserError
-from ragaudit.generate.dataset import RejectedWording, WordingTally
 from ragaudit.generate.sql.instantiate import Group
 from ragaudit.generate.sql.templates import SqlTemplate
 from ragaudit.generate.text import coverage
@@ -35,10 +38,14 @@ from ragaudit.generate.text.templates import (
     fingerprint,
     placeholder_problem,
 )
-from ragaudit.judge.matchers import match
 from ragaudit.llm.client import LLMClient
 from ragaudit.llm.types import assistant, user
 from ragaudit.records.models import Reference
+
+# Whether a reply gives a reference's answer: the judge's deterministic matchers
+# (:func:`ragaudit.judge.matchers.gives_answer`), given by the caller, since the judge
+# is a layer above the wordings.
+AnswerCheck = Callable[[Reference, str], bool]
 
 # Reasons of a reading that are the model's SQL mistakes, not a different meaning: asked
 # again once, with the error.
@@ -58,10 +65,11 @@ T = TypeVar("T")
 class Verifier:
     """Checks wordings of SQL templates on one database with one LLM.
 
-    ``reading`` adds the reading-comprehension check after back-mapping (off by default:
-    on the labelled set it rejected many faithful wordings and few corrupted ones that
-    back-mapping had let through; docs/generate.md has the figures). Without an LLM only
-    the deterministic checks run, and a wording that passes them gets no verdict.
+    ``reading`` adds the reading-comprehension check after back-mapping, deciding with it
+    whether the model's answer is the SQL's (off by default: on the labelled set it
+    rejected many faithful wordings and few corrupted ones that back-mapping had let
+    through; docs/generate.md has the figures). Without an LLM only the deterministic
+    checks run, and a wording that passes them gets no verdict.
     """
 
     def __init__(
@@ -70,7 +78,7 @@ class Verifier:
         db: Database,
         schema: SchemaInfo,
         *,
-        reading: bool = False,
+        reading: AnswerCheck | None = None,
         repairs: int = 1,
         word_asks: int = 1,
     ) -> None:
@@ -312,8 +320,8 @@ class Verifier:
         ).text
         self.calls += 1
         reference = Reference.from_values(sample.example.answers)
-        decision = match(reference, reply)
-        if decision.decided and decision.correct:
+        assert self.reading is not None
+        if self.reading(reference, reply):
             return None
         return f"reading: answered {reply.strip()[:60]!r} where the answer is {reference.display!r}"
 
@@ -339,7 +347,7 @@ class Verifier:
                 pending.append(text)
         if self.llm is None:  # the deterministic checks alone: no verdict for a pass
             return out
-        steps = ["backmap", "read"] if self.reading else ["backmap"]
+        steps = ["backmap", "read"] if self.reading is not None else ["backmap"]
         for step in steps:  # one check over every text in turn: its prompt prefix is shared
             still = []
             for text in pending:
@@ -431,21 +439,6 @@ class StyleCounts:
         """Verified among the judged wordings; None when none was judged."""
         judged = self.verified + self.rejected
         return self.verified / judged if judged else None
-
-    def tally(self, examples: int = 3) -> WordingTally:
-        """The counts for dataset.stats.json and the report (a few rejections shown)."""
-        return WordingTally(
-            proposed=self.proposed,
-            verified=self.verified,
-            rejected=self.rejected,
-            unchecked=self.unchecked,
-            rate=self.rate,
-            reasons=dict(self.reasons.most_common()),
-            examples=[
-                RejectedWording(template=tid, text=text, reason=reason)
-                for tid, text, reason in self.examples[:examples]
-            ],
-        )
 
 
 def reason_kind(reason: str) -> str:

@@ -1,0 +1,116 @@
+"""Every step that reports progress takes one contract, ``progress: Progress`` (issue 36):
+the tasks each step opens on it, named as the user saw them before, and the keyword
+itself, pinned so that a new step does not bring back a callback shape of its own."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import ragaudit as ra
+from ragaudit.progress import SILENT, Progress, Task, with_prefix
+from ragaudit.rundir import RunDir
+
+
+class Recorder:
+    """A display that writes down what the steps did to it."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, int | None]] = []
+        self.closed = False
+
+    def task(self, description: str, total: int | None = None) -> Task:
+        events = self.events
+        events.append((description, "task", total))
+
+        class _Task:
+            def start(self, total: int | None, done: int = 0) -> None:
+                events.append((description, "start", total))
+
+            def advance(self, n: int = 1) -> None:
+                events.append((description, "advance", n))
+
+        return _Task()
+
+    def close(self) -> None:
+        self.closed = True
+
+    def advanced(self, description: str) -> int:
+        """Units done on the tasks named ``description``."""
+        return sum(n or 0 for d, kind, n in self.events if d == description and kind == "advance")
+
+
+def test_every_step_that_reports_progress_takes_the_one_progress_keyword() -> None:
+    from ragaudit.steps import (
+        demo,
+        documents,
+        generate,
+        judge,
+        label,
+        reference_free,
+        run,
+        scan,
+        templates,
+        world,
+    )
+
+    steps = [
+        run.run_systems,
+        judge.judge_run,
+        reference_free.score_run,
+        label.label_run,
+        scan.scan_run,
+        world.make_world,
+        world.rewrite_world,
+        templates.make_text_templates,
+        templates.verify_text_templates,
+        templates.verify_texts,
+        generate.generate_dataset,
+        documents.generate_from_documents,
+        demo.demo_dataset,
+        demo.run_demo,
+    ]
+    hooks = {"on_start", "on_done", "on_step", "on_template", "on_candidate"}
+    for step in steps:
+        parameters = inspect.signature(step).parameters
+        progress = parameters["progress"]
+        assert progress.kind is inspect.Parameter.KEYWORD_ONLY, step.__name__
+        assert progress.annotation == "Progress" and progress.default is SILENT, step.__name__
+        assert not hooks & set(parameters), f"{step.__name__}: {hooks & set(parameters)}"
+        assert not [p for p in parameters if p.endswith("_hooks")], step.__name__
+
+
+def test_a_prefix_names_the_tasks_of_a_display_shared_by_two_steps() -> None:
+    shown = Recorder()
+    judged: Progress = with_prefix(shown, "judge ")
+    judged.task("mine", 3).advance(2)
+    judged.close()  # the display is the caller's: it stays open
+    assert shown.events == [("judge mine", "task", 3), ("judge mine", "advance", 2)]
+    assert not shown.closed
+
+
+def test_the_world_shows_each_part_as_a_task_done_when_the_next_begins(tmp_path: Path) -> None:
+    from ragaudit.steps.world import make_world
+
+    shown = Recorder()
+    make_world(tmp_path / "w", size=20, progress=shown)
+    parts = ["generating: company", "generating: database", "generating: documents"]
+    assert [d for d, kind, _ in shown.events if kind == "task"] == parts
+    assert all(shown.advanced(part) == 1 for part in parts)
+    # A part is done before the next one opens.
+    assert shown.events.index((parts[0], "advance", 1)) < shown.events.index((parts[1], "task", 1))
+
+
+def test_wording_and_verifying_count_the_sql_templates(tmp_path: Path) -> None:
+    from ragaudit.steps.templates import verify_text_templates
+
+    shown = Recorder()
+    project = ra.Project.example(root=tmp_path, progress=shown)
+    templates = len(project.templates_sql().templates)
+    project.templates_text(verify=False)
+    assert ("wording", "task", templates) in shown.events
+    assert shown.advanced("wording") == templates
+    checked = Recorder()
+    verify_text_templates(project.config, RunDir(project.run_dir), None, progress=checked)
+    assert checked.events[0] == ("verifying", "task", templates)
+    assert checked.advanced("verifying") == templates
