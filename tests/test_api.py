@@ -84,14 +84,16 @@ CALLABLE = """
 import json
 from pathlib import Path
 
-TRUTH = {}
+import functools
+
+@functools.cache  # read once, whole, before any thread looks a question up
+def truth():
+    lines = Path("runs/default/dataset.jsonl").read_text().splitlines()
+    rows = (json.loads(line) for line in lines)
+    return {row["query"]: row["reference"]["display"] for row in rows}
 
 def answer(question):
-    if not TRUTH:
-        for line in Path("runs/default/dataset.jsonl").read_text().splitlines():
-            row = json.loads(line)
-            TRUTH[row["query"]] = row["reference"]["display"]
-    return TRUTH[question] if len(question) % 2 == 0 else "I don't know."
+    return truth()[question] if len(question) % 2 == 0 else "I don't know."
 """
 
 CONFIG = """\
@@ -468,3 +470,20 @@ def test_two_steps_of_one_process_cannot_write_one_run_at_once(tmp_path: Path) -
         release.set()
         thread.join()
     project.templates_text(verify=False)  # free again
+
+
+def test_importing_any_api_module_leaves_the_public_names_alone() -> None:
+    """A module named as the function it defines (api/evaluate.py) replaced ra.evaluate by
+    the module once imported: "'module' object is not callable"."""
+    import importlib
+    import pkgutil
+    import types
+
+    import ragaudit.api
+
+    for module in pkgutil.iter_modules(ragaudit.api.__path__):
+        importlib.import_module(f"ragaudit.api.{module.name}")
+    for name in ra.__all__:
+        assert name == "llm" or not isinstance(getattr(ra, name), types.ModuleType), name
+    for name in ragaudit.api.__all__:
+        assert not isinstance(getattr(ragaudit.api, name), types.ModuleType), name

@@ -33,7 +33,7 @@ def test_the_examples_of_a_module_run(name: str) -> None:
 
 def test_the_public_api_has_examples() -> None:
     """The entry points a new user meets first show how they are called."""
-    from ragaudit.api.evaluate import evaluate
+    from ragaudit.api.evaluation import evaluate
     from ragaudit.llm.backends.scripted import Scripted
 
     for obj in (evaluate, Scripted):

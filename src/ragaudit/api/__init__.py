@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from ragaudit.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from ragaudit.api.evaluate import Evaluation, evaluate
+    from ragaudit.api.evaluation import Evaluation, evaluate
     from ragaudit.api.functions import assert_no_regression, compare, gate, system
     from ragaudit.api.project import Project
     from ragaudit.api.tables import Answers, Dataset
@@ -18,8 +18,8 @@ __getattr__ = lazy_exports(
     __name__,
     {
         "Project": "project",
-        "evaluate": "evaluate",
-        "Evaluation": "evaluate",
+        "evaluate": "evaluation",
+        "Evaluation": "evaluation",
         "Answers": "tables",
         "Dataset": "tables",
         "system": "functions",
