@@ -400,7 +400,8 @@ def test_the_gates_options_are_checked_from_python(
 
 def test_names_cannot_break_the_summary_table(tmp_path: Path) -> None:
     one = judged_run(tmp_path / "one", {"a|b": verdicts(1, 0.7, groups=1, wordings=1)})
-    report = gate_runs(one, one, min_coverage=0.0)
+    two = judged_run(tmp_path / "two", {"a|b": verdicts(1, 0.7, groups=1, wordings=1)})
+    report = gate_runs(one, two, min_coverage=0.0)
     table = [line for line in gate_markdown(report).splitlines() if line.startswith("| a")]
     assert len(table) == 1 and table[0].startswith("| a\\|b |")
     assert all(c.detectable is None or c.detectable <= 1.0 for c in report.checks)

@@ -157,16 +157,16 @@ def gate_runs(
     untestable is not a pass unless ``allow_partial`` (and another check was tested).
     Nothing to compare at all is an error."""
     margin = _options(margin, alpha, n_perm, missing, min_coverage, max_undetectable, seed)
+    check_rule(rule)
+    metrics = list(dict.fromkeys(metrics or ["accuracy"]))  # a metric twice is checked once
+    for metric in metrics:
+        _check_metric(metric)
     if baseline.resolve() == candidate.resolve():
         # A mistyped CI line that names one run twice could never fail: no pass.
         raise UserError(
             f"the baseline and the candidate are the same run folder ({baseline}): a run "
             "gated against itself always passes; name the candidate's run folder"
         )
-    check_rule(rule)
-    metrics = list(dict.fromkeys(metrics or ["accuracy"]))  # a metric twice is checked once
-    for metric in metrics:
-        _check_metric(metric)
     for run in (baseline, candidate):
         if not run.is_dir():
             raise UserError(f"{run}: no such run directory")
