@@ -21,7 +21,7 @@ from ragaudit.records.io import read_jsonl
 from ragaudit.records.models import FreeScoreRecord, Judgement, QueryRecord, ResponseRecord
 from ragaudit.rundir import RunDir
 from ragaudit.steps.analyze import load_examples
-from ragaudit.steps.inputs import read_run_records
+from ragaudit.steps.inputs import check_fresh, read_run_records
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -192,6 +192,8 @@ def read_answers(run: RunDir, rule: RetrievalRule = DEFAULT_RULE) -> Answers:
             if q is None:
                 continue  # a response to a question no longer in the dataset
             j = judged.get((r.system, r.query_id))
+            if j is not None:
+                check_fresh(run, [j], {r.query_id: r.digest})  # never an old verdict
             rows.append(
                 AnswerRow(
                     system=r.system,

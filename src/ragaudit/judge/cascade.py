@@ -117,6 +117,7 @@ async def judge_one(
         method=method,
         retrieval_correct=retrieval,
         rationale=rationale,
+        response_digest=response.digest,
     )
 
 

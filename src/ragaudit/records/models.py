@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import zlib
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -147,6 +149,25 @@ class ResponseRecord(_Record):
     def retrieved_ids(self) -> list[str]:
         return [item.id for item in self.retrieved]
 
+    @property
+    def digest(self) -> str:
+        """What a judgement of this response records of it (:func:`response_digest`)."""
+        return response_digest(self.response, self.retrieved_ids, self.error)
+
+
+def response_digest(response: str | None, retrieved_ids: Sequence[str], error: str | None) -> str:
+    """A short fingerprint of what a judgement judged: the answer's text, the ids it
+    retrieved and its error. A judgement keeps it, so that a response written again (the
+    system run anew after its file was deleted) is never scored by the old verdict.
+
+    >>> response_digest("Paris", ["d1"], None) == response_digest("Paris", ["d1"], None)
+    True
+    >>> response_digest("Paris", ["d1"], None) == response_digest("I don't know.", [], None)
+    False
+    """
+    data = json.dumps([response, list(retrieved_ids), error], ensure_ascii=False)
+    return f"{zlib.crc32(data.encode('utf-8', 'surrogatepass')):08x}"
+
 
 # The method of a judgement the LLM judge could not give (after its retries): undecided.
 JUDGE_FAILED = "judge-failed"
@@ -164,6 +185,12 @@ class Judgement(_Record):
     method: str = Field(min_length=1, description="match | llm | error | judge-failed | ...")
     retrieval_correct: bool | None = None
     rationale: str | None = None
+    response_digest: str | None = Field(
+        None,
+        description="the judged response's fingerprint (text, retrieved ids, error); a "
+        "judgement whose response has changed since is stale. Absent in judgements written "
+        "before it existed: those are not checked.",
+    )
 
     @model_validator(mode="after")
     def _undecided_only_when_failed(self) -> Judgement:

@@ -44,6 +44,7 @@ from ragaudit.rundir import RunDir
 from ragaudit.steps.inputs import (
     OneRecordEach,
     RecordModel,
+    check_fresh,
     from_records,
     from_responses,
     read_neutral,
@@ -137,10 +138,13 @@ def load_examples(
         return examples
     files = _record_files(run, Judgement)
     queries = list(read_jsonl(run.dataset, QueryRecord))
-    retrieved = read_retrieved_ids(run)
+    digests: dict[str, dict[str, str]] = {}
+    retrieved = read_retrieved_ids(run, digests)
     examples = []
     for _, records in read_run_records(run, Judgement, files):
         judgements = list(records)
+        if judgements:
+            check_fresh(run, judgements, digests.get(judgements[0].system, {}))
         ids = retrieved.get(judgements[0].system) if judgements else None
         examples.extend(from_records(iter(queries), iter(judgements), ids, undecided))
     return examples

@@ -15,7 +15,13 @@ from typing import TypeVar
 from ragaudit.analysis.metrics import Example, gold_state
 from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, retrieval_correct
 from ragaudit.records.io import RecordFileError, iter_jsonl_dicts, read_jsonl
-from ragaudit.records.models import FreeScoreRecord, Judgement, QueryRecord, ResponseRecord
+from ragaudit.records.models import (
+    FreeScoreRecord,
+    Judgement,
+    QueryRecord,
+    ResponseRecord,
+    response_digest,
+)
 from ragaudit.rundir import RunDir
 
 NEUTRAL_FIELDS = ("query_id", "group_id", "variant", "correct")
@@ -92,10 +98,14 @@ def read_run_records(
         yield path, seen.read(path, model)
 
 
-def read_retrieved_ids(run: RunDir) -> dict[str, dict[str, tuple[str, ...]]]:
+def read_retrieved_ids(
+    run: RunDir, digests: dict[str, dict[str, str]] | None = None
+) -> dict[str, dict[str, tuple[str, ...]]]:
     """System -> query id -> the ids it retrieved, from every responses file of the run,
     at most one response per (system, query) as :func:`read_run_records` holds them; read
-    as plain JSON (a million responses are validated by the steps that read them whole)."""
+    as plain JSON (a million responses are validated by the steps that read them whole).
+    ``digests`` (system -> query id) receives each response's fingerprint, for
+    :func:`check_fresh`."""
     seen = OneRecordEach("response")
     out: dict[str, dict[str, tuple[str, ...]]] = {}
     for path in record_files(run, ResponseRecord):
@@ -110,7 +120,33 @@ def read_retrieved_ids(run: RunDir) -> dict[str, dict[str, tuple[str, ...]]]:
             if by_query is None:
                 by_query = out[system] = {}
             by_query[query_id] = ids
+            if digests is not None:
+                digests.setdefault(system, {})[query_id] = response_digest(
+                    row.get("response"), ids, row.get("error")
+                )
     return out
+
+
+def check_fresh(run: RunDir, judgements: list[Judgement], digests: dict[str, str]) -> None:
+    """Refuse judgements made of other responses than the run holds now (``digests``: query
+    id -> the current response's fingerprint): a system run again after its responses file
+    was deleted keeps its old verdicts otherwise, and a broken candidate would be scored
+    by its predecessor's. ``ragaudit judge`` judges such responses anew."""
+    for j in judgements:
+        now = digests.get(j.query_id)
+        if j.response_digest is not None and now is not None and now != j.response_digest:
+            stale = sum(
+                1
+                for k in judgements
+                if k.response_digest is not None
+                and digests.get(k.query_id) not in (None, k.response_digest)
+            )
+            raise RecordFileError(
+                f"{run.judgements(j.system)}: {stale} judgement(s) of {j.system} (query "
+                f"{j.query_id} first) judged another response than {run.responses(j.system)} "
+                "holds now (the system was run again): run ragaudit judge, which judges "
+                "them anew"
+            )
 
 
 def read_neutral(

@@ -159,7 +159,10 @@ def judge_run(
                 raise UserError(f"{path}: {duplicate_message('response', twice, name)}")
             out = run.judgements(name)
             done = _decided(
-                out, {r.query_id for r in responses if r.error is None}, redo_unmatched=use_llm
+                out,
+                {r.query_id for r in responses if r.error is None},
+                redo_unmatched=use_llm,
+                digests={r.query_id: r.digest for r in responses},
             )
             todo = [r for r in responses if r.query_id not in done]
             unknown = [r.query_id for r in todo if r.query_id not in queries]
@@ -202,13 +205,21 @@ def judge_run(
         return report
 
 
-def _decided(path: Path, answered: set[str], *, redo_unmatched: bool = False) -> set[str]:
+def _decided(
+    path: Path,
+    answered: set[str],
+    *,
+    redo_unmatched: bool = False,
+    digests: dict[str, str] | None = None,
+) -> set[str]:
     """Query ids already judged in ``path``. Some judgements are dropped from the file
     (rewritten whole, atomically) so that this run judges them again: those the LLM judge
     failed to give (a judge that failed for a passing reason must not fail for good),
     those of a system error whose query has an answer now (``answered``: after ``ragaudit
     run --retry-errors``), and, when an LLM judges this time (``redo_unmatched``), those
-    the matchers alone could not decide (``unmatched``, from ``judge --no-llm``)."""
+    the matchers alone could not decide (``unmatched``, from ``judge --no-llm``); and
+    those of a response that has changed since (``digests``: query id -> the current
+    response's fingerprint; the system was run again)."""
     if not path.exists():
         return set()
     judgements = list(read_jsonl(path, Judgement))
@@ -222,6 +233,11 @@ def _decided(path: Path, answered: set[str], *, redo_unmatched: bool = False) ->
         if j.correct is not None
         and not (j.method == "error" and j.query_id in answered)
         and not (redo_unmatched and j.method.startswith("unmatched"))
+        and not (
+            digests is not None
+            and j.response_digest is not None
+            and digests.get(j.query_id) not in (None, j.response_digest)
+        )
     ]
     if len(kept) < len(judgements):
         write_jsonl_atomic(path, kept)
