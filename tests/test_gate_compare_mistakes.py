@@ -249,3 +249,42 @@ def test_the_gate_writes_nothing_into_the_runs(tmp_path: Path, runs: tuple[Path,
         assert result.returncode == 2 and "inside the run folder" in result.stderr
         assert target.read_bytes() == before
     assert (base / "dataset.jsonl").read_bytes() == dataset
+
+
+def test_a_baseline_judged_on_part_of_its_dataset_is_no_pass(tmp_path: Path) -> None:
+    """A baseline whose judge was interrupted (40 of 100 groups judged) made a candidate
+    that lost every answer in the other 60 groups look fully covered: PASS (fifth pass)."""
+    right = verdicts(1, 0.8)
+    base = judged_run(tmp_path / "base", {"rag": right})
+    worse = right.copy()
+    worse[40:] = False
+    cand = judged_run(tmp_path / "cand", {"rag": worse})
+    path = base / "judgements" / "rag.jsonl"
+    path.write_text("".join(path.read_text().splitlines(keepends=True)[:160]))
+    result = ragaudit("gate", str(base), str(cand), cwd=tmp_path)
+    assert result.returncode == 2, result.stdout
+    said = " ".join(result.stdout.split())
+    assert "the baseline scored 160 of the 400 queries of its dataset" in said
+    assert "40 / 100 (160 / 400)" in said and "UNTESTABLE" in said
+    with pytest.raises(AssertionError, match="UNTESTABLE"):
+        ra.assert_no_regression(base, cand)
+
+
+def test_identical_runs_sharing_judge_failures_still_pass(tmp_path: Path) -> None:
+    """A query neither run could score (the same judge failure in both) is no loss of the
+    candidate's: identical runs pass, whatever the baseline left unscored."""
+    import json
+
+    right = verdicts(3, 0.7)
+    runs = [judged_run(tmp_path / name, {"rag": right}) for name in ("base", "same")]
+    for run in runs:
+        path = run / "judgements" / "rag.jsonl"
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        for row in rows[::6]:  # about 17% of the queries, the same in both runs
+            row["correct"], row["method"] = None, "judge-failed"
+        path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    result = ragaudit("gate", str(runs[0]), str(runs[1]), cwd=tmp_path)
+    assert result.returncode == 0, result.stdout
+    assert "the baseline scored 333 of the 400 queries of its dataset" in " ".join(
+        result.stdout.split()
+    )

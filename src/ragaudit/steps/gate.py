@@ -20,7 +20,7 @@ from ragaudit.analysis.gate import (
     group_fingerprints,
     missing_check,
 )
-from ragaudit.analysis.ranking import example_score
+from ragaudit.analysis.ranking import ANSWER_METRICS, example_score
 from ragaudit.analysis.significance import PairedCounts
 from ragaudit.errors import UserError, check_seed, printable
 from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, check_rule
@@ -47,14 +47,23 @@ def _scores(run: Path, metric: str, rule: RetrievalRule) -> tuple[Scored, dict[s
     return scored, left_out
 
 
-def _fingerprints(run: Path) -> dict[str, str]:
+def _dataset(run: Path) -> list[QueryRecord]:
     rundir = RunDir(run)
     if not rundir.dataset.exists():
         raise UserError(f"{run}: no dataset.jsonl (not a run directory?)")
     try:
-        return group_fingerprints(read_jsonl(rundir.dataset, QueryRecord))
+        return list(read_jsonl(rundir.dataset, QueryRecord))
     except UserError as err:
         raise UserError(f"{run}: {err}") from None
+
+
+def _countable(queries: list[QueryRecord], metric: str) -> tuple[int, int]:
+    """The queries and groups of a dataset that ``metric`` can score: every one for an
+    answer metric, those whose gold ids name a document for a retrieval metric. A
+    baseline's coverage is counted against them, so that a baseline judged on a part of
+    its dataset cannot make the candidate's part look whole."""
+    kept = [q for q in queries if metric in ANSWER_METRICS or q.gold_ids]
+    return len(kept), len({q.group_id for q in kept})
 
 
 def _paired(
@@ -170,7 +179,9 @@ def gate_runs(
     for run in (baseline, candidate):
         if not run.is_dir():
             raise UserError(f"{run}: no such run directory")
-    base_prints, cand_prints = _fingerprints(baseline), _fingerprints(candidate)
+    base_queries = _dataset(baseline)
+    base_prints = group_fingerprints(base_queries)
+    cand_prints = group_fingerprints(_dataset(candidate))
     matching = {g for g, h in base_prints.items() if cand_prints.get(g) == h}
     differing = sum(1 for g, h in base_prints.items() if g in cand_prints and cand_prints[g] != h)
     if not matching:
@@ -240,7 +251,21 @@ def gate_runs(
                     "judge failed): left out of the check, and counted in its coverage"
                 )
             counts = _paired(base, cand, queries, robustness=metric == "robustness")
-            planned.append((system, metric, counts, len(base_groups), len(queries), len(base)))
+            # Coverage is counted over the baseline's queries that either run scored: a
+            # baseline judged on a part of its dataset cannot make the candidate's part
+            # look whole, and a query neither run could score (a judge failure both
+            # share) is no loss of the candidate's.
+            either = {q: g for q, (g, _) in base.items()}
+            either.update((q, g) for q, (g, _) in cand.items() if g in base_prints)
+            of_queries, _ = _countable(base_queries, metric)
+            if len(base) < of_queries:
+                notes.append(
+                    f"{system} {metric}: the baseline scored {len(base)} of the {of_queries} "
+                    "queries of its dataset (not run, not judged, or the judge failed)"
+                )
+            planned.append(
+                (system, metric, counts, len(set(either.values())), len(queries), len(either))
+            )
     share = alpha / max(1, len(planned))
     # The smallest p-value of random flips is 1 / (n_perm + 1): enough that every check can
     # fail (checks on up to EXACT_MAX groups are enumerated exactly and need none).
