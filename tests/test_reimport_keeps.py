@@ -108,3 +108,23 @@ def test_reimporting_the_same_file_keeps_the_labels_and_changes_nothing(tmp_path
         "imp-q1": None,
         "imp-q2": "summary",
     }
+
+
+def test_an_interrupted_import_is_refused_until_it_is_run_again(tmp_path: Path) -> None:
+    """Import replaces two files, the dataset and its contexts: killed between them, the
+    run asked the old questions of the new contexts without a word (fifth hostile pass).
+    A marker stands while the two are replaced; every step but generate refuses the run
+    while it is there."""
+    (tmp_path / "ragaudit.yaml").write_text(CONFIG)
+    pairs = write_jsonl(tmp_path / "pairs.jsonl", [PARIS, BERLIN])
+    assert ragaudit("generate", "--import", str(pairs), cwd=tmp_path).returncode == 0
+    marker = tmp_path / RUN / "imported" / "INCOMPLETE"
+    assert not marker.exists()  # a finished import leaves none
+    marker.write_text("an import was interrupted: run it again\n")  # as a kill leaves it
+    result = ragaudit("run", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "an import into this run was interrupted" in result.stderr
+    assert not list((tmp_path / RUN).glob("responses/*.jsonl"))  # nothing asked
+    assert ragaudit("generate", "--import", str(pairs), cwd=tmp_path).returncode == 0
+    assert not marker.exists()
+    assert ragaudit("run", cwd=tmp_path).returncode == 0

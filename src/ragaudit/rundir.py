@@ -163,6 +163,13 @@ class RunDir:
         return self.root / "imported" / "contexts.jsonl"
 
     @property
+    def import_incomplete(self) -> Path:
+        """Present while an import replaces the dataset and its contexts (two files): a
+        process killed between the two leaves it, and every step but ``generate`` refuses
+        the run until the import is run again."""
+        return self.root / "imported" / "INCOMPLETE"
+
+    @property
     def candidates(self) -> Path:
         """Every pair generated from the corpus, accepted or dropped with its reason."""
         return self.root / "candidates.jsonl"
@@ -252,6 +259,12 @@ class RunDir:
                     "thread): wait for it to finish, or give this run another run.name"
                 )
             held_before = key in _HELD
+            if step != "generate" and self.import_incomplete.exists():
+                raise UserError(
+                    f"{self.root}: an import into this run was interrupted "
+                    f"({self.import_incomplete} is there): its questions and contexts may "
+                    "not match; run ragaudit generate --import again"
+                )
             self.lock(step)
             if not held_before:
                 _OWNERS[key] = (threading.get_ident(), step)

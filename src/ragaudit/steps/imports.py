@@ -17,7 +17,7 @@ from pydantic import TypeAdapter
 from ragaudit.config import Config
 from ragaudit.documents.pairs import read_input
 from ragaudit.errors import UserError
-from ragaudit.records.io import iter_jsonl_dicts, write_jsonl_atomic
+from ragaudit.records.io import atomic_write_text, iter_jsonl_dicts, write_jsonl_atomic
 from ragaudit.records.models import LabelPair, QueryRecord, Reference, stable_id
 from ragaudit.rundir import RunDir
 from ragaudit.steps.generate import gold_outside_corpus, other_half
@@ -222,10 +222,14 @@ def import_questions(config: Config, run: RunDir, path: Path) -> ImportStats:
             "judge ask the changed ones again)"
         )
     run.imported_contexts.parent.mkdir(parents=True, exist_ok=True)
+    # Two files replaced one after the other: killed between them, the run would ask the
+    # old questions of the new contexts. The marker says so until both are written.
+    atomic_write_text(run.import_incomplete, "an import was interrupted: run it again\n")
     write_jsonl_atomic(
         run.imported_contexts, [{"id": i, "text": text} for i, text in pairs.contexts.items()]
     )
     write_jsonl_atomic(run.dataset, [*kept, *queries])
+    run.import_incomplete.unlink()
     if corpus_ids is None:
         stats.warnings.append(
             f"corpus.path is not set: point it at {run.imported_contexts} (or a corpus whose "
