@@ -126,15 +126,17 @@ def assert_no_regression(
     """For pytest: :func:`gate` (the same options), raising AssertionError with the
     summary unless it passes (a regression, a missing system or an untestable check is
     not a pass)."""
-    from ragaudit.steps.gate import assert_no_regression as assert_runs
+    from ragaudit.steps.gate import gate_markdown
 
-    options = _gate_options(
-        metrics, systems, resamples, retrieval_rule,
-        {"margin": margin, "alpha": alpha, "seed": seed, "allow_partial": allow_partial,
-         "missing": missing, "min_coverage": min_coverage,
-         "max_undetectable": max_undetectable},
+    report = gate(
+        baseline, candidate, metrics=metrics, systems=systems, margin=margin, alpha=alpha,
+        resamples=resamples, seed=seed, retrieval_rule=retrieval_rule,
+        allow_partial=allow_partial, missing=missing, min_coverage=min_coverage,
+        max_undetectable=max_undetectable,
     )  # fmt: skip
-    return assert_runs(_run_path(baseline), _run_path(candidate), **options)
+    if not report.passed:
+        raise AssertionError(gate_markdown(report))
+    return report
 
 
 def compare(run: Project | str | Path, **options: Any) -> RankingStudy:
