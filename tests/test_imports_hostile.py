@@ -25,27 +25,10 @@ from ragaudit.records.io import (
 from ragaudit.records.models import LabelPair, LabelRecord, QueryRecord, Reference
 from ragaudit.systems.corpus import CorpusError, load_corpus
 from tests.support.cli import ragaudit
+from tests.support.hostile_files import one_line_error, rows, write_jsonl
 from tests.support.scripted_llm_server import ScriptedLLMServer
 
 RUN = Path("runs/default")
-
-
-def _rows(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
-
-
-def _one_line_error(result: Any, *expected: str) -> None:
-    """Exit 2, one line on stderr holding every ``expected`` piece, no traceback."""
-    assert result.returncode == 2, (result.stdout, result.stderr)
-    assert "Traceback" not in result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
-    for piece in expected:
-        assert piece in result.stderr, result.stderr
 
 
 def _squad(*articles: tuple[str, str, list[dict[str, Any]]]) -> dict[str, Any]:
@@ -109,11 +92,9 @@ def test_squad_articles_sharing_a_title_keep_each_text(project: Path) -> None:
     (project / "squad.json").write_text(json.dumps(squad))
     result = ragaudit("generate", "--import", "squad.json", cwd=project)
     assert result.returncode == 0, result.stderr
-    texts = {r["id"]: r["text"] for r in _rows(project / RUN / "imported/contexts.jsonl")}
+    texts = {r["id"]: r["text"] for r in rows(project / RUN / "imported/contexts.jsonl")}
     imported = {
-        r["group_id"]: r
-        for r in _rows(project / RUN / "dataset.jsonl")
-        if r["source"] == "imported"
+        r["group_id"]: r for r in rows(project / RUN / "dataset.jsonl") if r["source"] == "imported"
     }
     gold = {g: texts[r["gold_ids"][0]] for g, r in imported.items()}
     assert gold == {
@@ -127,16 +108,16 @@ def test_squad_articles_sharing_a_title_keep_each_text(project: Path) -> None:
         "label", "--input", "squad.json", "--no-llm", "--human", "ann.csv", cwd=project
     )
     assert result.returncode == 0, result.stderr
-    texts = {r["id"]: r["text"] for r in _rows(project / RUN / "labels/contexts.jsonl")}
+    texts = {r["id"]: r["text"] for r in rows(project / RUN / "labels/contexts.jsonl")}
     pairs = {
-        r["pair_id"]: texts[r["gold_ids"][0]] for r in _rows(project / RUN / "labels/pairs.jsonl")
+        r["pair_id"]: texts[r["gold_ids"][0]] for r in rows(project / RUN / "labels/pairs.jsonl")
     }
     assert pairs["r2"] == "The Danube flows into the Black Sea."
     assert pairs["r1"] == pairs["r3"] == "The Rhine is 1,230 km long."
 
 
 def test_one_context_id_with_two_texts_is_refused(project: Path) -> None:
-    pairs = _write_jsonl(
+    pairs = write_jsonl(
         project / "pairs.jsonl",
         [
             {
@@ -164,10 +145,10 @@ def test_one_context_id_with_two_texts_is_refused(project: Path) -> None:
     )
     before = _snapshot(project / RUN)
     result = ragaudit("generate", "--import", str(pairs), cwd=project)
-    _one_line_error(result, "pairs.jsonl:3", "context_id 'c1'", "line 1")
+    one_line_error(result, "pairs.jsonl:3", "context_id 'c1'", "line 1")
     assert _snapshot(project / RUN) == before
     result = ragaudit("label", "--input", str(pairs), "--no-llm", "--human", "x.csv", cwd=project)
-    _one_line_error(result, "pairs.jsonl:3", "context_id 'c1'")
+    one_line_error(result, "pairs.jsonl:3", "context_id 'c1'")
     assert not (project / RUN / "labels.jsonl").exists()
     assert not (project / RUN / "labels").exists()
 
@@ -189,19 +170,19 @@ def test_a_bad_last_line_of_an_imported_file_is_an_error_with_its_line(project: 
     pairs = _torn(project / "pairs.jsonl", rows)
     before = _snapshot(project / RUN)
     result = ragaudit("generate", "--import", str(pairs), cwd=project)
-    _one_line_error(result, "pairs.jsonl:6: not valid JSON")
+    one_line_error(result, "pairs.jsonl:6: not valid JSON")
     assert _snapshot(project / RUN) == before
     result = ragaudit("label", "--input", str(pairs), "--no-llm", "--human", "x.csv", cwd=project)
-    _one_line_error(result, "pairs.jsonl:6: not valid JSON")
+    one_line_error(result, "pairs.jsonl:6: not valid JSON")
 
 
 def test_a_bad_last_line_of_a_human_label_file_is_an_error(project: Path) -> None:
-    _write_jsonl(project / "pairs.jsonl", [{"id": "a", "context": "C.", "question": "Q?"}])
+    write_jsonl(project / "pairs.jsonl", [{"id": "a", "context": "C.", "question": "Q?"}])
     _torn(project / "ann.jsonl", [{"id": "a", "label": "fact_single"}])
     result = ragaudit(
         "label", "--input", "pairs.jsonl", "--no-llm", "--human", "ann.jsonl", cwd=project
     )
-    _one_line_error(result, "ann.jsonl:2: not valid JSON")
+    one_line_error(result, "ann.jsonl:2: not valid JSON")
 
 
 def test_a_bad_last_line_of_a_corpus_loses_no_document(tmp_path: Path) -> None:
@@ -243,23 +224,23 @@ def test_reimporting_an_edited_question_asks_and_judges_it_again(tmp_path: Path)
         "question": "What does the orchard grow?",
         "answer": "apples",
     }
-    pairs = _write_jsonl(tmp_path / "pairs.jsonl", [first, second])
+    pairs = write_jsonl(tmp_path / "pairs.jsonl", [first, second])
     # The corpus is the contexts the import itself writes: the first import works.
     assert ragaudit("generate", "--import", str(pairs), cwd=tmp_path).returncode == 0
     assert ragaudit("run", cwd=tmp_path).returncode == 0
     assert ragaudit("judge", "--no-llm", cwd=tmp_path).returncode == 0
-    old = {r["group_id"]: r["query_id"] for r in _rows(tmp_path / RUN / "dataset.jsonl")}
+    old = {r["group_id"]: r["query_id"] for r in rows(tmp_path / RUN / "dataset.jsonl")}
     # The same id, a new question that the context does not answer.
     edited = {**first, "question": "Who owns the ferries?", "answerable": False}
     del edited["answer"]
-    _write_jsonl(pairs, [edited, second])
+    write_jsonl(pairs, [edited, second])
     result = ragaudit("generate", "--import", str(pairs), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "1 questions changed or left the set" in result.stderr
-    new = {r["group_id"]: r["query_id"] for r in _rows(tmp_path / RUN / "dataset.jsonl")}
+    new = {r["group_id"]: r["query_id"] for r in rows(tmp_path / RUN / "dataset.jsonl")}
     assert new["imp-h1"] != old["imp-h1"] and new["imp-h2"] == old["imp-h2"]
     for folder in ("responses", "judgements"):
-        ids = [r["query_id"] for r in _rows(tmp_path / RUN / folder / "ret.jsonl")]
+        ids = [r["query_id"] for r in rows(tmp_path / RUN / folder / "ret.jsonl")]
         assert ids == [old["imp-h2"]]  # the edited question's old records are gone
     result = ragaudit("run", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
@@ -270,22 +251,22 @@ def test_reimporting_an_edited_question_asks_and_judges_it_again(tmp_path: Path)
     # Importing the same file again changes nothing and removes nothing.
     result = ragaudit("generate", "--import", str(pairs), cwd=tmp_path)
     assert result.returncode == 0 and "changed or left" not in result.stderr
-    assert len(_rows(tmp_path / RUN / "responses/ret.jsonl")) == 2
+    assert len(rows(tmp_path / RUN / "responses/ret.jsonl")) == 2
 
 
 # -- item 10: a failed import writes nothing ----------------------------------------------
 
 
 def test_a_failed_import_leaves_every_file_as_it_was(project: Path) -> None:
-    pairs = _write_jsonl(
+    pairs = write_jsonl(
         project / "pairs.jsonl", [{"id": "a", "context": "C.", "question": "Q?", "answer": "x"}]
     )
     assert ragaudit("generate", "--import", str(pairs), cwd=project).returncode == 0
-    _write_jsonl(pairs, [{"id": "b", "context": "D.", "question": "R?", "answer": "y"}])
+    write_jsonl(pairs, [{"id": "b", "context": "D.", "question": "R?", "answer": "y"}])
     (project / "ragaudit.yaml").write_text("run: {name: default}\ncorpus: {path: missing.jsonl}\n")
     before = _snapshot(project / RUN)
     result = ragaudit("generate", "--import", str(pairs), cwd=project)
-    _one_line_error(result, "missing.jsonl")
+    one_line_error(result, "missing.jsonl")
     after = _snapshot(project / RUN)
     assert {k: v for k, v in after.items() if k != "provenance.json"} == {
         k: v for k, v in before.items() if k != "provenance.json"
@@ -315,7 +296,7 @@ def test_jsonl_answerable_is_read_by_its_meaning(
     tmp_path: Path, answerable: Any, impossible: bool | None
 ) -> None:
     row = {"id": "q", "context": "C.", "question": "Q?", "answer": "x", "answerable": answerable}
-    (pair,) = read_input(_write_jsonl(tmp_path / "p.jsonl", [row])).pairs
+    (pair,) = read_input(write_jsonl(tmp_path / "p.jsonl", [row])).pairs
     assert pair.impossible is impossible
 
 
@@ -327,21 +308,21 @@ def test_a_flag_that_is_not_true_or_false_is_refused(tmp_path: Path, flag: Any) 
         read_input(path)
     row = {"id": "q", "context": "C.", "question": "Q?", "answerable": flag}
     with pytest.raises(PairsError, match=r"p\.jsonl:1: answerable: expected true or false"):
-        read_input(_write_jsonl(tmp_path / "p.jsonl", [row]))
+        read_input(write_jsonl(tmp_path / "p.jsonl", [row]))
 
 
 def test_empty_answers_are_left_out_and_counted(project: Path) -> None:
-    rows = [
+    lines = [
         {"id": "a", "context": "C.", "question": "Q1?", "answer": ""},
         {"id": "b", "context": "C.", "question": "Q2?", "answer": "   "},
         {"id": "c", "context": "C.", "question": "Q3?", "answer": "kept"},
     ]
     result = ragaudit(
-        "generate", "--import", str(_write_jsonl(project / "p.jsonl", rows)), cwd=project
+        "generate", "--import", str(write_jsonl(project / "p.jsonl", lines)), cwd=project
     )
     assert result.returncode == 0, result.stderr
     assert "2 questions have no answer" in result.stderr
-    imported = [r for r in _rows(project / RUN / "dataset.jsonl") if r["source"] == "imported"]
+    imported = [r for r in rows(project / RUN / "dataset.jsonl") if r["source"] == "imported"]
     assert [r["reference"]["values"] for r in imported] == [["kept"]]
     # SQuAD: a blank first answer gives way to the first answer with text.
     path = project / "s.json"
@@ -370,7 +351,7 @@ LONG = "Alder Bridge is being built in Norhaven and work on it began in May of t
 def test_duplicate_document_ids_are_refused_naming_both(
     tmp_path: Path, llm_server: ScriptedLLMServer
 ) -> None:
-    _write_jsonl(
+    write_jsonl(
         tmp_path / "docs.jsonl",
         [
             {"id": "d", "text": LONG},
@@ -380,7 +361,7 @@ def test_duplicate_document_ids_are_refused_naming_both(
     )
     env = _documents_project(tmp_path, llm_server, "docs.jsonl")
     result = ragaudit("generate", "--documents", "--size", "1", cwd=tmp_path, env=env)
-    _one_line_error(result, "docs.jsonl", "'d'", "line 1", "line 3")
+    one_line_error(result, "docs.jsonl", "'d'", "line 1", "line 3")
     assert llm_server.request_count == 0
     (tmp_path / "docs.json").write_text(
         json.dumps([{"id": 7, "text": LONG}, {"id": "7", "text": LONG}])
@@ -425,7 +406,7 @@ def test_a_squad_field_of_the_wrong_type_is_one_line(
     (project / "s.json").write_text(json.dumps(_squad(("T", "Ctx.", [qa]))))
     before = _snapshot(project / RUN)
     result = ragaudit("generate", "--import", "s.json", cwd=project)
-    _one_line_error(result, "s.json: article 1 (T), paragraph 1", message)
+    one_line_error(result, "s.json: article 1 (T), paragraph 1", message)
     assert _snapshot(project / RUN) == before
 
 
@@ -447,7 +428,7 @@ def test_a_jsonl_field_of_the_wrong_type_is_refused(
     tmp_path: Path, row: dict[str, Any], message: str
 ) -> None:
     with pytest.raises(PairsError, match=message.replace(".", r"\.").replace("[", r"\[")):
-        read_input(_write_jsonl(tmp_path / "p.jsonl", [row]))
+        read_input(write_jsonl(tmp_path / "p.jsonl", [row]))
 
 
 def test_a_non_utf8_jsonl_file_is_one_line_with_its_line(project: Path) -> None:
@@ -457,10 +438,10 @@ def test_a_non_utf8_jsonl_file_is_one_line_with_its_line(project: Path) -> None:
     (project / "p.jsonl").write_bytes((good + bad + "\n").encode("latin-1"))
     before = _snapshot(project / RUN)
     result = ragaudit("generate", "--import", "p.jsonl", cwd=project)
-    _one_line_error(result, "p.jsonl:2: not UTF-8 text")
+    one_line_error(result, "p.jsonl:2: not UTF-8 text")
     assert _snapshot(project / RUN) == before
     result = ragaudit("label", "--input", "p.jsonl", "--no-llm", "--human", "x.csv", cwd=project)
-    _one_line_error(result, "p.jsonl:2: not UTF-8 text")
+    one_line_error(result, "p.jsonl:2: not UTF-8 text")
 
 
 def test_a_utf8_byte_order_mark_is_read(tmp_path: Path) -> None:
@@ -478,7 +459,7 @@ def test_a_latin1_text_file_in_a_corpus_folder_is_one_line(
     (folder / "sub" / "caf\u00e9.txt").write_bytes(("Le caf\u00e9 " + LONG).encode("latin-1"))
     env = _documents_project(tmp_path, llm_server, "docs")
     result = ragaudit("generate", "--documents", "--size", "1", cwd=tmp_path, env=env)
-    _one_line_error(result, "caf\u00e9.txt:1: not UTF-8 text (byte 0xe9)")
+    one_line_error(result, "caf\u00e9.txt:1: not UTF-8 text (byte 0xe9)")
     assert llm_server.request_count == 0
     (tmp_path / "docs.json").write_bytes(
         json.dumps({"a": "caf\u00e9"}, ensure_ascii=False).encode("latin-1")
@@ -499,7 +480,7 @@ def test_an_empty_corpus_is_called_empty(
     (tmp_path / name).write_text(content)
     env = _documents_project(tmp_path, llm_server, name)
     result = ragaudit("generate", "--documents", "--size", "1", cwd=tmp_path, env=env)
-    _one_line_error(result, f"{name}: the corpus holds no documents")
+    one_line_error(result, f"{name}: the corpus holds no documents")
     assert "0 chunks" not in result.stderr
 
 
@@ -544,7 +525,7 @@ def test_every_atomic_writer_honours_the_umask(tmp_path: Path, umask: None) -> N
 
 def test_an_imported_dataset_is_readable_by_the_group(project: Path, umask: None) -> None:
     (project / RUN / "dataset.jsonl").unlink()
-    pairs = _write_jsonl(
+    pairs = write_jsonl(
         project / "p.jsonl", [{"id": "a", "context": "C.", "question": "Q?", "answer": "x"}]
     )
     assert ragaudit("generate", "--import", str(pairs), cwd=project).returncode == 0
@@ -556,7 +537,7 @@ def test_an_imported_dataset_is_readable_by_the_group(project: Path, umask: None
 
 
 def test_an_ndjson_file_is_read_as_json_lines(project: Path) -> None:
-    pairs = _write_jsonl(
+    pairs = write_jsonl(
         project / "p.ndjson", [{"id": "a", "context": "C.", "question": "Q?", "answer": "x"}]
     )
     result = ragaudit("generate", "--import", str(pairs), cwd=project)
@@ -573,7 +554,7 @@ def test_an_empty_squad_context_is_left_out_with_a_warning(project: Path) -> Non
     result = ragaudit("generate", "--import", "s.json", cwd=project)
     assert result.returncode == 0, result.stderr
     assert "2 questions left out: their context is empty" in result.stderr
-    imported = [r for r in _rows(project / RUN / "dataset.jsonl") if r["source"] == "imported"]
+    imported = [r for r in rows(project / RUN / "dataset.jsonl") if r["source"] == "imported"]
     assert [r["group_id"] for r in imported] == ["imp-k"]
     assert read_input(project / "s.json").skipped == {"their context is empty": 2}
 
