@@ -33,11 +33,14 @@ import stat
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from ragaudit.errors import UserError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -544,21 +547,29 @@ def export_parquet(records: Iterable[BaseModel], path: Path) -> int:
     Returns the number of rows written.
     """
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     rows = [r.model_dump(mode="json") for r in records]
     names: list[str] = []
     for row in rows:
         names.extend(k for k in row if k not in names)
     table = pa.table({name: _column([row.get(name) for row in rows]) for name in names})
+    write_parquet_atomic(path, table)
+    return len(rows)
+
+
+def write_parquet_atomic(path: Path, table: pa.Table) -> None:
+    """Replace ``path`` with ``table`` as Parquet all at once (a temporary file beside it,
+    renamed over it), keeping the table's schema metadata; as :func:`atomic_write_text`,
+    a directory or a special file under the name is a :class:`UserError`."""
+    import pyarrow.parquet as pq
+
     target = _write_target(path)
     fd, tmp = _temp_beside(target)
     os.close(fd)
-    tmp_name = str(tmp)
     try:
-        pq.write_table(table, tmp_name)
-        os.replace(tmp_name, target)
+        pq.write_table(table, str(tmp))
+        os.replace(tmp, target)
+        _fsync_dir(target.parent)
     except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
-    return len(rows)
