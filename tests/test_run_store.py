@@ -9,6 +9,7 @@ import gc
 import json
 import os
 import weakref
+from dataclasses import asdict
 from pathlib import Path
 
 import pandas as pd
@@ -17,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import ragaudit as ra
-from ragaudit.api.tables import read_answers
+from ragaudit.api.tables import ANSWER_COLUMNS, Answers, read_answers
 from ragaudit.errors import UserError
 from ragaudit.records.io import RecordFileError, read_jsonl, write_jsonl_atomic
 from ragaudit.records.models import (
@@ -132,13 +133,36 @@ def _run(tmp_path: Path) -> RunDir:
             for w in range(4)
         ],
     )
+    broken = [
+        ResponseRecord(query_id=f"q{g}-0", system="broken", error="timeout") for g in range(3)
+    ]
+    write_jsonl_atomic(run.responses("broken"), broken)
+    write_jsonl_atomic(
+        run.judgements("broken"),
+        [
+            Judgement(query_id=r.query_id, system="broken", correct=False, method="error")
+            for r in broken
+        ],
+    )
     return run
+
+
+def _one_dict_per_row(answers: Answers) -> pd.DataFrame:
+    """The frame as one dict per answer gives it (how to_pandas built it before the
+    table was kept as Parquet): the dtypes to keep."""
+    metrics = sorted({m for r in answers.rows for m in r.scores})
+    rows = []
+    for r in answers.rows:
+        row = asdict(r)
+        scores = row.pop("scores")
+        rows.append(row | {m: scores.get(m) for m in metrics})
+    return pd.DataFrame(rows, columns=ANSWER_COLUMNS + metrics)
 
 
 def _expected(run: RunDir) -> pd.DataFrame:
     """What the answer table should say, from the JSON Lines themselves."""
     rows = []
-    for system in ("bm25", "rag"):
+    for system in ("bm25", "broken", "rag"):
         judged = {j.query_id: j for j in read_jsonl(run.judgements(system), Judgement)}
         scored = (
             {s.query_id: s for s in read_jsonl(run.scores(system), FreeScoreRecord)}
@@ -177,7 +201,10 @@ def test_a_fresh_table_is_read_from_its_file_and_gives_the_same_frame(tmp_path: 
     # The same frame from the file as from the build, down to the dtypes and the lists.
     again = read_answers(run)
     pd.testing.assert_frame_equal(again.to_pandas(), built.to_pandas())
+    pd.testing.assert_frame_equal(again.to_pandas(), _one_dict_per_row(again))
     assert again.rows == built.rows
+    failed = [r for r in again.rows if r.system == "broken"]
+    assert failed and all(r.answer is None and r.error == "timeout" for r in failed)
     scores = {(r.system, r.query_id): r.scores for r in again.rows}
     assert scores["rag", "q0-0"] == {"faithfulness": None}  # undefined, not absent
     assert scores["rag", "q0-1"] == {"faithfulness": 0.25} and scores["bm25", "q0-1"] == {}
@@ -231,8 +258,8 @@ def test_added_removed_and_broken_files_make_the_table_stale(tmp_path: Path) -> 
     )
     assert "new" in set(read_answers(run).to_pandas()["system"])
     run.answers_table.write_bytes(b"PAR1 not a table")  # unreadable: built again
-    assert len(read_answers(run)) == 81
-    assert pq.read_table(run.answers_table).num_rows == 81
+    assert len(read_answers(run)) == 84
+    assert pq.read_table(run.answers_table).num_rows == 84
 
 
 def test_a_step_that_cannot_join_the_files_removes_the_table(tmp_path: Path) -> None:
@@ -312,3 +339,15 @@ def test_usage_and_documents_stats_are_read_typed(tmp_path: Path) -> None:
     assert read_documents_thresholds(run) == {"clarity": 4}
     run.documents_stats.write_text('{"options": []}')  # not what it should be: the defaults
     assert read_documents_thresholds(run) == {}
+
+
+def test_a_run_without_responses_has_an_empty_table_and_no_dataset_is_an_error(
+    tmp_path: Path,
+) -> None:
+    run = RunDir(tmp_path)
+    with pytest.raises(UserError, match=r"no dataset at .*: generate one first"):
+        read_answers(run)
+    write_jsonl_atomic(run.dataset, [_query(n) for n in range(3)])
+    frame = read_answers(run).to_pandas()
+    assert frame.empty and list(frame.columns) == ANSWER_COLUMNS
+    assert pq.read_table(run.answers_table).num_rows == 0

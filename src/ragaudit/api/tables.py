@@ -10,7 +10,7 @@ so that what the command line wrote and what Python wrote read the same.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -160,14 +160,21 @@ class Answers:
         reference, answer, error, correct, method, retrieval_correct, retrieved_ids,
         gold_ids, where (the module the answer went wrong in, or ``correct``), rationale,
         and one column per reference-free metric scored."""
-        metrics = sorted({m for r in self.rows for m in r.scores})
-        rows = []
-        for r in self.rows:
-            row = asdict(r)
-            scores = row.pop("scores")
-            row.update({m: scores.get(m) for m in metrics})
-            rows.append(row)
-        return _frame(rows, ANSWER_COLUMNS + metrics)
+        import pandas as pd
+
+        table = self._table
+        if not table.num_rows:
+            return _frame([], ANSWER_COLUMNS)
+        # Column by column from the Arrow table: the values (plain lists, None for null)
+        # and so the dtypes pandas infers are those of one dict per row.
+        data: dict[str, list[Any]] = {
+            name: table.column(name).to_pylist() for name in ANSWER_COLUMNS
+        }
+        scores = [dict(pairs) for pairs in table.column("scores").to_pylist()]
+        metrics = sorted({m for row in scores for m in row})
+        for m in metrics:
+            data[m] = [row.get(m) for row in scores]
+        return pd.DataFrame(data, columns=ANSWER_COLUMNS + metrics)
 
 
 def read_answers(run: RunDir, rule: RetrievalRule = DEFAULT_RULE) -> Answers:
