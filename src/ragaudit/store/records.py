@@ -185,7 +185,7 @@ def read_responses(
     run: RunDir, system: str, only: set[str] | None = None
 ) -> dict[str, ResponseRecord]:
     """``system``'s responses (its file under ``responses/``), by query id; with ``only``,
-    those of these queries alone. None when the system has no file."""
+    those of these queries alone; none when the system has no file."""
     path = run.responses(system)
     if not path.exists() or (only is not None and not only):
         return {}
