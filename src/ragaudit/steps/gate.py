@@ -24,10 +24,10 @@ from ragaudit.analysis.ranking import example_score
 from ragaudit.analysis.significance import PairedCounts
 from ragaudit.errors import UserError, check_seed, printable
 from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, check_rule
-from ragaudit.records.io import read_jsonl
-from ragaudit.records.models import FREE_METRICS, QueryRecord
+from ragaudit.records.models import FREE_METRICS
 from ragaudit.rundir import RunDir
 from ragaudit.steps.compare import compare_examples
+from ragaudit.store.records import Queries, read_dataset
 
 # Per system, its scored queries: query id -> (group id, score).
 Scored = dict[str, dict[str, tuple[str, float]]]
@@ -47,12 +47,20 @@ def _scores(run: Path, metric: str, rule: RetrievalRule) -> tuple[Scored, dict[s
     return scored, left_out
 
 
-def _fingerprints(run: Path) -> dict[str, str]:
+def _dataset(run: Path) -> Queries:
+    """The dataset of the run directory ``run``; its errors name the run."""
     rundir = RunDir(run)
     if not rundir.dataset.exists():
         raise UserError(f"{run}: no dataset.jsonl (not a run directory?)")
     try:
-        return group_fingerprints(read_jsonl(rundir.dataset, QueryRecord))
+        return read_dataset(rundir)
+    except UserError as err:
+        raise UserError(f"{run}: {err}") from None
+
+
+def _fingerprints(run: Path, queries: Queries) -> dict[str, str]:
+    try:
+        return group_fingerprints(queries)
     except UserError as err:
         raise UserError(f"{run}: {err}") from None
 
@@ -170,7 +178,11 @@ def gate_runs(
     for run in (baseline, candidate):
         if not run.is_dir():
             raise UserError(f"{run}: no such run directory")
-    base_prints, cand_prints = _fingerprints(baseline), _fingerprints(candidate)
+    # Each run's dataset, held for the whole gate: read once, for its fingerprints and for
+    # the examples of every metric.
+    datasets = [_dataset(baseline), _dataset(candidate)]
+    base_prints = _fingerprints(baseline, datasets[0])
+    cand_prints = _fingerprints(candidate, datasets[1])
     matching = {g for g, h in base_prints.items() if cand_prints.get(g) == h}
     differing = sum(1 for g, h in base_prints.items() if g in cand_prints and cand_prints[g] != h)
     if not matching:
