@@ -8,6 +8,7 @@ Layout (DESIGN.md)::
       templates/sql.yaml       templates/text.yaml
       dataset.jsonl            dataset.stats.json
       responses/<system>.jsonl judgements/<system>.jsonl   scores/<system>.jsonl
+      answers.parquet          the joined answer table (built from the JSON Lines above)
       summary.json             summary.md    drilldown.jsonl    report.html
       run.stats.json           judge.stats.json   gold_facts.jsonl (generate.gold_rows)
       labels.jsonl             labels/pairs.jsonl labels/contexts.jsonl    scan.json
@@ -101,6 +102,19 @@ class RunDir:
     def scores(self, system: str) -> Path:
         """Reference-free metrics of one system's responses (judge --reference-free)."""
         return self.root / "scores" / f"{safe_filename(system)}.jsonl"
+
+    @property
+    def judgements_dir(self) -> Path:
+        """Where each system's judgements are: one JSONL file per system."""
+        return self.root / "judgements"
+
+    @property
+    def answers_table(self) -> Path:
+        """The joined answer table (query x response x judgement x reference-free scores,
+        and where each answer went wrong) as Parquet: built from the JSON Lines, which
+        stay the source of truth, and rebuilt whenever they changed
+        (:mod:`ragaudit.store.answers`)."""
+        return self.root / "answers.parquet"
 
     @property
     def scores_dir(self) -> Path:

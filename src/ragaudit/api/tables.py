@@ -2,29 +2,28 @@
 question) and the answers (one row per system and question, joined with the verdict,
 the reference-free scores and where the answer went wrong), each with ``.to_pandas()``.
 
-They are read from the run's files (JSON Lines, the source of truth a user may edit), so
-that what the command line wrote and what Python wrote read the same.
+They are read from the run's files (JSON Lines, the source of truth a user may edit; the
+answers through the run's answer table, answers.parquet, rebuilt whenever they changed),
+so that what the command line wrote and what Python wrote read the same.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragaudit.analysis.metrics import analyze as analyze_examples
-from ragaudit.analysis.metrics import by_system_and_variant, source_of
 from ragaudit.errors import UserError
 from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule
-from ragaudit.records.io import read_jsonl
-from ragaudit.records.models import FreeScoreRecord, Judgement, QueryRecord, ResponseRecord
+from ragaudit.records.models import QueryRecord
 from ragaudit.rundir import RunDir
-from ragaudit.steps.analyze import load_examples
-from ragaudit.steps.inputs import check_fresh, read_run_records
+from ragaudit.store.answers import read_answer_table
+from ragaudit.store.records import read_queries
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 
 
 def _frame(rows: list[dict[str, Any]], columns: list[str]) -> pd.DataFrame:
@@ -66,7 +65,7 @@ class Dataset:
     def queries(self) -> list[QueryRecord]:
         """Every question, in the file's order."""
         if self._queries is None:
-            self._queries = list(read_jsonl(self.path, QueryRecord))
+            self._queries = list(read_queries(self.path))
         return self._queries
 
     def __repr__(self) -> str:
@@ -125,94 +124,68 @@ class AnswerRow:
 ANSWER_COLUMNS = [f for f in AnswerRow.__dataclass_fields__ if f != "scores"]
 
 
-@dataclass(frozen=True)
 class Answers:
-    """Every answer of the run: dataset x responses x judgements x reference-free scores."""
+    """Every answer of the run: dataset x responses x judgements x reference-free scores,
+    one :class:`AnswerRow` each, as the run's answer table (answers.parquet) holds them."""
 
-    rows: list[AnswerRow]
+    def __init__(self, table: pa.Table) -> None:
+        self._table = table
+        self._rows: list[AnswerRow] | None = None
+
+    @property
+    def rows(self) -> list[AnswerRow]:
+        """Every answer, in the order of the responses files (by name) and their lines."""
+        if self._rows is None:
+            rows = self._table.to_pylist()
+            for row in rows:
+                row["scores"] = dict(row["scores"])  # a Parquet map: (metric, score) pairs
+            self._rows = [AnswerRow(**row) for row in rows]
+        return self._rows
+
+    def __repr__(self) -> str:
+        return f"Answers({len(self)} rows)"
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return int(self._table.num_rows)
 
     def __iter__(self) -> Iterator[AnswerRow]:
         return iter(self.rows)
+
+    def to_arrow(self) -> pa.Table:
+        """The table as Arrow, as answers.parquet holds it: the scores as one map column
+        (reference-free metric -> score)."""
+        return self._table
 
     def to_pandas(self) -> pd.DataFrame:
         """One row per answer: system, query_id, query, variant, group_id, source,
         reference, answer, error, correct, method, retrieval_correct, retrieved_ids,
         gold_ids, where (the module the answer went wrong in, or ``correct``), rationale,
         and one column per reference-free metric scored."""
-        metrics = sorted({m for r in self.rows for m in r.scores})
-        rows = []
-        for r in self.rows:
-            row = asdict(r)
-            scores = row.pop("scores")
-            row.update({m: scores.get(m) for m in metrics})
-            rows.append(row)
-        return _frame(rows, ANSWER_COLUMNS + metrics)
+        import pandas as pd
+
+        table = self._table
+        if not table.num_rows:
+            return _frame([], ANSWER_COLUMNS)
+        # Column by column from the Arrow table: the values (plain lists, None for null)
+        # and so the dtypes pandas infers are those of one dict per row.
+        data: dict[str, list[Any]] = {
+            name: table.column(name).to_pylist() for name in ANSWER_COLUMNS
+        }
+        scores = [dict(pairs) for pairs in table.column("scores").to_pylist()]
+        metrics = sorted({m for row in scores for m in row})
+        for m in metrics:
+            data[m] = [row.get(m) for row in scores]
+        return pd.DataFrame(data, columns=ANSWER_COLUMNS + metrics)
 
 
 def read_answers(run: RunDir, rule: RetrievalRule = DEFAULT_RULE) -> Answers:
     """The run's answers, joined by query id; where each went wrong as ``analyze`` says
-    (its group's tag for the system and wording, the gold documents when known). A second
+    (its group's tag for the system and wording, the gold documents when known). Read from
+    the run's answer table (answers.parquet), which is built again from the JSON Lines
+    whenever they changed since it was written (:mod:`ragaudit.store.answers`). A second
     response, judgement or score of one (system, query), in its file or in another, is a
-    one-line error naming both files, as in every reader of the run's records."""
+    one-line error naming both files, as in every reader of the run's records. ``rule``
+    changes nothing: the retrieval verdicts are the judge's, under the rule it judged by."""
     if not run.dataset.exists():
         raise UserError(f"no dataset at {run.dataset}: generate one first")
-    queries = {q.query_id: q for q in read_jsonl(run.dataset, QueryRecord)}
-    # read_run_records refuses a second record of a (system, query), in its file or another:
-    # a row is never doubled, nor a verdict or score silently taken from one of two files.
-    judged: dict[tuple[str, str], Judgement] = {}
-    for _, judgements in read_run_records(run, Judgement):
-        for judgement in judgements:
-            judged[judgement.system, judgement.query_id] = judgement
-    scores: dict[tuple[str, str], dict[str, float | None]] = {}
-    for _, records in read_run_records(run, FreeScoreRecord):
-        for s in records:
-            scores[s.system, s.query_id] = {
-                name: metric.score for name, metric in s.metrics.items() if metric is not None
-            }
-    where: dict[tuple[str, str], str] = {}
-    if judged:
-        examples = load_examples(run, [], rule, outcome="answer")
-        tags = analyze_examples(examples).tags
-        # The examples with the retrieval verdicts analyze gives them, so that "where"
-        # says what summary.json's blame says.
-        prepared = by_system_and_variant(examples)
-        for variants in prepared.values():
-            for items in variants.values():
-                for ex in items:
-                    tag = tags.get(ex.system, {}).get(ex.variant, {}).get(ex.group_id)
-                    if tag is not None:
-                        where[ex.system, ex.query_id] = source_of(ex, tag)[0]
-    rows = []
-    for _, responses in read_run_records(run, ResponseRecord):
-        for r in responses:
-            q = queries.get(r.query_id)
-            if q is None:
-                continue  # a response to a question no longer in the dataset
-            j = judged.get((r.system, r.query_id))
-            if j is not None:
-                check_fresh(run, [j], {r.query_id: r.digest})  # never an old verdict
-            rows.append(
-                AnswerRow(
-                    system=r.system,
-                    query_id=q.query_id,
-                    query=q.query,
-                    variant=q.variant,
-                    group_id=q.group_id,
-                    source=q.source,
-                    reference=q.reference.display,
-                    answer=r.response,
-                    error=r.error,
-                    correct=j.correct if j else None,
-                    method=j.method if j else None,
-                    retrieval_correct=j.retrieval_correct if j else None,
-                    retrieved_ids=r.retrieved_ids,
-                    gold_ids=q.gold_ids,
-                    where=where.get((r.system, r.query_id)),
-                    rationale=j.rationale if j else None,
-                    scores=scores.get((r.system, r.query_id), {}),
-                )
-            )
-    return Answers(rows)
+    return Answers(read_answer_table(run))

@@ -33,11 +33,14 @@ import stat
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from ragaudit.errors import UserError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -389,6 +392,46 @@ def read_utf8_text(path: Path) -> str:
         raise RecordFileError(not_utf8(path, data, exc)) from None
 
 
+_BOM = b"\xef\xbb\xbf"  # the byte order mark some Windows tools start a UTF-8 file with
+# What a line of a JSON Lines file is, once read: an object, nothing (a blank line), or the
+# end of the file (a torn last line of an appended file, skipped).
+_BLANK = object()
+_END = object()
+
+
+def _line_object(
+    path: Path, number: int, raw: bytes, skip_torn_tail: bool, unique_keys: bool = False
+) -> object:
+    """Line ``number`` of ``path`` (its bytes ``raw``) as a JSON object (a dict), or
+    :data:`_BLANK` or :data:`_END`; a line that is not one (or, with ``unique_keys``, one
+    that gives a key twice) is a :class:`RecordFileError` naming it (see
+    :func:`iter_jsonl_dicts`)."""
+    try:
+        # Decoded line by line, so that a bad byte is reported at its own line.
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if skip_torn_tail and not raw.endswith(b"\n"):  # cut inside a character
+            return _END
+        raise RecordFileError(not_utf8(path, raw, exc, line=number)) from None
+    if number == 1 and line.startswith("\ufeff"):  # a byte order mark (Windows tools)
+        line = line[1:]
+    if not line.strip():
+        return _BLANK
+    try:
+        obj = parse_json(line, unique_keys=unique_keys)
+    except json.JSONDecodeError as exc:
+        if skip_torn_tail and not line.endswith("\n"):
+            return _END
+        raise RecordFileError(f"{path}:{number}: not valid JSON: {exc.msg}") from None
+    except RepeatedKeyError as exc:
+        raise RecordFileError(f"{path}:{number}: {exc}") from None
+    if not isinstance(obj, dict):
+        raise RecordFileError(f"{path}:{number}: expected a JSON object per line")
+    if "\\ud" in line or "\\uD" in line:  # the test of check_unicode_text, inline
+        check_unicode_text(path, obj, line, line=number)
+    return obj
+
+
 def iter_jsonl_dicts(
     path: Path, *, skip_torn_tail: bool = True, unique_keys: bool = False
 ) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -403,42 +446,57 @@ def iter_jsonl_dicts(
     """
     with _open_to_read(path) as handle:
         for number, raw in enumerate(handle, start=1):
-            try:
-                # Decoded line by line, so that a bad byte is reported at its own line.
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                if skip_torn_tail and not raw.endswith(b"\n"):  # cut inside a character
-                    return
-                raise RecordFileError(not_utf8(path, raw, exc, line=number)) from None
-            if number == 1 and line.startswith("\ufeff"):  # a byte order mark (Windows tools)
-                line = line[1:]
-            if not line.strip():
-                continue
-            try:
-                obj = parse_json(line, unique_keys=unique_keys)
-            except json.JSONDecodeError as exc:
-                if skip_torn_tail and not line.endswith("\n"):
-                    return
-                raise RecordFileError(f"{path}:{number}: not valid JSON: {exc.msg}") from None
-            except RepeatedKeyError as exc:
-                raise RecordFileError(f"{path}:{number}: {exc}") from None
-            if not isinstance(obj, dict):
-                raise RecordFileError(f"{path}:{number}: expected a JSON object per line")
-            if "\\ud" in line or "\\uD" in line:  # the test of check_unicode_text, inline
-                check_unicode_text(path, obj, line, line=number)
-            yield number, obj
+            obj = _line_object(path, number, raw, skip_torn_tail, unique_keys)
+            if obj is _END:
+                return
+            if obj is not _BLANK:
+                yield number, obj  # type: ignore[misc]  # a dict: the only other outcome
+
+
+def _record(path: Path, number: int, obj: dict[str, Any], model: type[M]) -> M:
+    """``obj``, line ``number`` of ``path``, as a ``model`` record; a record that is not
+    one is a :class:`RecordFileError` naming the line and the field."""
+    try:
+        return model.model_validate(obj)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "(record)"
+        message = "unknown field" if err["type"] == "extra_forbidden" else err["msg"]
+        raise RecordFileError(f"{path}:{number}: {where}: {message}") from None
+
+
+def read_jsonl_numbered(
+    path: Path, model: type[M], *, skip_torn_tail: bool = True
+) -> Iterator[tuple[int, M]]:
+    """Stream ``(line_number, record)`` of ``model`` from a JSON Lines file; errors name
+    the file and line, as :func:`iter_jsonl_dicts` and :func:`read_jsonl` word them.
+
+    A line is validated straight from its bytes (pydantic's JSON parser: a typed read costs
+    what ``json.loads`` alone does); a line that fails there, or that holds a surrogate
+    escape or a byte order mark, takes the line-by-line path of :func:`iter_jsonl_dicts`,
+    so that what is refused, skipped (a torn last line) or reported is the same."""
+    validate_json = model.model_validate_json
+    with _open_to_read(path) as handle:
+        for number, raw in enumerate(handle, start=1):
+            if not (b"\\ud" in raw or b"\\uD" in raw or (number == 1 and raw[:3] == _BOM)):
+                try:
+                    record = validate_json(raw)
+                except ValidationError:
+                    pass  # a blank, torn or bad line: read and worded below, as ever
+                else:
+                    yield number, record
+                    continue
+            obj = _line_object(path, number, raw, skip_torn_tail)
+            if obj is _END:
+                return
+            if obj is not _BLANK:
+                yield number, _record(path, number, obj, model)  # type: ignore[arg-type]
 
 
 def read_jsonl(path: Path, model: type[M]) -> Iterator[M]:
     """Stream ``model`` records from a JSON Lines file; errors name the file and line."""
-    for number, obj in iter_jsonl_dicts(path):
-        try:
-            yield model.model_validate(obj)
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(p) for p in err["loc"]) or "(record)"
-            message = "unknown field" if err["type"] == "extra_forbidden" else err["msg"]
-            raise RecordFileError(f"{path}:{number}: {where}: {message}") from None
+    for _, record in read_jsonl_numbered(path, model):
+        yield record
 
 
 def _cut_torn_tail(path: Path) -> None:
@@ -525,21 +583,29 @@ def export_parquet(records: Iterable[BaseModel], path: Path) -> int:
     Returns the number of rows written.
     """
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     rows = [r.model_dump(mode="json") for r in records]
     names: list[str] = []
     for row in rows:
         names.extend(k for k in row if k not in names)
     table = pa.table({name: _column([row.get(name) for row in rows]) for name in names})
+    write_parquet_atomic(path, table)
+    return len(rows)
+
+
+def write_parquet_atomic(path: Path, table: pa.Table) -> None:
+    """Replace ``path`` with ``table`` as Parquet all at once (a temporary file beside it,
+    renamed over it), keeping the table's schema metadata; as :func:`atomic_write_text`,
+    a directory or a special file under the name is a :class:`UserError`."""
+    import pyarrow.parquet as pq
+
     target = _write_target(path)
     fd, tmp = _temp_beside(target)
     os.close(fd)
-    tmp_name = str(tmp)
     try:
-        pq.write_table(table, tmp_name)
-        os.replace(tmp_name, target)
+        pq.write_table(table, str(tmp))
+        os.replace(tmp, target)
+        _fsync_dir(target.parent)
     except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
-    return len(rows)

@@ -11,14 +11,12 @@ no script at all.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ValidationError
 
 from ragaudit.analysis.ranking import set_name
 from ragaudit.analysis.reliability import TAG_ORDER
@@ -37,9 +35,8 @@ from ragaudit.analysis.summary import (
 )
 from ragaudit.documents.checks import CRITIQUES
 from ragaudit.generate.dataset import DatasetOverview, read_overview
-from ragaudit.llm.usage import UsageFile
-from ragaudit.records.io import RecordFileError, atomic_write_text, iter_jsonl_dicts
-from ragaudit.records.models import LABELS, ResponseRecord
+from ragaudit.records.io import atomic_write_text
+from ragaudit.records.models import LABELS
 from ragaudit.report import charts
 from ragaudit.report.compare import (
     PAIR_HEADERS,
@@ -52,9 +49,12 @@ from ragaudit.report.compare import (
 from ragaudit.report.summary_file import read_summary
 from ragaudit.report.text import RELIABILITY_HEADERS, reliability_rows, retrieval_queries, show
 from ragaudit.rundir import RunDir
-from ragaudit.world.build import WorldRewrite
+from ragaudit.store.files import DrilldownRow, read_drilldown, read_usage
+from ragaudit.store.records import read_responses
+from ragaudit.world.build import WorldRewrite, read_world_file
 
 DRILL_GROUPS = 20  # per system, variant and tag
+DRILL_TAGS = frozenset({"gap", "non-robust"})  # the groups the drill-down shows
 TEXT_CHARS = 400
 
 TABLE_METRICS = (
@@ -182,14 +182,6 @@ class UsageRow:
     completion_tokens: int
     llm_seconds: str
     wall_seconds: str
-
-
-class WorldFile(BaseModel):
-    """What the report reads of a generated world's world.json (the rest is ignored)."""
-
-    documents: int
-    facts_stated: int = 0
-    rewrite: WorldRewrite | None = None
 
 
 @dataclass(frozen=True)
@@ -499,27 +491,6 @@ def _ranking(summary: Summary) -> list[RankingRow]:
     ]
 
 
-def _responses(run: RunDir, system: str, wanted: set[str]) -> dict[str, ResponseRecord]:
-    """The system's responses to the ``wanted`` queries, by query id (only those are
-    validated: the file can hold a million)."""
-    path = run.responses(system)
-    if not path.exists() or not wanted:
-        return {}
-    out = {}
-    for number, row in iter_jsonl_dicts(path):
-        if str(row["query_id"]) not in wanted:
-            continue
-        try:
-            record = ResponseRecord.model_validate(row)
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(p) for p in err["loc"]) or "(record)"
-            message = "unknown field" if err["type"] == "extra_forbidden" else err["msg"]
-            raise RecordFileError(f"{path}:{number}: {where}: {message}") from None
-        out[record.query_id] = record
-    return out
-
-
 def _clip(text: Any) -> str | None:
     if text is None:
         return None
@@ -531,15 +502,10 @@ def _scan_drilldown(run: RunDir) -> list[DrillSection]:
     """The rows of the first gap and non-robust groups of each system and variant,
     streamed from drilldown.jsonl."""
     chosen: dict[tuple[str, str, str], list[str]] = defaultdict(list)
-    groups: dict[tuple[str, str, str, str], list[dict[str, Any]]] = defaultdict(list)
-    if not run.drilldown.exists():
-        return []
-    for _, row in iter_jsonl_dicts(run.drilldown):
-        key = (str(row["system"]), str(row["variant"]))
-        if row["tag"] not in ("gap", "non-robust"):
-            continue
-        slot = (*key, str(row["tag"]))
-        group = str(row["group_id"])
+    groups: dict[tuple[str, str, str, str], list[DrilldownRow]] = defaultdict(list)
+    for row in read_drilldown(run, tags=DRILL_TAGS):
+        slot = (row["system"], row["variant"], row["tag"])
+        group = row["group_id"]
         if group not in chosen[slot]:
             if len(chosen[slot]) >= DRILL_GROUPS:
                 continue
@@ -548,8 +514,8 @@ def _scan_drilldown(run: RunDir) -> list[DrillSection]:
     sections = []
     by_system: dict[str, set[str]] = defaultdict(set)
     for (system, _, _, _), rows in groups.items():
-        by_system[system].update(str(r["query_id"]) for r in rows)
-    answers = {s: _responses(run, s, ids) for s, ids in by_system.items()}
+        by_system[system].update(r["query_id"] for r in rows)
+    answers = {s: read_responses(run, s, only=ids) for s, ids in by_system.items()}
     for (system, variant, tag), group_ids in sorted(chosen.items()):
         entries = []
         for group in group_ids:
@@ -558,7 +524,7 @@ def _scan_drilldown(run: RunDir) -> list[DrillSection]:
             for r in rows:
                 # The line of a neutral input, as it was (analyze --neutral), if any.
                 record = r.get("record") or {}
-                answer = answers.get(system, {}).get(str(r["query_id"]))
+                answer = answers.get(system, {}).get(r["query_id"])
                 retrieved = answer.retrieved if answer is not None else []
                 queries.append(
                     DrillQuery(
@@ -765,9 +731,9 @@ def _point(entry: Proportion) -> tuple[float, float, float] | None:
 
 
 def _usage(run: RunDir) -> list[UsageRow]:
-    if not run.usage.exists():
+    usage = read_usage(run)
+    if usage is None:
         return []
-    usage = UsageFile.model_validate(json.loads(run.usage.read_text(encoding="utf-8")))
     return [
         UsageRow(
             step=name,
@@ -788,14 +754,10 @@ def _world(run: RunDir) -> WorldSection | None:
     try:
         config = yaml.safe_load(run.config.read_text(encoding="utf-8")) or {}
         corpus = Path(str((config.get("corpus") or {})["path"]))
-        meta = json.loads((corpus.parent / "world.json").read_text(encoding="utf-8"))
     except (OSError, KeyError, TypeError, ValueError, yaml.YAMLError):
         return None
-    if not isinstance(meta, dict) or "documents" not in meta:
-        return None
-    try:
-        world = WorldFile.model_validate(meta)
-    except ValidationError:
+    world = read_world_file(corpus.parent)
+    if world is None:
         return None
     return WorldSection(
         folder=str(corpus.parent),

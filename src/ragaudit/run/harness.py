@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ragaudit.aio import gather_all
-from ragaudit.records.io import JsonlAppender, iter_jsonl_dicts, write_jsonl_atomic
+from ragaudit.records.io import JsonlAppender, read_jsonl, write_jsonl_atomic
 from ragaudit.records.models import QueryRecord, ResponseRecord
 from ragaudit.secrets import redact, redact_known
 from ragaudit.systems.base import System, SystemFailure
@@ -56,12 +56,12 @@ def answered_ids(path: Path, *, retry_errors: bool = False) -> set[str]:
         return set()
     if not retry_errors:
         # Only the ids are needed: a million-record file is streamed, not held.
-        return {str(row["query_id"]) for _, row in iter_jsonl_dicts(path)}
-    rows = [row for _, row in iter_jsonl_dicts(path)]
-    kept = [row for row in rows if not row.get("error")]
-    if len(kept) < len(rows):
+        return {r.query_id for r in read_jsonl(path, ResponseRecord)}
+    records = list(read_jsonl(path, ResponseRecord))
+    kept = [r for r in records if not r.error]
+    if len(kept) < len(records):
         write_jsonl_atomic(path, kept)
-    return {str(row["query_id"]) for row in kept}
+    return {r.query_id for r in kept}
 
 
 def _one_line(exc: BaseException) -> str:

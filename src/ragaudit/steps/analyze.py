@@ -3,13 +3,11 @@ drill-down, with paired comparisons between variants and between systems."""
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from json.encoder import encode_basestring as json_string
 from pathlib import Path
-from typing import TypedDict
 
 from ragaudit.analysis import Analysis, Example, analyze
 from ragaudit.analysis.by_label import label_breakdown
@@ -22,7 +20,6 @@ from ragaudit.analysis.summary import (
     DocumentFigures,
     Outcome,
     ReferenceFreeFigures,
-    Source,
     Summary,
     SystemFigures,
     Tag,
@@ -31,30 +28,23 @@ from ragaudit.errors import UserError, check_seed
 from ragaudit.judge.options import ReferenceFreeOptions
 from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, RuleFit
 from ragaudit.records.io import atomic_write_text, read_jsonl, write_jsonl_atomic
-from ragaudit.records.models import (
-    CandidateRecord,
-    FreeScoreRecord,
-    Judgement,
-    QueryRecord,
-    ResponseRecord,
-)
+from ragaudit.records.models import CandidateRecord, FreeScoreRecord, Judgement, ResponseRecord
 from ragaudit.report.summary_file import write_summary
 from ragaudit.report.text import summary_markdown
 from ragaudit.rundir import RunDir
-from ragaudit.steps.inputs import (
-    OneRecordEach,
-    RecordModel,
-    check_fresh,
-    from_records,
-    from_responses,
-    read_neutral,
-    read_retrieved_ids,
-    read_run_records,
-    record_files,
-)
+from ragaudit.steps.inputs import read_neutral
 from ragaudit.steps.judge import read_judge_stats
 from ragaudit.steps.label import read_label_figures
 from ragaudit.steps.scan import read_scan
+from ragaudit.store.examples import answer_examples, retrieval_examples
+from ragaudit.store.files import DrilldownRow, read_documents_thresholds
+from ragaudit.store.records import (
+    OneRecordEach,
+    RecordModel,
+    read_dataset,
+    read_run_records,
+    record_files,
+)
 
 
 @dataclass(frozen=True)
@@ -77,7 +67,7 @@ def _record_files(run: RunDir, model: RecordModel) -> list[Path]:
     files = record_files(run, model)
     if not files:
         kind, folder = (
-            ("judgements", run.judgements("_").parent)
+            ("judgements", run.judgements_dir)
             if model is Judgement
             else ("responses", run.responses_dir)
         )
@@ -127,44 +117,12 @@ def load_examples(
                     kept.append(replace(ex, correct=ex.retrieval_correct))
             examples = kept
         return examples
-    # Every record goes through read_run_records: a query's second judgement or response,
-    # in its own file or another (a copy kept beside it), is refused, never counted.
+    # Every record goes through the run store's read_run_records: a query's second
+    # judgement or response, in its own file or another (a copy kept beside it), is
+    # refused, never counted.
     if outcome == "retrieval":
-        files = _record_files(run, ResponseRecord)
-        queries = list(read_jsonl(run.dataset, QueryRecord))
-        examples = []
-        for _, responses in read_run_records(run, ResponseRecord, files):
-            examples.extend(from_responses(iter(queries), responses, rule, left_out))
-        return examples
-    files = _record_files(run, Judgement)
-    queries = list(read_jsonl(run.dataset, QueryRecord))
-    digests: dict[str, dict[str, str]] = {}
-    retrieved = read_retrieved_ids(run, digests)
-    examples = []
-    for _, records in read_run_records(run, Judgement, files):
-        judgements = list(records)
-        if judgements:
-            check_fresh(run, judgements, digests.get(judgements[0].system, {}))
-        ids = retrieved.get(judgements[0].system) if judgements else None
-        examples.extend(from_records(iter(queries), iter(judgements), ids, undecided))
-    return examples
-
-
-class DrilldownRow(TypedDict):
-    """One line of drilldown.jsonl for a query of the run: its group's tag, its texts and
-    its verdicts, and where it went wrong (``source``). Lines of neutral inputs are
-    written by hand instead (:func:`_neutral_head`), with the input line as ``record``."""
-
-    system: str
-    variant: str
-    group_id: str
-    tag: Tag
-    query_id: str
-    query: str | None
-    reference: str | None
-    correct: bool
-    retrieval_correct: bool | None
-    source: Source
+        return retrieval_examples(run, rule, _record_files(run, ResponseRecord), left_out)
+    return answer_examples(run, _record_files(run, Judgement), undecided)
 
 
 _LITERAL = {True: "true", False: "false", None: "null"}
@@ -228,12 +186,10 @@ def _drilldown_rows(
                         return
                     yield _neutral_head(ex, tag(ex)) + ', "record": ' + line.strip() + "}"
         return
-    texts = {
-        q.query_id: (q.query, q.reference.display) for q in read_jsonl(run.dataset, QueryRecord)
-    }
+    index = read_dataset(run).by_id  # the step's own: read once (run_analysis holds it)
     for ex in examples:
-        query, reference = texts.get(ex.query_id, (None, None))
-        yield row(ex, query, reference)
+        q = index.get(ex.query_id)
+        yield row(ex, q.query if q else None, q.reference.display if q else None)
 
 
 def run_analysis(
@@ -252,6 +208,8 @@ def run_analysis(
     section) reads the reference-free scores, when the run has them, at its thresholds."""
     check_seed(seed)
     neutral = neutral or []
+    # Held for the whole step, so that every reader of the dataset in it shares one read.
+    _held = read_dataset(run) if not neutral and run.dataset.exists() else None
     undecided: Counter[str] = Counter()
     left_out: dict[tuple[str, str], Counter[str]] = {}
     dropped: set[int] = set()
@@ -360,12 +318,8 @@ def read_document_figures(run: RunDir, seed: int = 0) -> DocumentFigures | None:
     critique thresholds it ran with), or None when it has not run."""
     if not run.candidates.exists():
         return None
-    thresholds: dict[str, int] = {}
-    try:
-        stats = json.loads(run.documents_stats.read_text(encoding="utf-8"))
-        thresholds = {str(k): int(v) for k, v in stats["options"]["thresholds"].items()}
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
-        pass  # no stats (or unreadable ones): the pass rates use the default thresholds
+    # No stats (or unreadable ones): the pass rates use the default thresholds.
+    thresholds = read_documents_thresholds(run)
     return generation_figures(read_jsonl(run.candidates, CandidateRecord), thresholds, seed)
 
 

@@ -22,12 +22,13 @@ from ragaudit.analysis.ranking import (
 )
 from ragaudit.errors import UserError, check_seed
 from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, check_rule
-from ragaudit.records.io import atomic_write_json, atomic_write_text, iter_jsonl_dicts, read_jsonl
-from ragaudit.records.models import FREE_METRICS, FreeScoreRecord, QueryRecord, ResponseRecord
+from ragaudit.records.io import atomic_write_json, atomic_write_text, read_jsonl
+from ragaudit.records.models import FREE_METRICS, FreeScoreRecord, ResponseRecord
 from ragaudit.report.compare import CompareFile, compare_markdown, read_compare
 from ragaudit.rundir import RunDir
 from ragaudit.steps.analyze import load_examples
-from ragaudit.steps.inputs import from_responses, read_run_records
+from ragaudit.store.examples import from_responses
+from ragaudit.store.records import read_dataset, read_run_records, record_files
 
 
 def _selected(
@@ -65,22 +66,22 @@ def _selected(
 def _answering(run: RunDir) -> set[str]:
     """Systems that gave at least one answer (retrieval-only ones give none)."""
     out: set[str] = set()
-    for path in sorted(run.responses_dir.glob("*.jsonl")):
-        for _, row in iter_jsonl_dicts(path):
-            if row.get("response") is not None:
-                out.add(str(row["system"]))
-                break
+    for path in record_files(run, ResponseRecord):
+        answers = (r for r in read_jsonl(path, ResponseRecord) if r.response is not None)
+        found = next((r.system for r in answers), None)
+        if found is not None:
+            out.add(found)
     return out
 
 
 def _free_examples(run: RunDir, metric: str) -> tuple[list[Example], dict[tuple[str, str], float]]:
     """One example per scored response, and its reference-free score by (system, query)."""
-    files = sorted(run.scores_dir.glob("*.jsonl")) if run.scores_dir.exists() else []
+    files = record_files(run, FreeScoreRecord)
     if not files:
         raise UserError(
             f"no reference-free scores in {run.scores_dir}: run ragaudit judge --reference-free"
         )
-    queries = {q.query_id: q for q in read_jsonl(run.dataset, QueryRecord)}
+    queries = read_dataset(run).by_id
     values: dict[tuple[str, str], float] = {}
     examples = []
     for _, records in read_run_records(run, FreeScoreRecord, files):
@@ -129,7 +130,7 @@ def compare_examples(
             if "no judgements in" not in str(err):
                 raise
             raise UserError(
-                f"no judgements in {run.judgements('_').parent}: {metric} needs them (run "
+                f"no judgements in {run.judgements_dir}: {metric} needs them (run "
                 "ragaudit judge), or rank retrieval with recall@K, mrr, ndcg@K or "
                 "accuracy_retrieval, which need none"
             ) from None
@@ -143,15 +144,15 @@ def compare_examples(
         return [ex for ex in examples if ex.system in answering], left_out, score
     if not run.dataset.exists():
         raise UserError(f"no dataset at {run.dataset}: run ragaudit generate first")
-    queries = list(read_jsonl(run.dataset, QueryRecord))
-    files = sorted(run.responses_dir.glob("*.jsonl")) if run.responses_dir.exists() else []
+    queries = read_dataset(run).by_id
+    files = record_files(run, ResponseRecord)
     if not files:
         raise UserError(
             f"nothing to compare: no responses in {run.responses_dir} (run ragaudit run)"
         )
     examples = []
     for _, responses in read_run_records(run, ResponseRecord, files):
-        found = list(from_responses(iter(queries), responses, rule))
+        found = list(from_responses(queries, responses, rule))
         if found and not any(ex.retrieved for ex in found):
             left_out[found[0].system] = "retrieves nothing"
             continue

@@ -24,10 +24,10 @@ from ragaudit.analysis.ranking import ANSWER_METRICS, example_score
 from ragaudit.analysis.significance import PairedCounts
 from ragaudit.errors import UserError, check_seed, printable
 from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, check_rule
-from ragaudit.records.io import read_jsonl
-from ragaudit.records.models import FREE_METRICS, QueryRecord
+from ragaudit.records.models import FREE_METRICS
 from ragaudit.rundir import RunDir
 from ragaudit.steps.compare import compare_examples
+from ragaudit.store.records import Queries, read_dataset
 
 # Per system, its scored queries: query id -> (group id, score).
 Scored = dict[str, dict[str, tuple[str, float]]]
@@ -47,17 +47,25 @@ def _scores(run: Path, metric: str, rule: RetrievalRule) -> tuple[Scored, dict[s
     return scored, left_out
 
 
-def _dataset(run: Path) -> list[QueryRecord]:
+def _dataset(run: Path) -> Queries:
+    """The dataset of the run directory ``run``; its errors name the run."""
     rundir = RunDir(run)
     if not rundir.dataset.exists():
         raise UserError(f"{run}: no dataset.jsonl (not a run directory?)")
     try:
-        return list(read_jsonl(rundir.dataset, QueryRecord))
+        return read_dataset(rundir)
     except UserError as err:
         raise UserError(f"{run}: {err}") from None
 
 
-def _countable(queries: list[QueryRecord], metric: str) -> tuple[int, int]:
+def _fingerprints(run: Path, queries: Queries) -> dict[str, str]:
+    try:
+        return group_fingerprints(queries)
+    except UserError as err:
+        raise UserError(f"{run}: {err}") from None
+
+
+def _countable(queries: Queries, metric: str) -> tuple[int, int]:
     """The queries and groups of a dataset that ``metric`` can score: every one for an
     answer metric, those whose gold ids name a document for a retrieval metric. A
     baseline's coverage is counted against them, so that a baseline judged on a part of
@@ -179,9 +187,11 @@ def gate_runs(
     for run in (baseline, candidate):
         if not run.is_dir():
             raise UserError(f"{run}: no such run directory")
-    base_queries = _dataset(baseline)
-    base_prints = group_fingerprints(base_queries)
-    cand_prints = group_fingerprints(_dataset(candidate))
+    # Each run's dataset, held for the whole gate: read once, for its fingerprints and for
+    # the examples of every metric.
+    datasets = [_dataset(baseline), _dataset(candidate)]
+    base_prints = _fingerprints(baseline, datasets[0])
+    cand_prints = _fingerprints(candidate, datasets[1])
     matching = {g for g, h in base_prints.items() if cand_prints.get(g) == h}
     differing = sum(1 for g, h in base_prints.items() if g in cand_prints and cand_prints[g] != h)
     if not matching:
@@ -257,7 +267,7 @@ def gate_runs(
             # share) is no loss of the candidate's.
             either = {q: g for q, (g, _) in base.items()}
             either.update((q, g) for q, (g, _) in cand.items() if g in base_prints)
-            of_queries, _ = _countable(base_queries, metric)
+            of_queries, _ = _countable(datasets[0], metric)
             if len(base) < of_queries:
                 notes.append(
                     f"{system} {metric}: the baseline scored {len(base)} of the {of_queries} "

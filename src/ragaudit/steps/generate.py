@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -32,10 +31,11 @@ from ragaudit.generate.text.templates import (
 )
 from ragaudit.generate.text.verifier import held, reason_kind, wording_counts
 from ragaudit.progress import SILENT, Progress
-from ragaudit.records.io import atomic_write_json, iter_jsonl_dicts, write_jsonl_atomic
+from ragaudit.records.io import atomic_write_json, read_jsonl, write_jsonl_atomic
 from ragaudit.records.models import QueryRecord
 from ragaudit.rundir import RunDir
 from ragaudit.steps.templates import check, open_database
+from ragaudit.store.records import read_queries
 from ragaudit.systems.corpus import load_corpus
 
 
@@ -72,19 +72,19 @@ def usable_texts(
     return out, dropped
 
 
-def _drop_groups(path: Path, bad: set[int], stats: DatasetStats) -> Iterator[str]:
-    """The lines of a written dataset without the groups in ``bad`` (``hash(group_id)``),
-    taking them out of the per-template counts."""
+def _drop_groups(path: Path, bad: set[int], stats: DatasetStats) -> Iterator[QueryRecord]:
+    """The queries of a written dataset without the groups in ``bad``
+    (``hash(group_id)``), taking them out of the per-template counts."""
     by_template = {t.template_id: t for t in stats.templates}
     gone: set[str] = set()
-    for _, obj in iter_jsonl_dicts(path):
-        if hash(obj["group_id"]) not in bad:
-            yield json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    for q in read_jsonl(path, QueryRecord):
+        if hash(q.group_id) not in bad:
+            yield q
             continue
-        tstats = by_template[obj["template_id"]]
-        tstats.queries[obj["variant"]] -= 1
-        if obj["group_id"] not in gone:
-            gone.add(obj["group_id"])
+        tstats = by_template[q.template_id or ""]  # the SQL half: every query has one
+        tstats.queries[q.variant] -= 1
+        if q.group_id not in gone:
+            gone.add(q.group_id)
             tstats.kept_groups -= 1
     stats.conflicting_groups = len(gone)
 
@@ -219,12 +219,14 @@ def gold_outside_corpus(named: Counter[str], corpus_ids: set[str]) -> str | None
 def other_half(path: Path, source: str) -> Iterator[str]:
     """The lines of the dataset at ``path`` (if any) whose queries do not come from
     ``source`` (``sql``, ``document`` or ``imported``): what a generation of ``source``
-    keeps when it writes its own part again."""
+    keeps when it writes its own part again. Each is read as its record and written back
+    with the fields its line had (a line written by hand keeps its shape), without the
+    newline."""
     if not path.exists():
         return
-    for _, obj in iter_jsonl_dicts(path):
-        if obj.get("source", "sql") != source:
-            yield json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    for q in read_queries(path):
+        if q.source != source:
+            yield q.model_dump_json(exclude_unset=True)
 
 
 def generate_dataset(

@@ -12,15 +12,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import TypeAdapter
-
 from ragaudit.config import Config
 from ragaudit.documents.pairs import read_input
 from ragaudit.errors import UserError
-from ragaudit.records.io import atomic_write_text, iter_jsonl_dicts, write_jsonl_atomic
-from ragaudit.records.models import LabelPair, QueryRecord, Reference, stable_id
+from ragaudit.records.io import atomic_write_text, read_jsonl, write_jsonl_atomic
+from ragaudit.records.models import (
+    FreeScoreRecord,
+    Judgement,
+    LabelPair,
+    QueryRecord,
+    Reference,
+    ResponseRecord,
+    stable_id,
+)
 from ragaudit.rundir import RunDir
 from ragaudit.steps.generate import gold_outside_corpus, other_half
+from ragaudit.store.records import RecordModel, read_queries, record_files
 from ragaudit.systems.corpus import load_corpus
 
 IMPORTED_VARIANT = "imported"
@@ -76,28 +83,25 @@ def query_of(pair: LabelPair, contexts: Mapping[str, str]) -> QueryRecord:
     )
 
 
-def _record_files(run: RunDir) -> list[Path]:
-    """Every file of per-query records: responses, judgements, reference-free scores."""
-    folders = (run.responses_dir, run.judgements("_").parent, run.scores_dir)
-    return [f for d in folders if d.is_dir() for f in sorted(d.glob("*.jsonl"))]
-
-
 def _remove_records(run: RunDir, gone: set[str]) -> int:
-    """Remove the records of the queries ``gone`` from every per-query file (each file
-    rewritten atomically, and only when it holds one); return how many were removed. A
-    record of a query the dataset no longer holds would be read as stale, or refused."""
+    """Remove the records of the queries ``gone`` from every per-query file (responses,
+    judgements, reference-free scores; each file rewritten atomically, and only when it
+    holds one); return how many were removed. A record of a query the dataset no longer
+    holds would be read as stale, or refused."""
     removed = 0
-    for path in _record_files(run):
-        kept = []
-        dropped = 0
-        for _, row in iter_jsonl_dicts(path):  # ragaudit's own appended files
-            if str(row.get("query_id")) in gone:
-                dropped += 1
-            else:
-                kept.append(row)
-        if dropped:
-            write_jsonl_atomic(path, kept)
-            removed += dropped
+    model: RecordModel
+    for model in (ResponseRecord, Judgement, FreeScoreRecord):
+        for path in record_files(run, model):
+            kept = []
+            dropped = 0
+            for record in read_jsonl(path, model):  # ragaudit's own appended files
+                if record.query_id in gone:
+                    dropped += 1
+                else:
+                    kept.append(record)
+            if dropped:
+                write_jsonl_atomic(path, kept)
+                removed += dropped
     return removed
 
 
@@ -110,10 +114,6 @@ _FROM_IMPORT = frozenset(
 _LATER = frozenset(QueryRecord.model_fields) - _FROM_IMPORT
 _DEFAULTS = {
     name: QueryRecord.model_fields[name].get_default(call_default_factory=True) for name in _LATER
-}
-# Each such field's own type, to read a kept value as the record would.
-_ADAPTERS: dict[str, TypeAdapter[Any]] = {
-    name: TypeAdapter(QueryRecord.model_fields[name].rebuild_annotation()) for name in _LATER
 }
 
 
@@ -130,10 +130,10 @@ def _imported_queries(dataset: Path) -> dict[str, dict[str, Any] | None]:
     if not dataset.exists():
         return {}
     out: dict[str, dict[str, Any] | None] = {}
-    for _, row in iter_jsonl_dicts(dataset):
-        if row.get("source") == "imported":
-            later = {k: row[k] for k in row.keys() & _LATER if row[k] != _DEFAULTS[k]}
-            out[str(row["query_id"])] = later or None  # None: nothing, and small
+    for q in read_queries(dataset):
+        if q.source == "imported":
+            later = {k: v for k in _LATER if (v := getattr(q, k)) != _DEFAULTS[k]}
+            out[q.query_id] = later or None  # None: nothing, and small
     return out
 
 
@@ -143,10 +143,10 @@ def _with_later_fields(query: QueryRecord, later: dict[str, Any] | None) -> Quer
     same query id) keeps all that, and importing the same file again changes nothing."""
     if not later:
         return query
-    # Each value read as its field's type; a copy shares the rest (no second validation
-    # of every labelled query).
+    # The values are the typed ones the dataset's record held; a copy shares the rest (no
+    # second validation of every labelled query).
     kept = {
-        k: _ADAPTERS[k].validate_python(v)
+        k: v
         for k, v in later.items()
         if k not in query.model_fields_set  # what this import gives is this import's
     }
@@ -202,6 +202,8 @@ def import_questions(config: Config, run: RunDir, path: Path) -> ImportStats:
     digests = context_digests(pairs.contexts)
     queries = [query_of(pair, digests) for pair in usable]
     corpus_ids = _corpus_ids(config, run, pairs.contexts)  # may fail: nothing written yet
+    # Both halves from one read of the dataset, held while they are taken.
+    _held = read_queries(run.dataset) if run.dataset.exists() else None
     kept = list(other_half(run.dataset, "imported"))
     before = _imported_queries(run.dataset)
     gone = set(before) - {q.query_id for q in queries}

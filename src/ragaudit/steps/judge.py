@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,8 +25,9 @@ from ragaudit.progress import SILENT, Progress
 from ragaudit.records.io import JsonlAppender, atomic_write_json, read_jsonl, write_jsonl_atomic
 from ragaudit.records.models import Judgement, QueryRecord, ResponseRecord
 from ragaudit.rundir import RunDir, safe_filename
-from ragaudit.steps.inputs import duplicate_message
 from ragaudit.steps.session import Session
+from ragaudit.store.answers import refresh_answer_table
+from ragaudit.store.records import duplicate_message, read_dataset
 
 BATCH = 200
 
@@ -142,7 +144,8 @@ def judge_run(
                     f"systems: {known}; run it first)"
                 )
             files = [f for f in files if f.stem in by_file]
-        queries = {q.query_id: q for q in read_jsonl(run.dataset, QueryRecord)}
+        dataset = read_dataset(run)  # held to the end: the answer table reads the same
+        queries = dataset.by_id
         report = JudgeReport()
         for path in files:
             responses = list(read_jsonl(path, ResponseRecord))
@@ -202,6 +205,7 @@ def judge_run(
                 entry.audit = _audit(run, name, queries, responses, llm, audit, seed)
             report.systems[name] = entry
         write_judge_stats(run.judge_stats, report.systems)
+        refresh_answer_table(run)
         return report
 
 
@@ -247,7 +251,7 @@ def _decided(
 def _audit(
     run: RunDir,
     system: str,
-    queries: dict[str, QueryRecord],
+    queries: Mapping[str, QueryRecord],
     responses: list[ResponseRecord],
     llm: LLMClient,
     n: int,

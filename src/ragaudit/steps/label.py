@@ -23,9 +23,10 @@ from ragaudit.documents.pairs import PairSet, pairs_from_dataset, read_input
 from ragaudit.errors import UserError
 from ragaudit.progress import SILENT, Progress
 from ragaudit.records.io import iter_jsonl_dicts, read_jsonl, read_utf8_text, write_jsonl_atomic
-from ragaudit.records.models import LABELS, LabelPair, LabelRecord, QueryRecord
+from ragaudit.records.models import LABELS, LabelPair, LabelRecord
 from ragaudit.rundir import RunDir
 from ragaudit.steps.session import Session
+from ragaudit.store.records import read_dataset
 from ragaudit.systems.corpus import load_corpus
 
 
@@ -59,7 +60,7 @@ def load_pairs(run: RunDir, input_path: Path | None, corpus: Path | None) -> Pai
             "configuration (or pass --input FILE)"
         )
     documents = {d.id: d.text for d in load_corpus(corpus)}
-    pairs = pairs_from_dataset(read_jsonl(run.dataset, QueryRecord), documents)
+    pairs = pairs_from_dataset(read_dataset(run), documents)
     if not pairs.pairs:
         why = ", ".join(f"{n} {k}" for k, n in sorted(pairs.skipped.items()))
         raise UserError(f"nothing to label: no query of {run.dataset} has a context ({why})")
@@ -165,7 +166,7 @@ def _write_pairs(run: RunDir, pairs: PairSet) -> None:
 def _into_dataset(run: RunDir, consensus: dict[str, str | None]) -> tuple[int, int]:
     """Write each labelled query's consensus label into dataset.jsonl; a document-generated
     query keeps the label it was generated for. Returns (labelled, kept)."""
-    queries = list(read_jsonl(run.dataset, QueryRecord))
+    queries = read_dataset(run)
     labelled = kept = 0
     out = []
     for q in queries:

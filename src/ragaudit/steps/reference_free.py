@@ -35,11 +35,12 @@ from ragaudit.records.models import (
     FreeMetric,
     FreeScoreRecord,
     MetricScore,
-    QueryRecord,
     ResponseRecord,
 )
 from ragaudit.report.summary_file import read_summary
 from ragaudit.steps.session import Session
+from ragaudit.store.answers import refresh_answer_table
+from ragaudit.store.records import read_dataset
 from ragaudit.systems.builtin import BuiltinSystemConfig, resample_answers
 from ragaudit.systems.corpus import load_corpus
 
@@ -133,7 +134,8 @@ def score_run(
         files = [f for f in files if f.stem in set(systems)]
     if not files:
         raise UserError(f"nothing to score: no responses in {run.responses_dir} (run ragaudit run)")
-    queries = {q.query_id: q for q in read_jsonl(run.dataset, QueryRecord)}
+    dataset = read_dataset(run)  # held to the end: the answer table reads the same
+    queries = dataset.by_id
     corpus_path = session.config.corpus.path
     corpus = {d.id: d.text for d in load_corpus(corpus_path)} if corpus_path else None
     embed = sentence_encoder() if "answer_relevancy" in wanted else None
@@ -202,6 +204,7 @@ def score_run(
                             _count(entry, record)
             # One record per response: the new metrics merged into the ones kept.
             _merged(out)
+    refresh_answer_table(run)
     return report
 
 

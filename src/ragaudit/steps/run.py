@@ -12,11 +12,13 @@ from ragaudit.config import Config, SystemConfig
 from ragaudit.errors import ConfigError, UserError
 from ragaudit.llm.client import LLMClient
 from ragaudit.progress import SILENT, Progress
-from ragaudit.records.io import atomic_write_json, iter_jsonl_dicts, read_jsonl
-from ragaudit.records.models import QueryRecord
+from ragaudit.records.io import atomic_write_json, read_jsonl
+from ragaudit.records.models import QueryRecord, ResponseRecord
 from ragaudit.run.harness import SystemRunStats, run_system
 from ragaudit.rundir import RunDir
 from ragaudit.steps.session import Session
+from ragaudit.store.answers import refresh_answer_table
+from ragaudit.store.records import read_dataset
 from ragaudit.systems.adapters import (
     HTTPSystemConfig,
     LangChainSystemConfig,
@@ -142,7 +144,8 @@ async def _run_systems(
 ) -> dict[str, SystemRunStats]:
     if not run.dataset.exists():
         raise UserError(f"no dataset at {run.dataset}: run ragaudit generate first")
-    queries = list(read_jsonl(run.dataset, QueryRecord))
+    dataset = read_dataset(run)  # held to the end: the answer table reads the same
+    queries = list(dataset)
     if limit is not None:
         queries = queries[:limit]
     if not queries:
@@ -194,6 +197,7 @@ async def _run_systems(
     atomic_write_json(
         run.run_stats, {name: SystemRunEntry.of(s).model_dump() for name, s in results.items()}
     )
+    refresh_answer_table(run)
     return results
 
 
@@ -211,12 +215,10 @@ def retrieved_ids(path: Path) -> tuple[dict[str, int], int]:
     depth = 0
     if not path.exists():
         return counts, depth
-    for _, row in iter_jsonl_dicts(path):
-        items = row.get("retrieved") or []
-        depth = max(depth, len(items))
-        for item in items:
-            doc = str(item["id"])
-            counts[doc] = counts.get(doc, 0) + 1
+    for response in read_jsonl(path, ResponseRecord):
+        depth = max(depth, len(response.retrieved))
+        for item in response.retrieved:
+            counts[item.id] = counts.get(item.id, 0) + 1
     return counts, depth
 
 

@@ -22,8 +22,9 @@ from ragaudit.config import Config
 from ragaudit.errors import UserError
 from ragaudit.progress import SILENT, Progress
 from ragaudit.records.io import atomic_write_text, read_jsonl
-from ragaudit.records.models import LabelPair, LabelRecord, QueryRecord
+from ragaudit.records.models import LabelPair, LabelRecord
 from ragaudit.rundir import RunDir
+from ragaudit.store.records import read_dataset
 from ragaudit.systems.corpus import chunk, load_corpus
 from ragaudit.systems.weight_scan import DEFAULT_WEIGHTS, scan_recall
 
@@ -48,7 +49,7 @@ def _queries(run: RunDir) -> tuple[list[tuple[str, list[str], str | None]], bool
             f"nothing to scan: neither {run.labels} nor {run.dataset} (run ragaudit label or "
             "ragaudit generate first)"
         )
-    for q in read_jsonl(run.dataset, QueryRecord):
+    for q in read_dataset(run):
         if not q.gold_ids:
             left_out["no gold ids" if q.gold_ids is None else "no document holds the answer"] += 1
             continue

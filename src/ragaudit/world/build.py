@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ragaudit.errors import UserError
 from ragaudit.world.company import SCHEMA, Company, make_company
@@ -48,6 +48,30 @@ class WorldRewrite(BaseModel):
     on_failure: OnFailure
     repaired_ids: list[str]
     failed_ids: list[str]
+
+
+class WorldFile(BaseModel):
+    """What ragaudit reads of a generated world's world.json (the rest is ignored): the
+    settings it was built with, its row counts, its reports, the facts they state, and
+    the LLM rewrite when there was one."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    seed: int | None = None
+    size: int | None = None
+    rows: dict[str, int] = Field(default_factory=dict)
+    documents: int
+    facts_stated: int = 0
+    rewrite: WorldRewrite | None = None
+
+
+def read_world_file(folder: Path) -> WorldFile | None:
+    """``folder``'s world.json, or None when there is none or it is not one (the folder
+    is then no generated world)."""
+    try:
+        return WorldFile.model_validate_json((folder / "world.json").read_bytes())
+    except (OSError, ValidationError):
+        return None
 
 
 @dataclass(frozen=True)
@@ -135,16 +159,11 @@ harness:
 def read_world(out: Path, *, size: int, seed: int, engine: str) -> WorldSummary | None:
     """The world already in ``out`` when it is the one these settings would build (so a
     step on top of it, like the LLM rewrite, can go on), else None."""
-    try:
-        meta = json.loads((out / "world.json").read_text())
-    except (OSError, ValueError):
-        return None
+    meta = read_world_file(out)
     db_name = "company.sqlite" if engine == "sqlite" else "company.duckdb"
-    if (meta.get("size"), meta.get("seed")) != (size, seed) or not (out / db_name).exists():
+    if meta is None or (meta.size, meta.seed) != (size, seed) or not (out / db_name).exists():
         return None
-    return WorldSummary(
-        out, out / db_name, dict(meta["rows"]), int(meta["documents"]), int(meta["facts_stated"])
-    )
+    return WorldSummary(out, out / db_name, meta.rows, meta.documents, meta.facts_stated)
 
 
 def build_world(

@@ -1,0 +1,247 @@
+"""The joined answer table: one row per answer of the run (its question, the response,
+the verdict, the reference-free scores and where the answer went wrong), kept as
+``answers.parquet`` beside the JSON Lines it is built from.
+
+The JSON Lines stay the source of truth, which a user may edit. The Parquet file holds
+what they gave when it was built, with their fingerprint in its metadata: the name,
+size, modification time and inode of each source file (``dataset.jsonl`` and every file
+under ``responses/``, ``judgements/`` and ``scores/``), the table's version and
+ragaudit's. A reader compares it with the files as they are now: a file that does not
+match (a source appended to, rewritten or edited by hand, added or removed), or that
+cannot be read, is rebuilt from the JSON Lines, never trusted. ``run``, ``judge`` and
+``judge --reference-free`` build it once at their end, so that the readers after them
+(``Project.answers()``) find it ready.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ragaudit.analysis.metrics import Example, by_system_and_variant, source_of
+from ragaudit.analysis.metrics import analyze as analyze_examples
+from ragaudit.errors import UserError
+from ragaudit.records.io import write_parquet_atomic
+from ragaudit.records.models import FreeScoreRecord, Judgement, ResponseRecord
+from ragaudit.rundir import RunDir
+from ragaudit.store.examples import judged_examples
+from ragaudit.store.records import (
+    check_fresh,
+    read_dataset,
+    read_run_records,
+    record_files,
+    stamp,
+)
+from ragaudit.version import __version__
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+# Raised whenever the table's columns or how they are computed change: a file of another
+# version is rebuilt. 2: a judgement of another response than the table's is refused.
+TABLE_VERSION = 2
+FINGERPRINT_KEY = b"ragaudit.fingerprint"
+
+# The columns, in order, and what each holds (docs/records.md describes them).
+COLUMNS = (
+    "system",
+    "query_id",
+    "query",
+    "variant",
+    "group_id",
+    "source",
+    "reference",  # its display string
+    "answer",  # the response's text; null when the system failed
+    "error",
+    "correct",  # null: not judged yet, or the judge failed
+    "method",  # how the verdict was reached (match:<rule>, llm, ...)
+    "retrieval_correct",
+    "retrieved_ids",
+    "gold_ids",
+    "where",  # correct, or the module at fault (docs/records.md); null when unjudged
+    "rationale",
+    "scores",  # reference-free metric -> score (null: could not be computed)
+)
+
+
+def _schema() -> pa.Schema:
+    import pyarrow as pa
+
+    text, flag, ids = pa.string(), pa.bool_(), pa.list_(pa.string())
+    types = {
+        "correct": flag,
+        "retrieval_correct": flag,
+        "retrieved_ids": ids,
+        "gold_ids": ids,
+        "scores": pa.map_(pa.string(), pa.float64()),
+    }
+    return pa.schema([(name, types.get(name, text)) for name in COLUMNS])
+
+
+def source_files(run: RunDir) -> list[Path]:
+    """The files the table is built from: the dataset, then every responses, judgements
+    and scores file of the run."""
+    return [
+        run.dataset,
+        *record_files(run, ResponseRecord),
+        *record_files(run, Judgement),
+        *record_files(run, FreeScoreRecord),
+    ]
+
+
+def fingerprint(run: RunDir) -> str:
+    """The source files as they are now (name, inode, size, modification time in ns; a
+    missing dataset as nulls), with the table's version and ragaudit's, as JSON text: a
+    table built from other files, or by another version, has another fingerprint."""
+    files = []
+    for path in source_files(run):
+        at = stamp(path)
+        files.append([path.relative_to(run.root).as_posix(), *(at[1:] if at else (None,) * 3)])
+    return json.dumps(
+        {"table": TABLE_VERSION, "ragaudit": __version__, "files": files}, separators=(",", ":")
+    )
+
+
+def _where(examples: list[Example]) -> dict[tuple[str, str], str]:
+    """(system, query id) -> where each judged answer went wrong, or ``correct``, as
+    ``analyze`` says it (its group's tag for the system and wording; the gold documents
+    when known), so that the table's ``where`` counts what summary.json's blame counts."""
+    tags = analyze_examples(examples).tags
+    where: dict[tuple[str, str], str] = {}
+    # The examples with the retrieval verdicts analyze gives them.
+    for variants in by_system_and_variant(examples).values():
+        for items in variants.values():
+            for ex in items:
+                tag = tags.get(ex.system, {}).get(ex.variant, {}).get(ex.group_id)
+                if tag is not None:
+                    where[ex.system, ex.query_id] = source_of(ex, tag)[0]
+    return where
+
+
+def build_answer_table(run: RunDir, mark: str | None = None) -> pa.Table:
+    """The table from the run's JSON Lines: one row per response to a question the dataset
+    holds, in the order of the responses files (by name) and their lines, joined by query
+    id with the system's judgement and scores. ``mark`` (the :func:`fingerprint` of the
+    sources, taken before they are read) goes into the table's metadata.
+
+    A second response, judgement or score of one (system, query), in its file or in
+    another, is a one-line error naming both files, as in every reader of the run's
+    records; so is a judgement of a query the dataset does not hold. No dataset is a
+    :class:`UserError`."""
+    import pyarrow as pa
+
+    if not run.dataset.exists():
+        raise UserError(f"no dataset at {run.dataset}: generate one first")
+    queries = read_dataset(run)
+    index = queries.by_id
+    judgement_files = [list(records) for _, records in read_run_records(run, Judgement)]
+    judged = {(j.system, j.query_id): j for file in judgement_files for j in file}
+    scores: dict[tuple[str, str], list[tuple[str, float | None]]] = {}
+    for _, records in read_run_records(run, FreeScoreRecord):
+        for s in records:
+            scores[s.system, s.query_id] = [(name, m.score) for name, m in s.metrics.items()]
+    columns: dict[str, list[Any]] = {name: [] for name in COLUMNS}
+    keys: list[tuple[str, str]] = []
+    retrieved: dict[str, dict[str, tuple[str, ...]]] = {}
+    # System -> query id -> the fingerprint of the response now, where a judgement of it
+    # keeps the one it judged: what check_fresh compares.
+    digests: dict[str, dict[str, str]] = {}
+    for _, responses in read_run_records(run, ResponseRecord):
+        for r in responses:
+            ids = r.retrieved_ids
+            retrieved.setdefault(r.system, {})[r.query_id] = tuple(ids)
+            key = (r.system, r.query_id)
+            j = judged.get(key)
+            if j is not None and j.response_digest is not None:
+                digests.setdefault(r.system, {})[r.query_id] = r.digest
+            q = index.get(r.query_id)
+            if q is None:
+                continue  # a response to a question no longer in the dataset
+            keys.append(key)
+            for name, value in (
+                ("system", r.system),
+                ("query_id", q.query_id),
+                ("query", q.query),
+                ("variant", q.variant),
+                ("group_id", q.group_id),
+                ("source", q.source),
+                ("reference", q.reference.display),
+                ("answer", r.response),
+                ("error", r.error),
+                ("correct", j.correct if j else None),
+                ("method", j.method if j else None),
+                ("retrieval_correct", j.retrieval_correct if j else None),
+                ("retrieved_ids", ids),
+                ("gold_ids", q.gold_ids),
+                ("rationale", j.rationale if j else None),
+                ("scores", scores.get(key, [])),
+            ):
+                columns[name].append(value)
+    # A verdict of another response than the one in the table (the system run again) is
+    # refused here, where the table is built: a table on disk was built from the files
+    # its fingerprint names, so a response changed since makes it stale and rebuilt here.
+    for judgements in judgement_files:
+        if judgements:
+            check_fresh(run, judgements, digests.get(judgements[0].system, {}))
+    where = _where(judged_examples(index, judgement_files, retrieved)) if judged else {}
+    columns["where"] = [where.get(key) for key in keys]
+    schema = _schema()
+    if mark is not None:
+        schema = schema.with_metadata({FINGERPRINT_KEY: mark.encode("utf-8")})
+    return pa.Table.from_pydict(columns, schema=schema)
+
+
+def _stored(path: Path, mark: str) -> pa.Table | None:
+    """The table in ``path`` when it was built from the sources as they are now (its
+    fingerprint is ``mark``) and reads whole; None otherwise."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if not path.is_file():
+        return None
+    try:
+        metadata = pq.read_schema(path).metadata or {}
+        if metadata.get(FINGERPRINT_KEY) != mark.encode("utf-8"):
+            return None
+        table = pq.read_table(path)
+    except (OSError, ValueError, pa.ArrowException):
+        return None  # not Parquet, cut short, unreadable: built again
+    return table if table.schema.equals(_schema()) else None
+
+
+def write_answer_table(run: RunDir) -> pa.Table:
+    """Build the table from the run's JSON Lines and write it to ``answers.parquet``
+    (atomically); return it."""
+    mark = fingerprint(run)  # before the sources are read: a change during the read shows
+    table = build_answer_table(run, mark)
+    write_parquet_atomic(run.answers_table, table)
+    return table
+
+
+def read_answer_table(run: RunDir) -> pa.Table:
+    """The run's answer table: ``answers.parquet`` when its fingerprint matches the source
+    files as they are now, else built from them again and written back (where the run
+    directory cannot be written, the table built is returned all the same)."""
+    mark = fingerprint(run)
+    table = _stored(run.answers_table, mark)
+    if table is not None:
+        return table
+    table = build_answer_table(run, mark)
+    with contextlib.suppress(OSError, UserError):  # a read-only run: the file stays as it is
+        write_parquet_atomic(run.answers_table, table)
+    return table
+
+
+def refresh_answer_table(run: RunDir) -> None:
+    """What a step that changed the table's sources (``run``, ``judge``, ``judge
+    --reference-free``) calls at its end: the table built and written once. Where the
+    run's files cannot be joined (a second judgements file of a system, a judgement of a
+    query no longer in the dataset) the step has still done its work: the table is
+    removed, and whoever reads it next gets the one-line error."""
+    try:
+        write_answer_table(run)
+    except UserError:
+        with contextlib.suppress(OSError):
+            run.answers_table.unlink()

@@ -1,0 +1,158 @@
+"""A run's records joined into the analysis's examples: the dataset with each system's
+judgements (the answer as the outcome) or with its responses (retrieval as the outcome).
+Every record reaches an example through :func:`~ragaudit.store.records.read_run_records`,
+so that no query is counted twice."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+
+from ragaudit.analysis.metrics import Example, gold_state
+from ragaudit.judge.retrieval import RetrievalRule, retrieval_correct
+from ragaudit.records.io import RecordFileError
+from ragaudit.records.models import Judgement, QueryRecord, ResponseRecord
+from ragaudit.rundir import RunDir
+from ragaudit.store.records import (
+    check_fresh,
+    read_dataset,
+    read_retrieved_ids,
+    read_run_records,
+)
+
+
+def from_records(
+    queries: Mapping[str, QueryRecord],
+    judgements: Iterable[Judgement],
+    retrieved: Mapping[str, tuple[str, ...]] | None = None,
+    undecided: Counter[str] | None = None,
+) -> Iterator[Example]:
+    """Examples from a run: the dataset (``queries``, by query id) joined with one
+    system's judgements (as :func:`~ragaudit.store.records.read_run_records` gives them:
+    one per query); ``retrieved`` (query id -> retrieved ids, from the responses) feeds the
+    ranking metrics. A judgement the judge failed to give is neither right nor wrong: it
+    is left out, and counted per system in ``undecided``."""
+    for j in judgements:
+        q = queries.get(j.query_id)
+        if q is None:
+            raise RecordFileError(f"judgement for unknown query {j.query_id} ({j.system})")
+        if j.correct is None:
+            if undecided is not None:
+                undecided[j.system] += 1
+            continue
+        errored = j.method.startswith("error")
+        yield Example(
+            j.query_id,
+            q.group_id,
+            q.variant,
+            j.correct,
+            _retrieval_verdict(j.retrieval_correct, q.gold_ids, errored),
+            j.system,
+            retrieved=retrieved.get(j.query_id) if retrieved is not None else None,
+            gold=tuple(q.gold_ids) if q.gold_ids is not None else None,
+            label=q.label,
+            errored=errored,
+            gold_kind=q.gold_kind,
+            origin=q.source,
+        )
+
+
+def _retrieval_verdict(stored: bool | None, gold: list[str] | None, errored: bool) -> bool | None:
+    """A judgement's retrieval verdict as this version reads it, whatever an older ragaudit
+    stored: none where no gold document is known (unknown, or a hole of the knowledge
+    base), and a failed response retrieved nothing because it did not run."""
+    if not gold:
+        return None
+    return False if errored else stored
+
+
+def from_responses(
+    queries: Mapping[str, QueryRecord],
+    responses: Iterable[ResponseRecord],
+    rule: RetrievalRule,
+    left_out: dict[tuple[str, str], Counter[str]] | None = None,
+) -> Iterator[Example]:
+    """Retrieval as the outcome: each response (as
+    :func:`~ragaudit.store.records.read_run_records` gives them: one per query) is
+    "correct" when its retrieval is (by ``rule`` against the query's gold ids, ``queries``
+    by query id). Queries without a gold document (gold ids unknown, or ``[]``: no
+    document holds the answer) are left out and counted in ``left_out`` per system and
+    variant ("unknown", "no document"); a response that failed (``error``) retrieved
+    nothing."""
+    for r in responses:
+        q = queries.get(r.query_id)
+        if q is None:
+            raise RecordFileError(f"response for unknown query {r.query_id} ({r.system})")
+        ok = retrieval_correct(r.retrieved_ids, q.gold_ids, rule, failed=r.error is not None)
+        if ok is None:
+            if left_out is not None:
+                left_out.setdefault((r.system, q.variant), Counter())[gold_state(q.gold_ids)] += 1
+            continue
+        yield Example(
+            r.query_id,
+            q.group_id,
+            q.variant,
+            ok,
+            ok,
+            r.system,
+            retrieved=tuple(r.retrieved_ids),
+            gold=tuple(q.gold_ids or ()),
+            label=q.label,
+            errored=r.error is not None,
+            gold_kind=q.gold_kind,
+            origin=q.source,
+        )
+
+
+def judged_examples(
+    queries: Mapping[str, QueryRecord],
+    judgement_files: Iterable[list[Judgement]],
+    retrieved: Mapping[str, Mapping[str, tuple[str, ...]]],
+    undecided: Counter[str] | None = None,
+) -> list[Example]:
+    """The examples of the judgements of each file (a system's, as the judge writes them),
+    each with the ids its system retrieved (``retrieved``: system -> query id -> ids)."""
+    examples: list[Example] = []
+    for judgements in judgement_files:
+        ids = retrieved.get(judgements[0].system) if judgements else None
+        examples.extend(from_records(queries, judgements, ids, undecided))
+    return examples
+
+
+def answer_examples(
+    run: RunDir, files: list[Path] | None = None, undecided: Counter[str] | None = None
+) -> list[Example]:
+    """The run's answers as examples: the dataset joined with the judgements of ``files``
+    (every judgements file by default) and the responses' retrieved ids; the judgements
+    the judge failed to give are counted per system in ``undecided``. A judgement of
+    another response than its system's file holds now (the system run again) is refused
+    (:func:`~ragaudit.store.records.check_fresh`), never scored."""
+    queries = read_dataset(run)
+    digests: dict[str, dict[str, str]] = {}
+    retrieved = read_retrieved_ids(run, digests)
+
+    def fresh() -> Iterator[list[Judgement]]:
+        # One file at a time, checked before any of it becomes an example.
+        for _, records in read_run_records(run, Judgement, files):
+            judgements = list(records)
+            if judgements:
+                check_fresh(run, judgements, digests.get(judgements[0].system, {}))
+            yield judgements
+
+    return judged_examples(queries.by_id, fresh(), retrieved, undecided)
+
+
+def retrieval_examples(
+    run: RunDir,
+    rule: RetrievalRule,
+    files: list[Path] | None = None,
+    left_out: dict[tuple[str, str], Counter[str]] | None = None,
+) -> list[Example]:
+    """The run's responses (of ``files``, every responses file by default) as examples of
+    retrieval as the outcome (:func:`from_responses`)."""
+    queries = read_dataset(run)
+    examples: list[Example] = []
+    for _, responses in read_run_records(run, ResponseRecord, files):
+        examples.extend(from_responses(queries.by_id, responses, rule, left_out))
+    return examples

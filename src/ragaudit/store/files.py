@@ -1,0 +1,104 @@
+"""Typed readers of a run's other files of known shape: drilldown.jsonl (what
+``analyze`` writes, one line per analyzed query), usage.json and documents.stats.json."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any, NotRequired
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+# pydantic reads a TypedDict from typing only from Python 3.12 on.
+from typing_extensions import TypedDict
+
+from ragaudit.analysis.summary import Source, Tag
+from ragaudit.llm.usage import UsageFile
+from ragaudit.records.io import RecordFileError, iter_jsonl_dicts, parse_json, read_utf8_text
+from ragaudit.rundir import RunDir
+
+
+class DrilldownRow(TypedDict):
+    """One line of drilldown.jsonl: an analyzed query with its group's tag, its verdicts
+    and where it went wrong (``source``). A query of the run has its texts (``query``,
+    ``reference``); a line of a neutral input (``analyze --neutral``) has the input line
+    as it was (``record``) instead."""
+
+    system: str
+    variant: str
+    group_id: str
+    tag: Tag
+    query_id: str
+    query: NotRequired[str | None]
+    reference: NotRequired[str | None]
+    correct: bool
+    retrieval_correct: bool | None
+    source: Source
+    record: NotRequired[dict[str, Any]]
+
+
+_DRILLDOWN_ROW: TypeAdapter[DrilldownRow] = TypeAdapter(DrilldownRow)
+
+
+def read_drilldown(run: RunDir, tags: frozenset[str] | None = None) -> Iterator[DrilldownRow]:
+    """The lines of the run's drilldown.jsonl (none when ``analyze`` has not written it),
+    each checked against :class:`DrilldownRow`; with ``tags``, only the lines of those
+    group tags are checked and given (the file holds a line per query: a million lines
+    for a million queries). A line that is not a row is a one-line error naming it."""
+    path = run.drilldown
+    if not path.exists():
+        return
+    for number, obj in iter_jsonl_dicts(path):
+        if tags is not None and obj.get("tag") not in tags:
+            continue
+        try:
+            yield _DRILLDOWN_ROW.validate_python(obj)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"]) or "(record)"
+            raise RecordFileError(f"{path}:{number}: {where}: {err['msg']}") from None
+
+
+def read_usage(run: RunDir) -> UsageFile | None:
+    """The run's usage.json (the LLM usage of every step), or None when no step wrote
+    one; a file that is not one is a one-line error naming it."""
+    path = run.usage
+    if not path.exists():
+        return None
+    text = read_utf8_text(path)
+    try:
+        return UsageFile.model_validate(parse_json(text))
+    except json.JSONDecodeError as exc:
+        raise RecordFileError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "(file)"
+        raise RecordFileError(f"{path}: {where}: {err['msg']}") from None
+
+
+class _GenerationOptions(BaseModel):
+    """What documents.stats.json says of the options it ran with that the analysis reads."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    thresholds: dict[str, int] = Field(default_factory=dict)
+
+
+class DocumentsStatsFile(BaseModel):
+    """What the analysis reads of documents.stats.json (the counts and costs of the last
+    generation from documents): the critique thresholds the candidates were checked at."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    options: _GenerationOptions = Field(default_factory=_GenerationOptions)
+
+
+def read_documents_thresholds(run: RunDir) -> dict[str, int]:
+    """The critique thresholds of the run's last generation from documents, by critique;
+    none when there is no documents.stats.json, or it cannot be read (the analysis then
+    uses the default thresholds)."""
+    try:
+        text = read_utf8_text(run.documents_stats)
+        return DocumentsStatsFile.model_validate(parse_json(text)).options.thresholds
+    except (RecordFileError, ValueError):
+        return {}

@@ -1,0 +1,226 @@
+"""Typed readers of a run's record files: the dataset, read once while a step holds it
+and indexed by query id once, and the responses, judgements and reference-free scores of
+every system, at most one record per (system, query) across all the files of a kind
+(:class:`OneRecordEach`)."""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Iterator, Mapping
+from functools import cached_property
+from pathlib import Path
+from typing import TypeVar
+
+from ragaudit.records.io import RecordFileError, read_jsonl, read_jsonl_numbered
+from ragaudit.records.models import FreeScoreRecord, Judgement, QueryRecord, ResponseRecord
+from ragaudit.rundir import RunDir
+
+RunRecord = TypeVar("RunRecord", ResponseRecord, Judgement, FreeScoreRecord)
+RecordModel = type[ResponseRecord] | type[Judgement] | type[FreeScoreRecord]
+
+# A file as it is on disk now: device, inode, size and modification time (ns). An atomic
+# rewrite changes the inode, an append the size, an edit in place the time.
+Stamp = tuple[int, int, int, int]
+
+
+def stamp(path: Path) -> Stamp | None:
+    """``path``'s :data:`Stamp`, or None when it cannot be read (missing, ...)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+class Queries:
+    """The questions of one dataset file (``dataset.jsonl``), in the file's order, as
+    :class:`QueryRecord` s, with their index by query id (:attr:`by_id`), built the first
+    time it is asked for. The records are frozen: every reader of a step shares them."""
+
+    def __init__(self, path: Path, records: tuple[QueryRecord, ...], at: Stamp | None) -> None:
+        self.path = path
+        self.records = records
+        self.stamp = at
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __iter__(self) -> Iterator[QueryRecord]:
+        return iter(self.records)
+
+    @cached_property
+    def by_id(self) -> Mapping[str, QueryRecord]:
+        """Query id -> its record."""
+        return {q.query_id: q for q in self.records}
+
+
+# Datasets read and still held by someone (a step holds its run's while it works), by
+# path: a second reader of the same unchanged file in that step gets the same records
+# instead of parsing the file again. Weak, so that nothing is kept after the step.
+_READ: weakref.WeakValueDictionary[Path, Queries] = weakref.WeakValueDictionary()
+_READ_LOCK = threading.Lock()
+
+
+def read_queries(path: Path) -> Queries:
+    """The queries of the dataset file at ``path``. Read once while someone holds them:
+    a second call on the same file, unchanged since (same inode, size and modification
+    time), returns the same :class:`Queries`; a changed file is read again. A bad line is a
+    :class:`~ragaudit.records.io.RecordFileError` naming it, as every reader words it."""
+    key = path.absolute()
+    at = stamp(path)
+    if at is not None:
+        with _READ_LOCK:
+            held = _READ.get(key)
+        if held is not None and held.stamp == at:
+            return held
+    # The stamp is taken before the read: a file that changes during it is read again next.
+    queries = Queries(path, tuple(read_jsonl(path, QueryRecord)), at)
+    if at is not None:
+        with _READ_LOCK:
+            _READ[key] = queries
+    return queries
+
+
+def read_dataset(run: RunDir) -> Queries:
+    """The run's dataset (``dataset.jsonl``): :func:`read_queries`."""
+    return read_queries(run.dataset)
+
+
+def duplicate_message(kind: str, query_id: str, system: str) -> str:
+    """Why a file holding two records of one (system, query) cannot be used: counting both
+    would weigh that query twice, and choosing one would be a guess."""
+    return (
+        f"two {kind}s of query {query_id} by {system}: the file was written twice (two steps "
+        f"at once on one run directory?); remove the duplicate lines, or delete the file and "
+        f"run the step again"
+    )
+
+
+class OneRecordEach:
+    """Which file each (system, query) record of one kind (``response``, ``judgement``,
+    ``score``, ``row``) was read from, so that a second one is refused wherever it is: in
+    the same file (written twice) or in another one (a copy such as
+    ``judgements/rag-old.jsonl``, an older file kept beside the new one). Counting both
+    would weigh that query twice, and keeping one would be a guess."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._files: dict[str, dict[str, Path]] = {}  # system -> query id -> file
+
+    def claim(self, system: str, query_id: str, path: Path, line: int | None = None) -> None:
+        """Record that ``path`` (at ``line``, when known) holds ``system``'s record of
+        ``query_id``; a :class:`RecordFileError` naming both places if one was read before."""
+        files = self._files.get(system)
+        if files is None:
+            files = self._files[system] = {}
+        first = files.get(query_id)
+        if first is None:
+            files[query_id] = path
+            return
+        where = f"{path}:{line}" if line is not None else str(path)
+        if first == path:
+            raise RecordFileError(f"{where}: {duplicate_message(self.kind, query_id, system)}")
+        raise RecordFileError(
+            f"two {self.kind}s of query {query_id} by {system}, in {first} and in {where}: "
+            f"counting both would weigh the query twice; remove one of them (a copy, or an "
+            f"older file kept beside the new one?)"
+        )
+
+    def read(self, path: Path, model: type[RunRecord]) -> Iterator[RunRecord]:
+        """The records of ``path``, each claimed as it is read."""
+        claim = self.claim
+        for record in read_jsonl(path, model):
+            claim(record.system, record.query_id, path)
+            yield record
+
+
+def _kind(run: RunDir, model: RecordModel) -> tuple[Path, str]:
+    """The folder of the run that holds ``model``'s records, and what one is called."""
+    if model is Judgement:
+        return run.judgements_dir, "judgement"
+    if model is FreeScoreRecord:
+        return run.scores_dir, "score"
+    return run.responses_dir, "response"
+
+
+def record_files(run: RunDir, model: RecordModel) -> list[Path]:
+    """The run's files of ``model`` records (``responses/``, ``judgements/`` or
+    ``scores/``, one per system as the steps write them), in name order; none when the
+    folder is missing."""
+    folder, _ = _kind(run, model)
+    return sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
+
+
+def read_run_records(
+    run: RunDir, model: type[RunRecord], files: list[Path] | None = None
+) -> Iterator[tuple[Path, Iterator[RunRecord]]]:
+    """Each of the run's files of ``model`` records (``files``, or :func:`record_files`)
+    with its records, streamed, at most one per (system, query) across all of them: a
+    second one, in the same file or another, is a :class:`RecordFileError` naming both
+    files. The one way a run's records reach a figure, so that no reader counts a query
+    twice."""
+    seen = OneRecordEach(_kind(run, model)[1])
+    for path in record_files(run, model) if files is None else files:
+        yield path, seen.read(path, model)
+
+
+def read_retrieved_ids(
+    run: RunDir, digests: dict[str, dict[str, str]] | None = None
+) -> dict[str, dict[str, tuple[str, ...]]]:
+    """System -> query id -> the ids it retrieved, from every responses file of the run,
+    at most one response per (system, query) as :func:`read_run_records` holds them (a
+    second one is named by its line). ``digests`` (system -> query id), when given,
+    receives each response's fingerprint (:attr:`ResponseRecord.digest`), for
+    :func:`check_fresh`."""
+    seen = OneRecordEach("response")
+    out: dict[str, dict[str, tuple[str, ...]]] = {}
+    for path in record_files(run, ResponseRecord):
+        for number, response in read_jsonl_numbered(path, ResponseRecord):
+            seen.claim(response.system, response.query_id, path, number)
+            by_query = out.get(response.system)
+            if by_query is None:
+                by_query = out[response.system] = {}
+            by_query[response.query_id] = tuple(item.id for item in response.retrieved)
+            if digests is not None:
+                digests.setdefault(response.system, {})[response.query_id] = response.digest
+    return out
+
+
+def check_fresh(run: RunDir, judgements: list[Judgement], digests: Mapping[str, str]) -> None:
+    """Refuse judgements made of other responses than the run holds now (``digests``: query
+    id -> the current response's fingerprint): a system run again after its responses file
+    was deleted keeps its old verdicts otherwise, and a broken candidate would be scored
+    by its predecessor's. ``ragaudit judge`` judges such responses anew. A judgement
+    written before judgements kept a fingerprint, or whose response is gone, is not
+    checked."""
+    for j in judgements:
+        now = digests.get(j.query_id)
+        if j.response_digest is not None and now is not None and now != j.response_digest:
+            stale = sum(
+                1
+                for k in judgements
+                if k.response_digest is not None
+                and digests.get(k.query_id) not in (None, k.response_digest)
+            )
+            raise RecordFileError(
+                f"{run.judgements(j.system)}: {stale} judgement(s) of {j.system} (query "
+                f"{j.query_id} first) judged another response than {run.responses(j.system)} "
+                "holds now (the system was run again): run ragaudit judge, which judges "
+                "them anew"
+            )
+
+
+def read_responses(
+    run: RunDir, system: str, only: set[str] | None = None
+) -> dict[str, ResponseRecord]:
+    """``system``'s responses (its file under ``responses/``), by query id; with ``only``,
+    those of these queries alone; none when the system has no file."""
+    path = run.responses(system)
+    if not path.exists() or (only is not None and not only):
+        return {}
+    return {
+        r.query_id: r
+        for r in read_jsonl(path, ResponseRecord)
+        if only is None or r.query_id in only
+    }
