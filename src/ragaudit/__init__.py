@@ -3,6 +3,7 @@
 ``import ragaudit as ra``: :class:`ra.Project` (the journey on a run directory),
 :func:`ra.evaluate` (any system's logs), :func:`ra.system` (a Python callable under test),
 :class:`ra.Answer`, :func:`ra.gate`, :func:`ra.assert_no_regression`, :func:`ra.compare`,
+:func:`ra.make_world` and :func:`ra.demo` (a generated company, and the journey on one),
 and ``ra.llm.Scripted`` (a scripted LLM for tests). What ``__all__`` names, and what it
 returns, is the public API: it follows semantic versioning; everything else is private.
 """
@@ -19,10 +20,13 @@ if TYPE_CHECKING:
         Dataset,
         Evaluation,
         Project,
+        World,
         assert_no_regression,
         compare,
+        demo,
         evaluate,
         gate,
+        make_world,
         system,
     )
     from ragaudit.errors import UserError
@@ -41,6 +45,9 @@ _exports = lazy_exports(
         "gate": "api",
         "compare": "api",
         "assert_no_regression": "api",
+        "World": "api",
+        "make_world": "api",
+        "demo": "api",
         "Answer": "systems.base",
         "UserError": "errors",
     },
@@ -62,11 +69,14 @@ __all__ = [
     "Evaluation",
     "Project",
     "UserError",
+    "World",
     "__version__",
     "assert_no_regression",
     "compare",
+    "demo",
     "evaluate",
     "gate",
     "llm",
+    "make_world",
     "system",
 ]

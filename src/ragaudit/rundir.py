@@ -273,7 +273,7 @@ class RunDir:
                     "thread): wait for it to finish, or give this run another run.name"
                 )
             held_before = key in _HELD
-            if step != "generate" and self.import_incomplete.exists():
+            if step not in ("generate", "doctor") and self.import_incomplete.exists():
                 raise UserError(
                     f"{self.root}: an import into this run was interrupted "
                     f"({self.import_incomplete} is there): its questions and contexts may "

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from ragaudit.api.functions import assert_no_regression, compare, gate, system
     from ragaudit.api.project import Project
     from ragaudit.api.tables import Answers, Dataset
+    from ragaudit.api.world import World, demo, make_world
 
 __getattr__ = lazy_exports(
     __name__,
@@ -26,6 +27,9 @@ __getattr__ = lazy_exports(
         "gate": "functions",
         "compare": "functions",
         "assert_no_regression": "functions",
+        "World": "world",
+        "make_world": "world",
+        "demo": "world",
     },
 )
 
@@ -34,10 +38,13 @@ __all__ = [
     "Dataset",
     "Evaluation",
     "Project",
+    "World",
     "assert_no_regression",
     "compare",
+    "demo",
     "evaluate",
     "gate",
+    "make_world",
     "system",
 ]
 

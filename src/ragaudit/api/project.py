@@ -34,9 +34,10 @@ from ragaudit.yamlfile import validate_model
 
 if TYPE_CHECKING:
     from ragaudit.analysis.ranking import RankingStudy
-    from ragaudit.analysis.summary import Summary
+    from ragaudit.analysis.summary import Summary, WeightScan
     from ragaudit.llm.client import Backend
     from ragaudit.run.harness import SystemRunStats
+    from ragaudit.steps.doctor import DoctorReport
     from ragaudit.steps.documents import DocumentStats
     from ragaudit.steps.imports import ImportStats
     from ragaudit.steps.judge import JudgeReport
@@ -330,6 +331,14 @@ class Project:
             return verify_text_templates(
                 self.config, run, client, recheck=recheck, progress=display
             )
+
+    def check_templates(self) -> list[str]:
+        """Revalidate ``templates/sql.yaml`` and ``templates/text.yaml`` against the
+        database (``ragaudit templates check``): one line per problem, each naming the
+        file and the line; empty when both files are valid. Reads only."""
+        from ragaudit.steps.templates import check
+
+        return check(self.config, self._run())
 
     # -- datasets --------------------------------------------------------------------------
 
@@ -692,6 +701,53 @@ class Project:
                 progress=display,
             )
 
+    @step
+    def scan(
+        self,
+        *,
+        k: int = 5,
+        weights: Sequence[float] = (0.0, 0.05, 0.1, 0.2, 0.5, 1.0),
+        corpus: str | Path | None = None,
+    ) -> WeightScan:
+        """Recall@k of a hybrid retriever (BM25 + dense) per text weight, per question
+        label and for all queries (``ragaudit scan``, "Know Your RAG" Table 2); writes
+        scan.json. Needs the dense extra; no LLM."""
+        from ragaudit.steps.scan import scan_run
+
+        weights = [float(w) for w in weights]
+        options = {"k": k, "weights": weights, "corpus": str(corpus) if corpus else None}
+        with self._step("scan", options) as run, self._progress() as display:
+            return scan_run(
+                run,
+                self.config,
+                k=k,
+                weights=weights,
+                corpus=Path(corpus) if corpus else None,
+                progress=display,
+            )
+
+    @step
+    def doctor(self, *, prompt: str | None = None, use_llm: bool = True) -> DoctorReport:
+        """Check the setup (``ragaudit doctor``): the database answers read-only and its
+        schema can be read, and (``use_llm``) the LLM answers ``prompt`` once, live. A
+        failed check is kept in the report with its reason (``.ok``, ``.failures``), not
+        raised, so that one call says everything that is wrong."""
+        from ragaudit.steps.doctor import DEFAULT_PROMPT, run_doctor
+
+        hooks = self.session_hooks or SessionHooks()
+        with self._step("doctor", create=True) as run:
+            report = run_doctor(
+                self.config,
+                prompt=prompt or DEFAULT_PROMPT,
+                use_llm=use_llm,
+                assemble_model=hooks.assemble_model,
+                backend=self._backends.get(self.config.llm.model),
+            )
+            if report.usage is not None:
+                report.usage.write(run.usage)
+                self.usage = report.usage
+        return report
+
     # -- async twins -----------------------------------------------------------------------
 
     atemplates_sql = twin(templates_sql)
@@ -707,6 +763,8 @@ class Project:
     areport = twin(report)
     acompare = twin(compare)
     alabel = twin(label)
+    ascan = twin(scan)
+    adoctor = twin(doctor)
 
     def __repr__(self) -> str:
         return f"Project(run_dir={str(self.run_dir)!r}, llm={self.config.llm.model!r})"

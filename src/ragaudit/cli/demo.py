@@ -45,23 +45,21 @@ def demo_cmd(
 ) -> None:
     """Everything ragaudit does, offline, on a generated company: world, templates,
     dataset, two RAG systems, judging, analysis and report.html. Resumable."""
-
-    from ragaudit.steps.demo import run_demo
+    from ragaudit.api.world import demo
 
     start = time.perf_counter()
-    with CliProgress() as progress:
-        result = run_demo(
-            out,
-            size=size,
-            seed=seed,
-            templates=templates,
-            groups=groups,
-            use_llm=not no_llm,
-            llm=llm or "local",
-            hooks=session_hooks(),
-            progress=progress,
-            reference_free=reference_free,
-        )
+    result = demo(
+        out,
+        size=size,
+        seed=seed,
+        templates=templates,
+        groups=groups,
+        use_llm=not no_llm,
+        llm=llm or "local",
+        reference_free=reference_free,
+        progress=CliProgress(),
+        session_hooks=session_hooks(),
+    )
     table = Table(title="Where the time went", title_justify="left")
     for header in ("step", "seconds", ""):
         table.add_column(header, justify="right" if header == "seconds" else "left")

@@ -10,7 +10,7 @@ import yaml
 from rich.markup import escape
 from rich.table import Table
 
-from ragaudit.cli.common import load_run
+from ragaudit.cli.common import project_for
 from ragaudit.cli.console import console, err_console, usage_table
 from ragaudit.cli.options import (
     ConfigOption,
@@ -18,12 +18,7 @@ from ragaudit.cli.options import (
     ExampleOption,
     LLMOption,
 )
-from ragaudit.cli.progress import prepare_embedded_model
-from ragaudit.errors import UserError
-from ragaudit.llm.usage import UsageMeter
-from ragaudit.rundir import RunDir
-from ragaudit.secrets import redact
-from ragaudit.steps.doctor import check_database, check_llm
+from ragaudit.steps.doctor import DEFAULT_PROMPT
 
 if TYPE_CHECKING:
     from ragaudit.db import SchemaInfo
@@ -60,58 +55,45 @@ def doctor(
     llm: LLMOption = None,
     prompt: Annotated[
         str, typer.Option("--prompt", help="What to ask the LLM for the round trip.")
-    ] = "In one short sentence: why test a RAG system with questions whose answers are known?",
+    ] = DEFAULT_PROMPT,
     skip_llm: Annotated[bool, typer.Option("--skip-llm", help="Do not call the LLM.")] = False,
 ) -> None:
     """Check the setup: resolved configuration, database schema, and one LLM round trip."""
-    config = load_run(config_path, example, db, llm=llm)
-    run = RunDir.from_config(config).create()
-    run.lock("doctor")
-    run.record_step(config, "doctor")
+    project = project_for(config_path, example, db, llm)
+    report = project.doctor(prompt=prompt, use_llm=not skip_llm)
 
     console.rule("configuration")
-    console.print(
-        yaml.safe_dump(config.masked_dict(), sort_keys=False, allow_unicode=True).rstrip()
-    )
-    failures: list[str] = []
+    console.print(yaml.safe_dump(report.config, sort_keys=False, allow_unicode=True).rstrip())
 
     console.rule("database")
-    if not config.database.url:
-        console.print("no database configured (database.url); use --db URL or --example")
+    if report.database is not None:
+        found = report.database
+        ro = "read-only enforced" if found.read_only_enforced else "read-only NOT enforced"
+        console.print(f"{found.display_url}  ({found.dialect}, {ro})", markup=False)
+        console.print(_schema_table(found.schema))
+    elif report.database_error is not None:
+        err_console.print(f"[red]database check failed:[/red] {escape(report.database_error)}")
     else:
-        try:
-            found = check_database(config)
-            ro = "read-only enforced" if found.read_only_enforced else "read-only NOT enforced"
-            console.print(f"{found.display_url}  ({found.dialect}, {ro})", markup=False)
-            console.print(_schema_table(found.schema))
-        except UserError as exc:
-            failures.append(str(exc))
-            err_console.print(f"[red]database check failed:[/red] {escape(redact(str(exc)))}")
+        console.print("no database configured (database.url); use --db URL or --example")
 
-    meter = UsageMeter()
     if not skip_llm:
         console.rule("LLM")
-        try:
-            # The doctor checks the live model: it never answers from the cache.
-            def ready(backend: str, load_s: float | None) -> None:
-                console.print(f"backend:  {backend}", markup=False)
-                if load_s is not None:
-                    console.print(f"loaded:   in {load_s:.2f} s")
-
-            trip = check_llm(
-                config, prompt, meter, assemble_model=prepare_embedded_model, on_ready=ready
-            )
+        if report.llm_backend is not None:
+            console.print(f"backend:  {report.llm_backend}", markup=False)
+        if report.llm_load_s is not None:
+            console.print(f"loaded:   in {report.llm_load_s:.2f} s")
+        if report.llm is not None:
+            trip = report.llm
             console.print(f"question: {trip.question}", markup=False)
             console.print(f"answer:   {trip.answer}", markup=False)
             console.print(
                 f"latency:  {trip.latency_s:.2f} s  ({trip.prompt_tokens} prompt + "
                 f"{trip.completion_tokens} completion tokens)"
             )
-        except UserError as exc:
-            failures.append(str(exc))
-            err_console.print(f"[red]LLM check failed:[/red] {escape(redact(str(exc)))}")
-        console.print(usage_table(meter))
-    meter.write(run.usage)
-    console.print(f"run directory: {run.root}", markup=False)
-    if failures:
+        else:
+            err_console.print(f"[red]LLM check failed:[/red] {escape(report.llm_error or '')}")
+        if report.usage is not None:
+            console.print(usage_table(report.usage))
+    console.print(f"run directory: {project.run_dir}", markup=False)
+    if not report.ok:
         raise typer.Exit(code=1)

@@ -7,10 +7,9 @@ from typing import Annotated
 
 import typer
 
-from ragaudit.cli.common import load_run
+from ragaudit.cli.common import project_for
 from ragaudit.cli.console import console
 from ragaudit.cli.options import ConfigOption
-from ragaudit.cli.progress import CliProgress
 from ragaudit.rundir import RunDir
 
 
@@ -40,17 +39,11 @@ def scan_cmd(
     question label and for all queries, as "Know Your RAG"'s Table 2; writes scan.json.
     Needs the dense extra; no LLM."""
     from ragaudit.report.terminal import scan_table
-    from ragaudit.steps.scan import scan_run
 
     parsed = _weights(weights)
-    config = load_run(config_path)
-    run = RunDir.from_config(config).create()
-    run.lock("scan")
-    run.record_step(
-        config, "scan", {"k": k, "weights": parsed, "corpus": str(corpus) if corpus else None}
-    )
-    with CliProgress() as progress:
-        result = scan_run(run, config, k=k, weights=parsed, corpus=corpus, progress=progress)
+    project = project_for(config_path)
+    result = project.scan(k=k, weights=parsed, corpus=corpus)
+    run = RunDir(project.run_dir)
     console.print(scan_table(result))
     for reason, n in sorted(result.left_out.items()):
         console.print(f"left out: {n} queries, {reason}", markup=False)

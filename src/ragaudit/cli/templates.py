@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ragaudit.cli.common import load_run, project_for
+from ragaudit.cli.common import project_for
 from ragaudit.cli.console import console, err_console
 from ragaudit.cli.options import (
     ConfigOption,
@@ -22,7 +22,6 @@ from ragaudit.cli.options import (
     TextGenerator,
 )
 from ragaudit.errors import UserError
-from ragaudit.rundir import RunDir
 
 if TYPE_CHECKING:
     from ragaudit.steps.templates import TextTemplatesResult
@@ -214,11 +213,7 @@ def templates_check(
 ) -> None:
     """Revalidate templates/sql.yaml and templates/text.yaml against the database; each
     problem names the file and the line."""
-    from ragaudit.steps.templates import check
-
-    config = load_run(config_path, example, db)
-    run = RunDir.from_config(config)
-    problems = check(config, run)
+    problems = project_for(config_path, example, db).check_templates()
     for problem in problems:
         err_console.print(problem, markup=False)
     if problems:

@@ -50,23 +50,22 @@ def world_cmd(
     ] = OnFailure.template,
 ) -> None:
     """Generate a fictitious company (database and project reports) to test RAG on."""
-
-    from ragaudit.steps.world import make_world
+    from ragaudit.api.world import make_world
 
     start = time.perf_counter()
-    with CliProgress() as progress:
-        summary, rewrite = make_world(
-            out,
-            size=size,
-            seed=seed,
-            engine=engine.value,
-            force=force,
-            rewrite=llm,
-            model=model,
-            on_failure="drop" if on_failure is OnFailure.drop else "template",
-            hooks=session_hooks(),
-            progress=progress,
-        )
+    made = make_world(
+        out,
+        size=size,
+        seed=seed,
+        engine="duckdb" if engine is Engine.duckdb else "sqlite",
+        force=force,
+        rewrite=llm,
+        model=model,
+        on_failure="drop" if on_failure is OnFailure.drop else "template",
+        progress=CliProgress(),
+        session_hooks=session_hooks(),
+    )
+    summary, rewrite = made.summary, made.rewrite
     table = Table(title=f"World -> {out}", title_justify="left")
     table.add_column("")
     table.add_column("count", justify="right")

@@ -169,24 +169,28 @@ def demo_dataset(
             build_world(world, size=size, seed=seed, force=True)
     config = demo_config(world, out, groups=groups, use_llm=use_llm, llm=llm)
     run = RunDir.from_config(config).create()
-    run.lock("demo")
-    run.record_step(config, "demo")
-    note = "SQL by the schema enumerator; text by LLM (short) + verbalizer, verified"
-    with _stage(progress, timings, "templates", note if use_llm else "SQL by the enumerator; text"):
-        if not run.templates_sql.exists():
-            make_sql_templates(config, run)
-            _keep_project_templates(run, templates)
-        if not run.dataset.exists():  # words what is missing; a finished file asks nothing
-            with (
-                Session(config, run, hooks) as session,
-                session.llm("templates", use_llm) as client,
-            ):
-                _text_templates(config, run, client)
-    with _stage(progress, timings, "generate", "balanced dataset"):
-        if not run.dataset.exists():
-            generate_dataset(config, run, config.generate)
-    if use_llm:
-        _document_half(config, run, hooks, progress, timings)
+    # Held while the demo writes, and no longer: a notebook that ran it can hand the run
+    # to the command line.
+    with run.holding("demo"):
+        run.record_step(config, "demo")
+        note = "SQL by the schema enumerator; text by LLM (short) + verbalizer, verified"
+        with _stage(
+            progress, timings, "templates", note if use_llm else "SQL by the enumerator; text"
+        ):
+            if not run.templates_sql.exists():
+                make_sql_templates(config, run)
+                _keep_project_templates(run, templates)
+            if not run.dataset.exists():  # words what is missing; a finished file asks nothing
+                with (
+                    Session(config, run, hooks) as session,
+                    session.llm("templates", use_llm) as client,
+                ):
+                    _text_templates(config, run, client)
+        with _stage(progress, timings, "generate", "balanced dataset"):
+            if not run.dataset.exists():
+                generate_dataset(config, run, config.generate)
+        if use_llm:
+            _document_half(config, run, hooks, progress, timings)
     return config, run
 
 
@@ -241,41 +245,45 @@ def run_demo(
     from ragaudit.steps.judge import judge_run
     from ragaudit.steps.run import run_systems
 
-    timings: Timings = {}
-    config, run = demo_dataset(
-        out,
-        size=size,
-        seed=seed,
-        templates=templates,
-        groups=groups,
-        use_llm=use_llm,
-        llm=llm,
-        hooks=hooks,
-        progress=progress,
-        timings=timings,
-    )
-    with (
-        _stage(progress, timings, "run", "keyword-top1 and hybrid-top3 answer every query"),
-        Session(config, run, hooks) as session,
-    ):
-        run_systems(session, config.systems, progress=progress)
-    with (
-        _stage(progress, timings, "judge", "matchers first, then the LLM judge"),
-        Session(config, run, hooks) as session,
-    ):
-        # Verdicts alone (a quarter of the tokens); retrieval is right when the gold report
-        # is among those retrieved, as top-3 retrieves three.
-        judge_run(session, reasons=False, rule="all_gold", progress=with_prefix(progress, "judge "))
-    if reference_free:
-        from ragaudit.steps.reference_free import score_run
-
+    # The demo's run folder (demo_config names it), held across every step.
+    with RunDir(out / "runs" / "demo").create().holding("demo"):
+        timings: Timings = {}
+        config, run = demo_dataset(
+            out,
+            size=size,
+            seed=seed,
+            templates=templates,
+            groups=groups,
+            use_llm=use_llm,
+            llm=llm,
+            hooks=hooks,
+            progress=progress,
+            timings=timings,
+        )
         with (
-            _stage(progress, timings, "reference-free", "the four metrics of every answer"),
+            _stage(progress, timings, "run", "keyword-top1 and hybrid-top3 answer every query"),
             Session(config, run, hooks) as session,
         ):
-            score_run(session, progress=with_prefix(progress, "score "))
-    with _stage(progress, timings, "analyze"):
-        run_analysis(run, reference_free=config.reference_free)
-    with _stage(progress, timings, "report"):
-        report = write_report(run)
-    return DemoResult(run=run, world=out / "world", report=report, timings=timings)
+            run_systems(session, config.systems, progress=progress)
+        with (
+            _stage(progress, timings, "judge", "matchers first, then the LLM judge"),
+            Session(config, run, hooks) as session,
+        ):
+            # Verdicts alone (a quarter of the tokens); retrieval is right when the gold report
+            # is among those retrieved, as top-3 retrieves three.
+            judge_run(
+                session, reasons=False, rule="all_gold", progress=with_prefix(progress, "judge ")
+            )
+        if reference_free:
+            from ragaudit.steps.reference_free import score_run
+
+            with (
+                _stage(progress, timings, "reference-free", "the four metrics of every answer"),
+                Session(config, run, hooks) as session,
+            ):
+                score_run(session, progress=with_prefix(progress, "score "))
+        with _stage(progress, timings, "analyze"):
+            run_analysis(run, reference_free=config.reference_free)
+        with _stage(progress, timings, "report"):
+            report = write_report(run)
+        return DemoResult(run=run, world=out / "world", report=report, timings=timings)
