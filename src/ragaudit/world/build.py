@@ -182,7 +182,7 @@ def build_world(
     if size < 20:
         raise UserError(f"world: --size {size} is too small (at least 20 rows)")
     if out.exists() and any(out.iterdir()) and not force:
-        raise UserError(f"{out} exists and is not empty (use --force to replace it)")
+        raise UserError(f"{out} exists and is not empty (--force, or force=True, replaces it)")
     step = on_step or (lambda _s: None)
     step("company")
     company = make_company(size, seed)
