@@ -558,10 +558,11 @@ class Project:
                 progress=display,
             )
 
-    def answers(self, *, retrieval_rule: RetrievalRule = DEFAULT_RULE) -> Answers:
+    def answers(self) -> Answers:
         """Every answer of the run joined with its question, verdict, scores and where it
-        went wrong; ``.to_pandas()`` for a DataFrame."""
-        return read_answers(self._run(), retrieval_rule)
+        went wrong; ``.to_pandas()`` for a DataFrame. Its retrieval verdicts are the
+        judge's, by the rule it judged with (``judge(retrieval_rule=...)``)."""
+        return read_answers(self._run())
 
     # -- figures ---------------------------------------------------------------------------
 

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragaudit.errors import UserError
-from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule
 from ragaudit.records.models import QueryRecord
 from ragaudit.rundir import RunDir
 from ragaudit.store.answers import read_answer_table
@@ -178,14 +177,14 @@ class Answers:
         return pd.DataFrame(data, columns=ANSWER_COLUMNS + metrics)
 
 
-def read_answers(run: RunDir, rule: RetrievalRule = DEFAULT_RULE) -> Answers:
+def read_answers(run: RunDir) -> Answers:
     """The run's answers, joined by query id; where each went wrong as ``analyze`` says
     (its group's tag for the system and wording, the gold documents when known). Read from
     the run's answer table (answers.parquet), which is built again from the JSON Lines
     whenever they changed since it was written (:mod:`ragaudit.store.answers`). A second
     response, judgement or score of one (system, query), in its file or in another, is a
-    one-line error naming both files, as in every reader of the run's records. ``rule``
-    changes nothing: the retrieval verdicts are the judge's, under the rule it judged by."""
+    one-line error naming both files, as in every reader of the run's records. The
+    retrieval verdicts are the judge's, under the retrieval rule it judged by."""
     if not run.dataset.exists():
         raise UserError(f"no dataset at {run.dataset}: generate one first")
     return Answers(read_answer_table(run))
