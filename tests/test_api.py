@@ -211,8 +211,11 @@ def test_evaluate_gives_the_verdicts_and_figures_of_analyze_neutral(tmp_path: Pa
 
 
 def test_evaluate_refuses_rows_it_cannot_judge() -> None:
-    with pytest.raises(UserError, match="row 2: reference"):
+    with pytest.raises(UserError, match="row 2: answer: missing"):
         ra.evaluate([{"question": "a?", "answer": "b", "reference": "b"}, {"question": "c?"}])
+    with pytest.raises(UserError, match=r"row 2: no reference: .* need an LLM"):
+        ra.evaluate([{"question": "a?", "answer": "b", "reference": "b"}, {"question": "c?",
+                     "answer": "d"}])  # fmt: skip
     with pytest.raises(UserError, match="row 1: question"):
         ra.evaluate([{"question": "", "answer": "b", "reference": "b"}])
 
@@ -487,3 +490,154 @@ def test_importing_any_api_module_leaves_the_public_names_alone() -> None:
         assert name == "llm" or not isinstance(getattr(ra, name), types.ModuleType), name
     for name in ragaudit.api.__all__:
         assert not isinstance(getattr(ragaudit.api, name), types.ModuleType), name
+
+
+# -- what the second notebook user ran into ------------------------------------------------
+
+
+def test_evaluate_works_inside_a_running_event_loop_and_has_an_async_twin() -> None:
+    rows = [{"question": "Capital of France?", "answer": "Lyon.", "reference": "Paris"}]
+    verdict = '{"verdict": "Incorrect", "reason": "another city"}'
+
+    async def notebook_cell() -> tuple[bool | None, bool | None]:
+        plain = ra.evaluate(rows, llm=ra.llm.Scripted(default=verdict))  # a loop is running
+        twin = await ra.aevaluate(rows, llm=ra.llm.Scripted(default=verdict))
+        return plain.judgements[0].correct, twin.judgements[0].correct
+
+    assert asyncio.run(notebook_cell()) == (False, False)
+
+
+def test_a_system_changed_under_its_name_is_asked_again_only_when_told(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    project.templates_sql()
+    project.templates_text(verify=False)
+    dataset = project.generate(unverified=True)
+    project.run([ra.system(lambda q: "I don't know.", name="rag")])
+    project.judge(llm=None)
+    assert not project.answers().to_pandas()["correct"].any()
+    fixed = ra.system(_right_when_even(dataset), name="rag")
+    kept = project.run([fixed])["rag"]
+    assert kept.asked == 0 and kept.already_done == len(dataset)
+    assert any("nothing was asked" in w and "rerun=True" in w for w in kept.warnings)
+    again = project.run([fixed], rerun=True)["rag"]
+    assert again.asked == len(dataset) and again.errors == 0 and not again.warnings
+    project.judge(llm=None)  # the old verdicts are stale: the new answers are judged
+    answers = project.answers().to_pandas()
+    assert (answers["correct"] == answers["query"].map(lambda q: len(q) % 2 == 0)).all()
+
+
+def test_the_gold_files_of_a_configuration_are_read_from_the_project_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "shop"
+    root.mkdir()
+    monkeypatch.chdir(tmp_path)  # not the project's folder
+    for name in ("gold_rows", "gold_facts"):
+        (root / "ragaudit.yaml").write_text(f"generate:\n  {name}: gold.jsonl\n")
+        config = ra.Project(root=root, progress="none").config
+        assert getattr(config.generate, name) == root / "gold.jsonl"
+
+
+def test_answers_while_another_process_writes_the_run_say_so_and_store_nothing(
+    tmp_path: Path,
+) -> None:
+    project = _project(tmp_path)
+    project.templates_sql()
+    project.templates_text(verify=False)
+    project.generate(unverified=True)
+    project.run([ra.system(lambda q: "I don't know.", name="rag")])
+    table = project.run_dir / "answers.parquet"
+    table.unlink()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(f"""
+            import sys
+            from pathlib import Path
+            from ragaudit.rundir import RunDir
+            RunDir(Path({str(project.run_dir)!r})).lock("run")
+            print("held", flush=True)
+            sys.stdin.read()
+        """)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.warns(UserWarning, match=r"being written by ragaudit run \(pid \d+\)"):
+            frame = project.answers().to_pandas()
+        assert len(frame) > 0 and not table.exists()
+    finally:
+        holder.communicate("")
+    project.answers()  # the writer is gone: the table is stored again
+    assert table.exists()
+
+
+def test_a_candidate_run_asks_the_baselines_questions_and_the_gate_tells_them_apart(
+    tmp_path: Path,
+) -> None:
+    baseline = _project(tmp_path)
+    baseline.templates_sql()
+    baseline.templates_text(verify=False)
+    dataset = baseline.generate(unverified=True)
+    good = ra.system(_right_when_even(dataset), name="rag")
+    baseline.run([good])
+    baseline.judge(llm=None)
+    equal = ra.Project.example(root=tmp_path, run="equal", progress="none")
+    assert len(equal.use_dataset(baseline)) == len(dataset)
+    assert (equal.run_dir / "dataset.jsonl").read_bytes() == (
+        baseline.run_dir / "dataset.jsonl"
+    ).read_bytes()
+    equal.run([good])
+    equal.judge(llm=None)
+    assert ra.gate(baseline, equal).verdict == "PASS"
+    broken = ra.Project.example(root=tmp_path, run="broken", progress="none")
+    broken.use_dataset(baseline.run_dir / "dataset.jsonl")
+    broken.run([ra.system(lambda q: "I don't know.", name="rag")])
+    broken.judge(llm=None)
+    assert ra.gate(baseline, broken).verdict == "FAIL"
+    with pytest.raises(AssertionError, match="FAIL"):
+        ra.assert_no_regression(baseline, broken)
+    # Its answers were to these questions: another dataset under them is refused.
+    other = tmp_path / "other.jsonl"
+    other.write_text((baseline.run_dir / "dataset.jsonl").read_text().split("\n", 1)[0] + "\n")
+    with pytest.raises(ra.UserError, match="already has responses"):
+        broken.use_dataset(other)
+    with pytest.raises(ra.UserError, match="no such dataset file"):
+        broken.use_dataset(tmp_path / "nowhere")
+
+
+def test_evaluate_scores_rows_without_a_reference_with_the_reference_free_metrics() -> None:
+    from tests.support.free_responder import free_reply
+
+    paris = "Paris is the capital of France. It has two million inhabitants."
+    lyon = "Lyon is a city on the Rhone."
+    question = "What is the capital of France?"
+    rows = [
+        {"question": question, "answer": "Paris.", "reference": "Paris"},
+        {"question": question, "answer": "Paris is the capital of France.",
+         "contexts": [paris, lyon]},
+        {"question": question, "answer": "Paris is the capital. Lyon has ten million people.",
+         "contexts": [paris]},
+        {"question": question, "answer": "Paris is the capital of France."},  # no contexts
+    ]  # fmt: skip
+    llm = ra.llm.Scripted(responder=lambda messages: free_reply({"messages": messages}))
+    result = ra.evaluate(rows, llm=llm)
+    assert result.judgements[0] is not None and result.judgements[0].correct is True
+    assert result.judgements[1:] == [None, None, None]
+    assert result.scores[0] is None and result.accuracy == 1.0
+    assert result.summary is not None  # over the judged row
+    frame = result.to_pandas()
+    assert list(frame.columns[-3:]) == ["faithfulness", "answer_relevancy", "context_precision"]
+    assert frame["faithfulness"].tolist()[1:3] == [1.0, 0.5]
+    assert frame["context_precision"][1] == 1.0  # Paris (useful) ranked before Lyon
+    unknown = result.scores[3]
+    assert unknown is not None and unknown.metrics["faithfulness"].score is None
+    assert "passage" in (unknown.metrics["faithfulness"].undefined or "")
+    assert frame["faithfulness"].isna()[[0, 3]].all()  # missing, not NaN: nullable floats
+    assert str(frame["faithfulness"].dtype) == "Float64"
+    # Without an LLM nothing can score them: one line naming the first such row.
+    with pytest.raises(ra.UserError, match=r"^row 2: no reference: .*need an LLM"):
+        ra.evaluate(rows)
+    with pytest.raises(ra.UserError, match="unknown reference-free metric 'fluency'"):
+        ra.evaluate(rows, llm=llm, metrics=["fluency"])  # type: ignore[list-item]
+    # Asked for by name, every row is scored, the judged one too.
+    both = ra.evaluate(rows[:2], llm=llm, metrics=["faithfulness"])
+    assert both.metrics == ("faithfulness",) and all(s is not None for s in both.scores)

@@ -8,7 +8,9 @@ exception is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import os
 import re
+from os import PathLike
 
 
 class RagauditError(Exception):
@@ -108,3 +110,16 @@ def check_seed(seed: int) -> None:
     naming the option rather than numpy's "expected non-negative integer"."""
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise UserError(f"seed must be a whole number of at least 0, not {seed!r}")
+
+
+def looked_in(path: PathLike[str] | str) -> str:
+    """What to add to "no such file" for a relative ``path``: the folder it was looked for
+    in (the working directory), since a relative path in a configuration is read from where
+    the command runs, not from the configuration's folder.
+
+    >>> looked_in("/data/rows.jsonl")
+    ''
+    """
+    if os.path.isabs(path):
+        return ""
+    return f" (a relative path, looked for in {os.getcwd()})"

@@ -259,6 +259,21 @@ class RunDir:
         handle.flush()
         _HELD[key] = handle
 
+    def writer_elsewhere(self) -> str | None:
+        """Who holds the run directory in another process (``ragaudit run (pid 123)``), or
+        None: a reader that would write a file derived from the run's records (the answer
+        table) leaves it alone while another process is still writing them."""
+        path = self.root / ".lock"
+        if fcntl is None or path.resolve() in _HELD or not path.is_file():
+            return None
+        with path.open("r", encoding="utf-8") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return handle.read().strip() or "another ragaudit process"
+            fcntl.flock(handle, fcntl.LOCK_UN)
+        return None
+
     @contextlib.contextmanager
     def holding(self, step: str) -> Iterator[RunDir]:
         """:meth:`lock` for the length of a ``with`` block: a long-lived process (a

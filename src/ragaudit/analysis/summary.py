@@ -675,6 +675,84 @@ class Summary(_Model):
         # Nullable floats: an undefined figure stays missing (<NA>), never becomes NaN.
         return frame.astype({"value": "Float64", "low": "Float64", "high": "Float64"})
 
+    def comparisons_to_pandas(self) -> Any:
+        """The paired comparisons (:attr:`comparisons`: which system or wording is worse,
+        and by how much) as a pandas DataFrame, one row per comparison: metric, system_a,
+        variant_a, value_a, system_b, variant_b, value_b, difference (a - b), low, high
+        (its 95% interval), p_value, n_groups, significant (p < 0.05) and verdict, the
+        comparison in one sentence. Untested or undefined figures stay null.
+
+        Examples:
+            >>> from ragaudit.analysis.comparisons import comparisons
+            >>> from ragaudit.analysis.metrics import Example, analyze
+            >>> examples = [Example(f"q{i}{v}", f"g{i}", v, v == "short" or i % 4 == 0)
+            ...             for i in range(12) for v in ("short", "long")]
+            >>> summary = Summary(retrieval_rule="any", systems=analyze(examples).systems,
+            ...                   comparisons=comparisons(examples))
+            >>> frame = summary.comparisons_to_pandas()
+            >>> row = frame[frame.metric == "accuracy"].iloc[0]
+            >>> row.variant_a, row.variant_b, float(row.difference), bool(row.significant)
+            ('long', 'short', -0.75, True)
+        """
+        import pandas as pd
+
+        columns = ["metric", "system_a", "variant_a", "value_a", "system_b", "variant_b"]
+        columns += ["value_b", "difference", "low", "high", "p_value", "n_groups"]
+        columns += ["significant", "verdict"]
+        rows = [
+            {
+                "metric": c.metric,
+                "system_a": c.a.system,
+                "variant_a": c.a.variant,
+                "value_a": c.a.value,
+                "system_b": c.b.system,
+                "variant_b": c.b.variant,
+                "value_b": c.b.value,
+                "difference": c.difference,
+                "low": c.ci95[0] if c.ci95 else None,
+                "high": c.ci95[1] if c.ci95 else None,
+                "p_value": c.p_value,
+                "n_groups": c.n_groups,
+                "significant": c.significant(),
+                "verdict": c.verdict,
+            }
+            for c in self.comparisons
+        ]
+        floats = ["value_a", "value_b", "difference", "low", "high", "p_value"]
+        frame = pd.DataFrame(rows, columns=columns)
+        return frame.astype({name: "Float64" for name in floats})
+
+    def ranking_to_pandas(self) -> Any:
+        """The ranking metrics of retrieval (:attr:`retrieval_ranking`: Recall@k, MRR,
+        nDCG@k against the gold ids) as a pandas DataFrame, one row per system x variant
+        x metric: system, variant, metric, value (the mean over the queries with gold
+        ids), low, high (its 95% interval), n (those queries). Empty where no system
+        returned retrieved ids or no query has gold ids.
+
+        Examples:
+            >>> Summary(retrieval_rule="any", systems={}).ranking_to_pandas().columns.tolist()
+            ['system', 'variant', 'metric', 'value', 'low', 'high', 'n']
+        """
+        import pandas as pd
+
+        rows = [
+            {
+                "system": system,
+                "variant": variant,
+                "metric": metric,
+                "value": mean.value,
+                "low": mean.ci95[0],
+                "high": mean.ci95[1],
+                "n": mean.n,
+            }
+            for system, ranking in self.retrieval_ranking.items()
+            for variant, metrics in ranking.variants.items()
+            for metric, mean in metrics.items()
+        ]
+        columns = ["system", "variant", "metric", "value", "low", "high", "n"]
+        frame = pd.DataFrame(rows, columns=columns)
+        return frame.astype({"value": "Float64", "low": "Float64", "high": "Float64"})
+
 
 # The proportions of a variant's figures, in the order tables show them.
 _VARIANT_PROPORTIONS = (

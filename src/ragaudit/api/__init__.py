@@ -9,16 +9,21 @@ from typing import TYPE_CHECKING
 from ragaudit.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from ragaudit.api.evaluation import Evaluation, evaluate
-    from ragaudit.api.functions import assert_no_regression, compare, gate, system
+    from ragaudit.api.evaluation import Evaluation, aevaluate, evaluate
+    from ragaudit.api.functions import acompare, agate, assert_no_regression, compare, gate, system
     from ragaudit.api.project import Project
     from ragaudit.api.tables import Answers, Dataset
-    from ragaudit.api.world import World, demo, make_world
+    from ragaudit.api.world import World, ademo, amake_world, demo, make_world
 
 __getattr__ = lazy_exports(
     __name__,
     {
         "Project": "project",
+        "ademo": "world",
+        "amake_world": "world",
+        "acompare": "functions",
+        "agate": "functions",
+        "aevaluate": "evaluation",
         "evaluate": "evaluation",
         "Evaluation": "evaluation",
         "Answers": "tables",
@@ -39,6 +44,11 @@ __all__ = [
     "Evaluation",
     "Project",
     "World",
+    "acompare",
+    "ademo",
+    "aevaluate",
+    "agate",
+    "amake_world",
     "assert_no_regression",
     "compare",
     "demo",

@@ -1,29 +1,35 @@
 """``ra.evaluate``: the logs of any system (question, answer, reference, ...) judged and
 analyzed, with no project and no run: what Ragas's ``evaluate(...)`` is to a dataset.
 
-Each row is judged as ``ragaudit judge`` judges a response (deterministic matchers first,
-then the LLM judge when one is given), and the verdicts are analyzed exactly as
-``ragaudit analyze --neutral`` analyzes a neutral file: the rows are written as one (in a
-folder of the caller's, or a temporary one) and read back by the same code.
+Each row with a reference is judged as ``ragaudit judge`` judges a response
+(deterministic matchers first, then the LLM judge when one is given), and the verdicts are
+analyzed exactly as ``ragaudit analyze --neutral`` analyzes a neutral file: the rows are
+written as one (in a folder of the caller's, or a temporary one) and read back by the same
+code. Rows without a reference (production logs) are scored with the reference-free
+metrics instead, as ``ragaudit judge --reference-free`` scores a run's answers.
 """
 
 from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragaudit.aio import new_event_loop
 from ragaudit.analysis.summary import Summary
+from ragaudit.api.calls import step, twin
 from ragaudit.errors import UserError
 from ragaudit.judge.cascade import JudgeStats, judge_many
 from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, check_rule
 from ragaudit.llm.options import LLMConfig
 from ragaudit.records.io import write_jsonl_atomic
 from ragaudit.records.models import (
+    FREE_METRICS,
+    FreeMetric,
+    FreeScoreRecord,
     Judgement,
     QueryRecord,
     Reference,
@@ -37,7 +43,7 @@ from ragaudit.steps.analyze import run_analysis
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ragaudit.llm.client import Backend
+    from ragaudit.llm.client import Backend, LLMClient
 
 ROW_COLUMNS = [
     "query_id",
@@ -52,62 +58,83 @@ ROW_COLUMNS = [
     "rationale",
 ]
 
+# The reference-free metrics a row without a reference is scored with, unless asked
+# otherwise (self-consistency needs answers drawn again, which logs do not have).
+DEFAULT_FREE_METRICS: tuple[FreeMetric, ...] = (
+    "faithfulness",
+    "answer_relevancy",
+    "context_precision",
+)
+
 
 @dataclass(frozen=True)
 class Evaluation:
-    """What :func:`evaluate` found: a verdict per row, and the figures over them."""
+    """What :func:`evaluate` found: per row its verdict (None for a row without a
+    reference) and its reference-free scores (None where none was asked), and the figures
+    over the judged rows (``summary``: None when no row had a reference)."""
 
     queries: list[QueryRecord]
     responses: list[ResponseRecord]
-    judgements: list[Judgement]
-    summary: Summary
+    judgements: list[Judgement | None]
+    summary: Summary | None
     methods: dict[str, int]  # how the verdicts were reached (match:<rule>, llm, unmatched)
-    neutral: Path  # the neutral file the figures were computed from
+    neutral: Path | None  # the neutral file the figures were computed from
+    scores: list[FreeScoreRecord | None] = field(default_factory=list)
+    metrics: tuple[FreeMetric, ...] = ()  # the reference-free metrics scored
 
     @property
     def accuracy(self) -> float | None:
         """Correct verdicts over decided ones (None when none was decided)."""
-        decided = [j.correct for j in self.judgements if j.correct is not None]
+        decided = [j.correct for j in self.judgements if j is not None and j.correct is not None]
         return sum(decided) / len(decided) if decided else None
 
     def to_pandas(self) -> pd.DataFrame:
         """One row per input row: query_id, group_id, variant, question, reference,
-        answer, correct, method, retrieval_correct, rationale."""
+        answer, correct, method, retrieval_correct, rationale, and a column per
+        reference-free metric scored (its score; null where it is undefined, its reason in
+        :attr:`scores`). A row without a reference has no reference and no verdict."""
         import pandas as pd
 
-        rows = [
-            {
+        scores = self.scores or [None] * len(self.queries)
+        rows = []
+        for q, r, j, sc in zip(self.queries, self.responses, self.judgements, scores, strict=True):
+            row: dict[str, Any] = {
                 "query_id": q.query_id,
                 "group_id": q.group_id,
                 "variant": q.variant,
                 "question": q.query,
-                "reference": q.reference.display,
+                "reference": q.reference.display if j is not None else None,
                 "answer": r.response,
-                "correct": j.correct,
-                "method": j.method,
-                "retrieval_correct": j.retrieval_correct,
-                "rationale": j.rationale,
+                "correct": j.correct if j is not None else None,
+                "method": j.method if j is not None else None,
+                "retrieval_correct": j.retrieval_correct if j is not None else None,
+                "rationale": j.rationale if j is not None else None,
             }
-            for q, r, j in zip(self.queries, self.responses, self.judgements, strict=True)
-        ]
-        return pd.DataFrame(rows, columns=ROW_COLUMNS)
+            for metric in self.metrics:
+                scored = sc.metrics.get(metric) if sc is not None else None
+                row[metric] = scored.score if scored is not None else None
+            rows.append(row)
+        frame = pd.DataFrame(rows, columns=ROW_COLUMNS + list(self.metrics))
+        # Nullable floats: an undefined score stays missing (<NA>), never becomes NaN.
+        return frame.astype({metric: "Float64" for metric in self.metrics})
 
 
 def _records(
     rows: Iterable[Mapping[str, Any]], system: str
-) -> tuple[list[QueryRecord], list[ResponseRecord], list[bool]]:
-    """The rows as queries and responses, and whether each row says what was retrieved
-    (an empty list is a retrieval that found nothing; no list, a retrieval not known)."""
-    queries, responses, known = [], [], []
+) -> tuple[list[QueryRecord], list[ResponseRecord], list[bool], list[bool]]:
+    """The rows as queries and responses, whether each row says what was retrieved (an
+    empty list is a retrieval that found nothing; no list, a retrieval not known), and
+    whether it has a reference (a row without one is not judged)."""
+    queries, responses, known, referenced = [], [], [], []
     seen: set[str] = set()
     for i, row in enumerate(rows, 1):
         where = f"row {i}"
         question = row.get("question", row.get("query"))
         if not isinstance(question, str) or not question.strip():
             raise UserError(f"{where}: question: expected a non-empty string")
-        if "reference" not in row or row["reference"] is None:
-            raise UserError(f"{where}: reference: needed to judge the answer (the known answer)")
-        values = _values(row["reference"], where)
+        has_reference = row.get("reference") is not None
+        referenced.append(has_reference)
+        values = _values(row["reference"], where) if has_reference else []
         if "answer" not in row and "response" not in row:
             raise UserError(f"{where}: answer: missing (the system's answer; null for none)")
         answer = row.get("answer", row.get("response"))
@@ -154,7 +181,7 @@ def _records(
         )
     if not queries:
         raise UserError("evaluate: no rows")
-    return queries, responses, known
+    return queries, responses, known, referenced
 
 
 def _present(value: Any) -> bool:
@@ -210,23 +237,28 @@ def _missing(value: Any) -> bool:
         return False
 
 
+@step
 def evaluate(
     rows: Iterable[Mapping[str, Any]] | Any,
     *,
     llm: str | Backend | None = None,
+    metrics: Sequence[FreeMetric] | None = None,
     system: str = "external",
     retrieval_rule: RetrievalRule = DEFAULT_RULE,
     seed: int = 0,
     out: str | Path | None = None,
 ) -> Evaluation:
     """Judge and analyze logged rows (dicts, or a DataFrame): ``question``, ``answer``,
-    ``reference`` (a value or a list of values, the known answer) and optionally
+    and optionally ``reference`` (a value or a list of values, the known answer),
     ``group`` (rows of one group are wordings of one question: robustness is computed
     over them), ``variant``, ``contexts``, ``retrieved_ids``, ``gold_ids``, ``system``,
-    ``query_id``. ``llm`` (a model name or a :class:`ragaudit.llm.Scripted`) judges what
-    the matchers leave open; without it those answers are ``unmatched`` and count
-    incorrect. ``out``: a folder for the neutral file and the figures (default: a
-    temporary one).
+    ``query_id``. A row with a reference is judged: the matchers first, then ``llm`` (a
+    model name or a :class:`ragaudit.llm.Scripted`) for what they leave open; without it
+    those answers are ``unmatched`` and count incorrect. A row without a reference
+    (production logs) is scored with the reference-free ``metrics`` (faithfulness, answer
+    relevancy and context precision by default, from its ``contexts``), which needs
+    ``llm``; ``metrics`` given scores every row with them. ``out``: a folder for the
+    neutral file and the figures (default: a temporary one).
 
     Examples:
         >>> result = evaluate([{"question": "Capital of France?", "answer": "Paris.",
@@ -235,7 +267,23 @@ def evaluate(
         (True, 'match:exact')
     """
     check_rule(retrieval_rule)
-    queries, responses, retrieval_known = _records(_rows(rows), system)
+    unknown = [m for m in metrics or () if m not in FREE_METRICS]
+    if unknown:
+        raise UserError(
+            f"evaluate: unknown reference-free metric {unknown[0]!r}: use {', '.join(FREE_METRICS)}"
+        )
+    queries, responses, retrieval_known, referenced = _records(_rows(rows), system)
+    wanted = tuple(metrics) if metrics is not None else ()
+    if not all(referenced) and metrics is None:
+        wanted = DEFAULT_FREE_METRICS
+    scored = [bool(metrics) or not has for has in referenced] if wanted else []
+    if wanted and llm is None:
+        first = referenced.index(False) + 1 if not all(referenced) else 1
+        raise UserError(
+            f"row {first}: {'no reference: ' if not all(referenced) else ''}the reference-free "
+            f"metrics ({', '.join(wanted)}) need an LLM: give llm= (a model name or "
+            "ra.llm.Scripted), or a reference to judge the answer against"
+        )
     client = None
     loop = new_event_loop()
     if llm is not None:
@@ -247,41 +295,107 @@ def evaluate(
             spec = getattr(llm, "spec", None) or f"scripted:{llm.model}"
             client = make_llm(LLMConfig(model=spec), loop=loop, backend=llm)
     stats = JudgeStats()
+    judged = [i for i, has in enumerate(referenced) if has]
     try:
-        judgements = loop.run_until_complete(
+        verdicts = loop.run_until_complete(
             judge_many(
-                zip(queries, responses, strict=True), client, rule=retrieval_rule, stats=stats
+                ((queries[i], responses[i]) for i in judged),
+                client,
+                rule=retrieval_rule,
+                stats=stats,
             )
         )
+        scores: list[FreeScoreRecord | None] = []
+        if wanted:
+            assert client is not None  # checked above: the metrics need an LLM
+            scores = loop.run_until_complete(
+                _free_scores(client, queries, responses, scored, retrieval_known, wanted)
+            )
     finally:
         if client is not None:
             client.close()
         loop.close()
-    folder = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="ragaudit-evaluate-"))
-    folder.mkdir(parents=True, exist_ok=True)
-    neutral = folder / "neutral.jsonl"
-    lines = []
-    for q, r, j, known in zip(queries, responses, judgements, retrieval_known, strict=True):
-        if j.correct is None:
-            continue  # the judge failed: left out, as analyze leaves judge-failed answers out
-        lines.append(
-            {
-                "query_id": q.query_id,
-                "group_id": q.group_id,
-                "variant": q.variant,
-                "query": q.query,
-                "reference": q.reference.display,
-                "response": r.response,
-                "retrieved_ids": r.retrieved_ids if known else None,
-                "gold_ids": q.gold_ids,
-                "gold_kind": q.gold_kind,
-                "correct": j.correct,
-                "system": r.system,
-                "error": r.error,
-            }
+    judgements: list[Judgement | None] = [None] * len(queries)
+    for i, verdict in zip(judged, verdicts, strict=True):
+        judgements[i] = verdict
+    summary = None
+    neutral = None
+    if judged:
+        folder = (
+            Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="ragaudit-evaluate-"))
         )
-    write_jsonl_atomic(neutral, [json.loads(json.dumps(line)) for line in lines])
-    summary = run_analysis(
-        RunDir(folder), neutral=[neutral], rule=retrieval_rule, seed=seed, system=system
-    ).summary
-    return Evaluation(queries, responses, judgements, summary, dict(stats.methods), neutral)
+        folder.mkdir(parents=True, exist_ok=True)
+        neutral = folder / "neutral.jsonl"
+        lines = []
+        for i in judged:
+            q, r, j, known = queries[i], responses[i], judgements[i], retrieval_known[i]
+            assert j is not None
+            if j.correct is None:
+                continue  # the judge failed: left out, as analyze leaves judge-failed answers out
+            lines.append(
+                {
+                    "query_id": q.query_id,
+                    "group_id": q.group_id,
+                    "variant": q.variant,
+                    "query": q.query,
+                    "reference": q.reference.display,
+                    "response": r.response,
+                    "retrieved_ids": r.retrieved_ids if known else None,
+                    "gold_ids": q.gold_ids,
+                    "gold_kind": q.gold_kind,
+                    "correct": j.correct,
+                    "system": r.system,
+                    "error": r.error,
+                }
+            )
+        write_jsonl_atomic(neutral, [json.loads(json.dumps(line)) for line in lines])
+        summary = run_analysis(
+            RunDir(folder), neutral=[neutral], rule=retrieval_rule, seed=seed, system=system
+        ).summary
+    return Evaluation(
+        queries,
+        responses,
+        judgements,
+        summary,
+        dict(stats.methods),
+        neutral,
+        scores=scores or [None] * len(queries),
+        metrics=wanted,
+    )
+
+
+async def _free_scores(
+    client: LLMClient,
+    queries: list[QueryRecord],
+    responses: list[ResponseRecord],
+    scored: list[bool],
+    retrieval_known: list[bool],
+    metrics: tuple[FreeMetric, ...],
+) -> list[FreeScoreRecord | None]:
+    """The reference-free scores of the rows ``scored`` marks, by the same scorer as
+    ``ragaudit judge --reference-free`` (None for the others)."""
+    from ragaudit.judge.reference_free import FreeItem, FreeScorer, score_items
+    from ragaudit.steps.reference_free import sentence_encoder
+
+    def passages(r: ResponseRecord, known: bool) -> tuple[str, ...] | None:
+        # None: the texts are not known (no contexts given), and the metrics that read
+        # them say so; an empty tuple: nothing was retrieved.
+        texts = [item.text for item in r.retrieved]
+        if not known or any(text is None for text in texts):
+            return None
+        return tuple(text for text in texts if text is not None)
+
+    items = [
+        FreeItem(q.query_id, r.system, q.query, r.response, passages(r, known))
+        for q, r, wanted, known in zip(queries, responses, scored, retrieval_known, strict=True)
+        if wanted
+    ]
+    embed = sentence_encoder() if "answer_relevancy" in metrics else None
+    records = await score_items(FreeScorer(client, embed=embed), items, list(metrics))
+    by_id = {record.query_id: record for record in records}
+    return [
+        by_id.get(q.query_id) if wanted else None for q, wanted in zip(queries, scored, strict=True)
+    ]
+
+
+aevaluate = twin(evaluate)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragaudit.analysis.gate import DEFAULT_MIN_COVERAGE, GateReport, MissingPolicy
+from ragaudit.api.calls import twin
 from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule
 from ragaudit.systems.adapters.function import CallableSystem
 
@@ -126,6 +127,7 @@ def assert_no_regression(
     """For pytest: :func:`gate` (the same options), raising AssertionError with the
     summary unless it passes (a regression, a missing system or an untestable check is
     not a pass)."""
+    __tracebackhide__ = True  # pytest shows the gate's summary, not this function's source
     from ragaudit.steps.gate import gate_markdown
 
     report = gate(
@@ -155,3 +157,8 @@ def compare(run: Project | str | Path, **options: Any) -> RankingStudy:
     config = Config()
     config.run.root, config.run.name = path.parent, path.name
     return Project(config, progress="none").compare(**options)
+
+
+# The async twins: each awaits its call in a worker thread.
+agate = twin(gate)
+acompare = twin(compare)

@@ -13,14 +13,12 @@ inside a running event loop (a notebook cell): the step then runs in a worker th
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import functools
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Literal
 
+from ragaudit.api.calls import step, twin
 from ragaudit.api.progress import Progress, ProgressChoice, make_progress
 from ragaudit.api.tables import Answers, Dataset, read_answers
 from ragaudit.config import DEFAULT_CONFIG_NAME, Config, assign, load_config
@@ -45,9 +43,6 @@ if TYPE_CHECKING:
     from ragaudit.steps.reference_free import ScoreEntry
     from ragaudit.steps.templates import SqlTemplatesResult, TextTemplatesResult
 
-P = ParamSpec("P")
-T = TypeVar("T")
-
 
 class _Default:
     """The project's own LLM (``judge()``), as against ``judge(llm=None)``: none."""
@@ -57,39 +52,6 @@ class _Default:
 
 
 PROJECT_LLM: Any = _Default()
-
-
-def _loop_running() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
-
-
-def step(method: Callable[P, T]) -> Callable[P, T]:
-    """A step of the API: callable from plain code and from inside a running event loop
-    (a notebook), where it runs in a worker thread, since a step runs its own loop."""
-
-    @functools.wraps(method)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
-        if not _loop_running():
-            return method(*args, **kwargs)
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragaudit") as pool:
-            return pool.submit(method, *args, **kwargs).result()
-
-    return wrapper
-
-
-def twin(method: Callable[P, T]) -> Callable[P, Any]:
-    """The async twin of a step: awaits it in a worker thread."""
-
-    @functools.wraps(method)
-    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
-        return await asyncio.to_thread(method, *args, **kwargs)
-
-    wrapper.__doc__ = f"Async twin of :meth:`{method.__name__}`."
-    return wrapper
 
 
 def _as_system(value: Any) -> System:
@@ -107,8 +69,9 @@ def _as_system(value: Any) -> System:
 
 
 def _anchor(config: Config, root: Path) -> Config:
-    """``config`` with its relative paths (the runs' folder, the corpus, the index folder)
-    taken against ``root`` instead of the working directory."""
+    """``config`` with its relative paths (the runs' folder, the corpus, the index folder,
+    the gold rows and facts, a SQLite or DuckDB file) taken against ``root`` instead of
+    the working directory."""
     config = config.model_copy(deep=True)
     if not config.run.root.is_absolute():
         config.run.root = root / config.run.root
@@ -116,6 +79,10 @@ def _anchor(config: Config, root: Path) -> Config:
         config.corpus.path = root / config.corpus.path
     if config.harness.index_dir is not None and not config.harness.index_dir.is_absolute():
         config.harness.index_dir = root / config.harness.index_dir
+    for name in ("gold_rows", "gold_facts"):
+        path = getattr(config.generate, name)
+        if path is not None and not path.is_absolute():
+            setattr(config.generate, name, root / path)
     config.database.url = _anchor_url(config.database.url, root)
     return config
 
@@ -422,6 +389,36 @@ class Project:
             run.record_step(self.config, "generate", {"import": str(path)})
         return stats
 
+    @step
+    def use_dataset(self, source: Project | str | Path) -> Dataset:
+        """Ask this run the questions of another: ``source`` is a project, a run folder or
+        a dataset.jsonl, copied (checked, atomically) into this run's folder. How a
+        candidate run for :func:`ra.gate` is made: ``ra.Project(..., run="candidate")
+        .use_dataset(baseline)``, then run and judge it. Refused where this run already has
+        responses to another dataset (they would be scored against the wrong questions);
+        copying the same dataset again changes nothing."""
+        from ragaudit.records.io import atomic_write_text
+        from ragaudit.store.records import read_queries
+
+        path = source.run_dir if isinstance(source, Project) else Path(source)
+        if path.is_dir():
+            path = path / "dataset.jsonl"
+        if not path.is_file():
+            raise UserError(f"use_dataset: {path}: no such dataset file")
+        text = path.read_text(encoding="utf-8")
+        read_queries(path)  # every line a question, or a one-line error naming it
+        with self._step("generate", {"dataset_from": str(path)}) as run:
+            if run.dataset.exists() and run.dataset.read_text(encoding="utf-8") == text:
+                return Dataset.read(run)
+            answered = sorted(p.name for p in run.responses_dir.glob("*.jsonl"))
+            if answered:
+                raise UserError(
+                    f"use_dataset: {run.root} already has responses ({answered[0]}) to "
+                    "another dataset: give this run another name (run=...)"
+                )
+            atomic_write_text(run.dataset, text)
+            return Dataset.read(run)
+
     def dataset(self) -> Dataset:
         """The run's dataset as it is on disk (whichever door wrote it)."""
         return Dataset.read(self._run())
@@ -435,12 +432,16 @@ class Project:
         *,
         limit: int | None = None,
         retry_errors: bool = False,
+        rerun: bool = False,
         concurrency: int | None = None,
         timeout: float | None = None,
     ) -> dict[str, SystemRunStats]:
         """Ask every system every question (``ragaudit run``): the configuration's systems,
         or those named, or systems of your own (``ra.system(fn, name=...)``). Resumable: a
-        rerun asks only what is missing. Returns per system what was asked and how it went."""
+        second call asks only what is missing, so a system changed under the same name
+        keeps its old answers (and says so in its ``warnings``) unless ``rerun=True``,
+        which asks every query again (``judge`` then judges the new answers). Returns per
+        system what was asked and how it went."""
         from ragaudit.steps.run import run_systems, selected_systems
 
         config = self.config.model_copy(deep=True)
@@ -460,6 +461,7 @@ class Project:
             "system": names + [s.name for s in objects] or None,
             "limit": limit,
             "retry_errors": retry_errors,
+            "rerun": rerun,
             "timeout": timeout,
         }
         with (
@@ -472,6 +474,7 @@ class Project:
                 chosen,
                 limit=limit,
                 retry_errors=retry_errors,
+                rerun=rerun,
                 progress=display,
             )
 
@@ -757,6 +760,7 @@ class Project:
     agenerate = twin(generate)
     agenerate_documents = twin(generate_documents)
     aimport_questions = twin(import_questions)
+    ause_dataset = twin(use_dataset)
     arun = twin(run)
     ajudge = twin(judge)
     ascore = twin(score)

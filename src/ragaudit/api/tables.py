@@ -9,6 +9,7 @@ so that what the command line wrote and what Python wrote read the same.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -184,7 +185,15 @@ def read_answers(run: RunDir) -> Answers:
     whenever they changed since it was written (:mod:`ragaudit.store.answers`). A second
     response, judgement or score of one (system, query), in its file or in another, is a
     one-line error naming both files, as in every reader of the run's records. The
-    retrieval verdicts are the judge's, under the retrieval rule it judged by."""
+    retrieval verdicts are the judge's, under the retrieval rule it judged by. While
+    another process writes the run (``ragaudit run`` still answering), the answers are
+    what it has written so far: a warning says so, and the table is not stored."""
     if not run.dataset.exists():
         raise UserError(f"no dataset at {run.dataset}: generate one first")
-    return Answers(read_answer_table(run))
+    holder = run.writer_elsewhere()
+    if holder is not None:
+        warnings.warn(
+            f"{run.root} is being written by {holder}: these answers are those written so far",
+            stacklevel=3,
+        )
+    return Answers(read_answer_table(run, write=holder is None))

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from ragaudit.api.calls import step, twin
 from ragaudit.api.progress import Progress, ProgressChoice, make_progress
-from ragaudit.api.project import Project, step, twin
+from ragaudit.api.project import Project
 
 if TYPE_CHECKING:
     from ragaudit.steps.demo import DemoResult

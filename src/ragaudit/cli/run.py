@@ -28,6 +28,14 @@ def run_cmd(
         bool,
         typer.Option("--retry-errors", help="Ask again the queries whose record has an error."),
     ] = False,
+    rerun: Annotated[
+        bool,
+        typer.Option(
+            "--rerun",
+            help="Ask every query again, replacing the systems' earlier responses (a system "
+            "changed under the same name); judge then judges the new answers.",
+        ),
+    ] = False,
     concurrency: Annotated[
         int | None, typer.Option("--concurrency", min=1, help="Queries in flight (overrides).")
     ] = None,
@@ -40,7 +48,7 @@ def run_cmd(
     query. Resumable: a rerun asks only what is missing."""
 
     project = project_for(config_path, llm=llm, rate=True, transient=False)
-    results = project.run(system, limit=limit, retry_errors=retry_errors,
+    results = project.run(system, limit=limit, retry_errors=retry_errors, rerun=rerun,
                           concurrency=concurrency, timeout=timeout)  # fmt: skip
     run = RunDir(project.run_dir)
     table = Table(title=f"Responses -> {run.responses_dir}", title_justify="left")

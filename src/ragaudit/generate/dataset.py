@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 
 from ragaudit.db.engine import Database
 from ragaudit.db.schema import SchemaInfo
-from ragaudit.errors import ConfigError
+from ragaudit.errors import ConfigError, looked_in
 from ragaudit.generate.options import GenerateOptions, GoldRule
 from ragaudit.generate.sql.instantiate import (
     AnswerFact,
@@ -320,7 +320,7 @@ class FactGold:
         self._docs: dict[tuple[str, str, str], list[str]] = {}
         self._covered: set[tuple[str, str]] | None = None
         if not path.is_file():
-            raise ConfigError(f"generate.gold_facts: {path}: no such file")
+            raise ConfigError(f"generate.gold_facts: {path}: no such file{looked_in(path)}")
         for number, row in iter_jsonl_dicts(path):
             doc = row.get("id")
             facts = row.get("facts")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ragaudit.config import Config
@@ -27,7 +27,7 @@ class DatabaseCheck:
     display_url: str
     dialect: str
     read_only_enforced: bool
-    schema: SchemaInfo
+    schema: SchemaInfo = field(repr=False)
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class DoctorReport:
     check what it found or why it failed (both None: not asked: no database configured,
     or the LLM skipped). ``ok`` is false when a check that was asked failed."""
 
-    config: dict[str, object]
+    config: dict[str, object] = field(repr=False)
     database: DatabaseCheck | None = None
     database_error: str | None = None
     llm: LLMCheck | None = None

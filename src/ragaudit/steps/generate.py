@@ -10,7 +10,7 @@ from typing import Any
 
 from ragaudit.config import Config, GenerateOptions
 from ragaudit.db import Database, SchemaInfo
-from ragaudit.errors import ConfigError, UserError
+from ragaudit.errors import ConfigError, UserError, looked_in
 from ragaudit.generate.dataset import (
     DatasetStats,
     TextConflicts,
@@ -126,7 +126,7 @@ def facts_from_rows(
     if config.corpus.path is None:
         raise ConfigError(f"{where}: needs corpus.path (the documents' texts are checked)")
     if not path.is_file():
-        raise ConfigError(f"{where}: {path}: no such file")
+        raise ConfigError(f"{where}: {path}: no such file{looked_in(path)}")
     rows = read_row_map(path)
     texts = {d.id: d.text for d in load_corpus(config.corpus.path)}
     wanted: dict[str, set[str]] = {}

@@ -102,13 +102,17 @@ def run_systems(
     *,
     limit: int | None = None,
     retry_errors: bool = False,
+    rerun: bool = False,
     progress: Progress = SILENT,
 ) -> dict[str, SystemRunStats]:
     """Ask every system in ``systems`` every query (the first ``limit``), one system after
     the other, each with the harness's concurrency; the built-in ones answer with the
     session's clients (one per model they name). A system may be a configuration entry or
     an object already built (``ra.system(fn)``: a Python callable). ``progress`` shows a
-    task per system, named by it (answers of an earlier run count as done)."""
+    task per system, named by it (answers of an earlier run count as done). ``rerun``:
+    each system's earlier responses are removed first and every query asked again (a
+    system changed under the same name); its judgements of the old responses are then
+    stale, and ``judge`` judges the new ones."""
     names = [s.name for s in systems]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
@@ -127,6 +131,7 @@ def run_systems(
                 llms,
                 limit=limit,
                 retry_errors=retry_errors,
+                rerun=rerun,
                 progress=progress,
             )
         )
@@ -140,6 +145,7 @@ async def _run_systems(
     *,
     limit: int | None,
     retry_errors: bool,
+    rerun: bool,
     progress: Progress,
 ) -> dict[str, SystemRunStats]:
     if not run.dataset.exists():
@@ -170,6 +176,8 @@ async def _run_systems(
             else sc
         )
         task = progress.task(sc.name)
+        if rerun:
+            run.responses(sc.name).unlink(missing_ok=True)
         try:
             results[sc.name] = await run_system(
                 system,
@@ -184,11 +192,19 @@ async def _run_systems(
             )
         finally:
             await system.aclose()
+        done = results[sc.name]
+        if not done.asked and done.already_done:
+            # A system changed under the same name would otherwise keep its old answers
+            # without a word (the usual loop of a notebook).
+            done.warnings.append(
+                f"{sc.name}: every query already had a response from an earlier run: nothing "
+                "was asked (--rerun, or run(..., rerun=True), asks again)"
+            )
         # Checked over the whole file, so that a resumed run says the same.
         retrieved, depth = retrieved_ids(run.responses(sc.name))
         if retrieved and isinstance(sc, SystemOptions):
             known = known if known is not None else _known_ids(config, queries)
-            results[sc.name].warnings = retrieval_warnings(
+            results[sc.name].warnings += retrieval_warnings(
                 sc,  # a configuration entry
                 retrieved,
                 depth,

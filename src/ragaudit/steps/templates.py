@@ -108,6 +108,14 @@ class SqlTemplatesResult:
     rejected: list[tuple[str, str]]  # (sql, reason)
     notes: dict[str, str] = field(default_factory=dict)  # table -> why it yields no template
 
+    def __repr__(self) -> str:
+        # Short in a notebook: the templates themselves are in the file, and .templates.
+        kept = "written" if self.written else "kept as it was"
+        return (
+            f"<SqlTemplatesResult {self.path} ({kept}): {len(self.templates)} templates, "
+            f"{len(self.rejected)} candidates rejected, {len(self.notes)} tables without one>"
+        )
+
 
 def _nothing_to_ask(
     schema: SchemaInfo, notes: dict[str, str], rejected: list[tuple[str, str]]
@@ -199,6 +207,15 @@ class TextTemplatesResult:
     def written(self) -> bool:
         """Something was worded or judged (the file was rewritten)."""
         return bool(self.worded) or bool(self.verification and self.verification.judged)
+
+    def __repr__(self) -> str:
+        # Short in a notebook: per style, what was proposed and what verification said.
+        styles = ", ".join(
+            f"{style}: {c.proposed} proposed, {c.verified} verified, {c.rejected} rejected, "
+            f"{c.unchecked} not checked"
+            for style, c in self.counts.items()
+        )
+        return f"<TextTemplatesResult {self.path}: {styles or 'no wording'}>"
 
 
 def style_instructions(config: Config) -> dict[str, str]:

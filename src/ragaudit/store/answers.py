@@ -220,14 +220,14 @@ def write_answer_table(run: RunDir) -> pa.Table:
     return table
 
 
-def read_answer_table(run: RunDir) -> pa.Table:
+def read_answer_table(run: RunDir, *, write: bool = True) -> pa.Table:
     """The run's answer table: ``answers.parquet`` when its fingerprint matches the source
-    files as they are now, else built from them again and written back (where the run
-    directory cannot be written, the table built is returned all the same)."""
+    files as they are now, else built from them again and (``write``) written back (where
+    the run directory cannot be written, the table built is returned all the same)."""
     mark = fingerprint(run)
     table = _stored(run.answers_table, mark)
-    if table is not None:
-        return table
+    if table is not None or not write:
+        return table if table is not None else build_answer_table(run, mark)
     table = build_answer_table(run, mark)
     with contextlib.suppress(OSError, UserError):  # a read-only run: the file stays as it is
         write_parquet_atomic(run.answers_table, table)

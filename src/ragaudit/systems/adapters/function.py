@@ -41,7 +41,10 @@ class CallableSystem:
         if k is not None and not takes_k:
             raise _no_k(name, "the function takes no parameter k")
         self.k = k
-        self._pool = None if self._async else ThreadPoolExecutor(max_workers=threads)
+        self._threads = threads
+        # Made when first needed, and again after a close: one system object may be run
+        # again (a notebook runs the same system in several cells).
+        self._pool: ThreadPoolExecutor | None = None
 
     async def answer(self, query: QueryRecord) -> SystemAnswer:
         """Call the function with the query text (and the record, if it asks for one)."""
@@ -51,14 +54,18 @@ class CallableSystem:
         if self._async:
             value = await self.fn(query.query, **kwargs)
         else:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=self._threads)
             loop = asyncio.get_running_loop()
             value = await loop.run_in_executor(self._pool, lambda: self.fn(query.query, **kwargs))
         return to_answer(value, f"system {self.name}")
 
     async def aclose(self) -> None:
-        """Stop the worker threads (a call still running in one is abandoned)."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+        """Stop the worker threads (a call still running in one is abandoned); a later
+        run starts new ones."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
 
 
 def build(sc: CallableSystemConfig, *, concurrency: int) -> CallableSystem:
