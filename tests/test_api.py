@@ -641,3 +641,21 @@ def test_evaluate_scores_rows_without_a_reference_with_the_reference_free_metric
     # Asked for by name, every row is scored, the judged one too.
     both = ra.evaluate(rows[:2], llm=llm, metrics=["faithfulness"])
     assert both.metrics == ("faithfulness",) and all(s is not None for s in both.scores)
+
+
+def test_an_error_that_advises_a_command_names_the_python_call_too(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    project.templates_sql()
+    project.templates_text(verify=False)
+    project.generate(unverified=True)
+    with pytest.raises(ra.UserError) as caught:
+        project.analyze()
+    message = str(caught.value)
+    # The command line's message, word for word, then what a Python caller does.
+    assert message.startswith("nothing to analyze: no judgements in ")
+    assert "run ragaudit judge" in message and message.endswith("(from Python: project.judge())")
+    (tmp_path / "ragaudit.yaml").write_text("database: {url: example}\n")
+    done = ragaudit("analyze", cwd=tmp_path)
+    assert done.returncode != 0 and "from Python" not in done.stderr
+    plain = message.split(" (from Python:")[0].replace(f"{tmp_path}/", "")
+    assert " ".join(done.stderr.split()) == f"error: {plain}"

@@ -83,8 +83,11 @@ app.command("report")(report.report_cmd)
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: run the app, turning user errors into one line."""
+    from ragaudit.api.calls import command_line
+
     try:
-        app(args=argv, prog_name="ragaudit")
+        with command_line():
+            app(args=argv, prog_name="ragaudit")
     except UserError as exc:
         err_console.print(f"error: {printable(redact(str(exc)))}", markup=False)
         sys.exit(exc.exit_code)

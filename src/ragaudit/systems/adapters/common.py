@@ -122,8 +122,8 @@ def to_answer(value: Any, source: str) -> SystemAnswer:
             ),
         )
     raise SystemFailure(
-        f"{source} returned {type(value).__name__}: expected a string, a dict with 'answer', "
-        "or (answer, ids[, contexts])"
+        f"{source} returned {type(value).__name__}: expected a string, ra.Answer(text, "
+        "retrieved_ids=[...]), a dict with 'answer', or (answer, ids[, contexts])"
     )
 
 
