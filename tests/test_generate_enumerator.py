@@ -118,3 +118,38 @@ def test_the_verbalizer_words_one_row_of_a_plural_table_naturally(
                     # No value followed by a quote and a noun: "'[people.Name]' age" reads
                     # as a possessive that fits only names ending in s.
                     assert not re.search(rf"\]' (?:{nouns})\b", text, re.IGNORECASE), text
+
+
+def test_an_attribute_named_for_its_table_is_not_named_twice(tmp_path: Path) -> None:
+    """A new user's shop: orders.order_date asked through a customer came out as "which
+    order order date"; the column's name already says whose it is."""
+    import sqlite3
+
+    path = tmp_path / "shop.db"
+    with sqlite3.connect(path) as conn:
+        conn.executescript(
+            """
+            CREATE TABLE customers (customer_id INTEGER PRIMARY KEY, name TEXT);
+            CREATE TABLE orders (order_id INTEGER PRIMARY KEY, order_date TEXT, status TEXT,
+                                 customer_id INTEGER REFERENCES customers(customer_id));
+            INSERT INTO customers VALUES (1, 'Ada'), (2, 'Bo');
+            INSERT INTO orders VALUES (10, '2024-03-09', 'open', 1), (11, '2024-04-01', 'paid', 2);
+            """
+        )
+    schema = introspect(Database(f"sqlite:///{path}"))
+    across = SqlTemplate(
+        id="date-by-customer",
+        sql="SELECT o.order_date FROM orders o JOIN customers c ON o.customer_id = c.customer_id "
+        "WHERE c.name = '[customers.name]'",
+    )
+    status = SqlTemplate(
+        id="status-by-customer",
+        sql="SELECT o.status FROM orders o JOIN customers c ON o.customer_id = c.customer_id "
+        "WHERE c.name = '[customers.name]'",
+    )
+    for style in ("short", "long"):
+        dated = verbalize(across, schema, style, 10, seed=0)
+        assert all("order order" not in t for t in dated), dated
+        assert any("order date" in t for t in dated), dated
+        # An attribute that does not name its table still says whose it is.
+        assert any("order status" in t for t in verbalize(status, schema, style, 10, seed=0))

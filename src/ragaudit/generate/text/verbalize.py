@@ -156,8 +156,11 @@ def _phrases(template: SqlTemplate, schema: SchemaInfo) -> dict[str, str]:
         answer = words(shape.answer_column)
         placeholder_tables = {p.table.lower() for p in shape.placeholders}
         if shape.answer_table and shape.answer_table.lower() not in placeholder_tables:
-            # A lookup across tables: say whose attribute it is ("client industry").
-            answer = f"{entity(shape.answer_table)} {answer}"
+            # A lookup across tables: say whose attribute it is ("client industry"),
+            # unless its name already does ("order date" of orders, not "order order date").
+            owner = entity(shape.answer_table)
+            if not (answer == owner or answer.startswith(f"{owner} ")):
+                answer = f"{owner} {answer}"
     first = shape.placeholders[0]
     values = {
         "answer": answer,
