@@ -29,7 +29,7 @@ $(STAMP_DEMO): pyproject.toml | $(BIN)/python
 
 $(STAMP_DEV): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[local,dense,langchain,llamaindex,dev,docs]'
+	$(BIN)/pip install --quiet -e '.[local,dense,langchain,llamaindex,mlflow,dev,docs]'
 	touch $@
 
 # Resumable: a second make demo reuses ragaudit-demo/ and asks the model nothing again.

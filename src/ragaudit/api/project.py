@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from ragaudit.run.harness import SystemRunStats
     from ragaudit.steps.doctor import DoctorReport
     from ragaudit.steps.documents import DocumentStats
+    from ragaudit.steps.export import MlflowExport
     from ragaudit.steps.imports import ImportStats
     from ragaudit.steps.judge import JudgeReport
     from ragaudit.steps.label import LabelResult
@@ -620,6 +621,34 @@ class Project:
         return path
 
     @step
+    def export_mlflow(
+        self, *, tracking_uri: str | None = None, experiment: str = "ragaudit"
+    ) -> MlflowExport:
+        """Log the run to MLflow (``ragaudit export mlflow``): its configuration as
+        parameters, every figure of summary.json with its 95% interval as metrics, and
+        report.html, summary.json and the answer table as artifacts. Exporting the same run
+        again updates its MLflow run. Needs the ``mlflow`` extra."""
+        from ragaudit.steps.export import export_mlflow
+
+        # It reads what earlier steps wrote and writes nothing there: no provenance entry
+        # (which would rewrite the run's ragaudit.yaml, the parameters it exports).
+        run = self._run()
+        with run.holding("export"):
+            return export_mlflow(run, tracking_uri=tracking_uri, experiment=experiment)
+
+    @step
+    def export_tables(
+        self, out: str | Path, *, fmt: Literal["csv", "parquet"] = "parquet"
+    ) -> list[Path]:
+        """Write the run's figures, comparisons, retrieval ranking and answers as CSV or
+        Parquet tables into ``out`` (``ragaudit export tables``); the files written."""
+        from ragaudit.steps.export import export_tables
+
+        run = self._run()
+        with run.holding("export"):
+            return export_tables(run, Path(out), fmt)
+
+    @step
     def compare(
         self,
         *,
@@ -767,6 +796,8 @@ class Project:
     aanalyze = twin(analyze)
     areport = twin(report)
     acompare = twin(compare)
+    aexport_mlflow = twin(export_mlflow)
+    aexport_tables = twin(export_tables)
     alabel = twin(label)
     ascan = twin(scan)
     adoctor = twin(doctor)

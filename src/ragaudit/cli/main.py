@@ -14,6 +14,7 @@ from ragaudit.cli import (
     compare,
     demo,
     doctor,
+    export,
     gate,
     generate,
     init,
@@ -79,6 +80,7 @@ app.command("compare")(compare.compare_cmd)
 app.command("gate")(gate.gate_cmd)
 app.command("demo")(demo.demo_cmd)
 app.command("report")(report.report_cmd)
+app.add_typer(export.export_app, name="export")
 
 
 def main(argv: list[str] | None = None) -> None:
