@@ -63,6 +63,22 @@ class Example:
     # evidence that blame uses; "entity" or None: the GRAMMAR convention decides.
     gold_kind: str | None = None
     origin: str = "sql"  # the query's source: "sql" (grounded by SQL) or "document"
+    # False: the question has no answer (generated or imported as unanswerable: its
+    # reference holds no value), so a refusal is the right answer and any other answer the
+    # language model's error; never a hole of the knowledge base.
+    answerable: bool = True
+
+
+def is_hole(ex: Example) -> bool:
+    """Whether ``ex`` asks an answerable question that no document states (gold ids ``[]``
+    that list the documents stating the answer): a hole of the knowledge base.
+
+    >>> is_hole(Example("q1", "g1", "short", False, gold=(), gold_kind="states"))
+    True
+    >>> is_hole(Example("q2", "g2", "short", True, gold=(), gold_kind="states", answerable=False))
+    False
+    """
+    return ex.answerable and ex.gold_kind == "states" and ex.gold is not None and not ex.gold
 
 
 def gold_state(gold: Iterable[str] | None) -> str:
@@ -144,15 +160,20 @@ def group_tags(examples: Iterable[Example]) -> dict[str, Tag]:
 def source_of(ex: Example, tag: Tag) -> tuple[Source, bool]:
     """Where one answer went wrong (or "correct"), and whether evidence decided it.
 
-    By evidence, when the gold ids list the documents that state the answer
-    (``gold_kind`` "states"): no such document is a hole of the knowledge base, whatever
-    the system answered; a wrong answer whose retrieval held none of them is the
-    retriever's; one whose retrieval held one is the language model's. Otherwise by the
-    GRAMMAR convention: a wrong answer in a gap group is the knowledge base's, one whose
-    retrieval was judged wrong the retriever's, any other the language model's. A failed
-    call (a timeout, an HTTP error) gave no answer: it is a system error, whatever its
-    group, and neither rule decided it; except a hole of the knowledge base, which is one
-    for every system asked it.
+    A correct answer is "correct", whatever else is known of it, so that the blame's
+    "correct" is the accuracy. A question with no answer (``answerable`` False: generated
+    or imported as unanswerable) is answered right by a refusal, which the judge credits;
+    any other answer to it is the language model's, whatever its group (the model answered
+    what the documents do not say). By evidence, when the gold ids list the documents that
+    state the answer (``gold_kind`` "states"): a wrong answer to a question no such
+    document answers is a hole of the knowledge base (a right one was answered from
+    elsewhere, and :func:`blame` counts it as a hole answered anyway); a wrong answer
+    whose retrieval held none of them is the retriever's; one whose retrieval held one is
+    the language model's. Otherwise by the GRAMMAR convention: a wrong answer in a gap
+    group is the knowledge base's, one whose retrieval was judged wrong the retriever's,
+    any other the language model's. A failed call (a timeout, an HTTP error) gave no
+    answer: it is a system error, whatever its group, and neither rule decided it; except
+    a hole of the knowledge base, which is one for every system asked it.
 
     >>> source_of(Example("q4", "g2", "short", False, retrieval_correct=False), "non-robust")
     ('retriever', False)
@@ -165,21 +186,26 @@ def source_of(ex: Example, tag: Tag) -> tuple[Source, bool]:
     >>> hole = Example("q6", "g4", "short", correct=False, gold=(), gold_kind="states")
     >>> source_of(hole, "gap")
     ('knowledge base', True)
+    >>> made_up = Example("q8", "g5", "short", False, gold=(), gold_kind="states", answerable=False)
+    >>> source_of(made_up, "gap")  # an answer to a question that has none
+    ('language model', True)
     """
-    if ex.gold_kind == "states" and ex.gold is not None and not ex.gold:
+    evidence = ex.gold_kind == "states" and ex.gold is not None
+    if is_hole(ex) and not ex.correct:
         return "knowledge base", True
     if ex.errored:
         return "system error", False
-    if ex.gold_kind == "states" and ex.gold is not None:
-        if ex.correct:
-            return "correct", True
+    if ex.correct:
+        return "correct", evidence
+    if not ex.answerable:
+        return "language model", evidence
+    if evidence:
+        assert ex.gold is not None
         if ex.retrieved is not None:
-            found = not ex.errored and not set(ex.gold).isdisjoint(ex.retrieved)
+            found = not set(ex.gold).isdisjoint(ex.retrieved)
         else:
             found = ex.retrieval_correct is not False
         return ("language model" if found else "retriever"), True
-    if ex.correct:
-        return "correct", False
     if tag == "gap":
         return "knowledge base", False
     if ex.retrieval_correct is False:
@@ -219,7 +245,7 @@ def blame(examples: Iterable[Example], tags: Mapping[str, Tag]) -> Blame:
             continue  # neither rule decided it
         if evidence:
             by_evidence += 1
-            holes_answered += part == "knowledge base" and ex.correct
+            holes_answered += part == "correct" and is_hole(ex)
         else:
             by_convention += 1
     return Blame(
@@ -519,10 +545,11 @@ def with_left_out(
 
 
 def _holes(examples: Iterable[Example]) -> Proportion | None:
-    """Groups no document answers, among the groups whose gold ids say which do."""
+    """Groups no document answers, among the groups whose gold ids say which do; questions
+    without an answer (``answerable`` False) are no hole, and are not counted."""
     hole: dict[str, bool] = {}
     for ex in examples:
-        if ex.gold_kind == "states" and ex.gold is not None:
+        if ex.answerable and ex.gold_kind == "states" and ex.gold is not None:
             hole[ex.group_id] = hole.get(ex.group_id, False) or not ex.gold
     if not hole:
         return None

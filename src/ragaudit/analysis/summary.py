@@ -87,17 +87,21 @@ class MeanInterval(_Model):
 class Blame(_Model):
     """Where the answers of one system and variant went wrong, counted query by query.
 
-    By evidence when the gold ids list the documents that state the answer; otherwise by
-    the GRAMMAR convention (a wrong answer in a gap group is the knowledge base's, one
-    whose retrieval was judged wrong the retriever's, any other the language model's)."""
+    An answer judged right is correct, so ``counts["correct"]`` is the accuracy's k; a
+    refusal to a question that has no answer is right, and any other answer to it the
+    language model's. A wrong answer is placed by evidence when the gold ids list the
+    documents that state the answer; otherwise by the GRAMMAR convention (a wrong answer
+    in a gap group is the knowledge base's, one whose retrieval was judged wrong the
+    retriever's, any other the language model's)."""
 
     rule: BlameRule = Field(
         description="which rule decided: evidence, convention, or mixed (some queries each)"
     )
     counts: dict[Source, int] = Field(
-        description="queries per source: correct, knowledge base, retriever, language model, "
-        "system error (the system failed: a timeout, an HTTP error; no answer to blame on a "
-        "module; absent in files of schema 4 and before)"
+        description="queries per source: correct (every answer judged right: the accuracy's "
+        "k), knowledge base, retriever, language model, system error (the system failed: a "
+        "timeout, an HTTP error; no answer to blame on a module; absent in files of schema "
+        "4 and before)"
     )
     by_evidence: int = Field(
         ge=0, description="queries decided by the documents that state the answer"
@@ -105,8 +109,9 @@ class Blame(_Model):
     by_convention: int = Field(ge=0, description="queries decided by the GRAMMAR convention")
     holes_answered: int = Field(
         ge=0,
-        description="correct answers to questions no document answers (decided by evidence): "
-        "the system answered from elsewhere, its own knowledge or a leak",
+        description="of the correct answers, those to answerable questions no document "
+        "answers (decided by evidence): the system answered from elsewhere, its own "
+        "knowledge or a leak",
     )
 
 
@@ -171,7 +176,8 @@ class SystemFigures(_Model):
     knowledge_base_holes: Proportion | None = Field(
         None,
         description="groups whose answer no document states, among the groups whose gold "
-        "ids say which documents state it; null without such evidence",
+        "ids say which documents state it (questions that have no answer are no hole, and "
+        "are not counted); null without such evidence",
     )
     open_domain_groups: int | None = Field(
         None,

@@ -554,9 +554,9 @@ def _scan_drilldown(run: RunDir) -> list[DrillSection]:
 
 RULES = {
     "evidence": "by evidence: the gold ids list the documents that state each answer, so a "
-    "question no document answers is a hole of the knowledge base, a wrong answer whose "
-    "retrieval missed every such document is the retriever's, and one whose retrieval held "
-    "one is the language model's",
+    "wrong answer to a question no document answers is a hole of the knowledge base, a "
+    "wrong answer whose retrieval missed every such document is the retriever's, and one "
+    "whose retrieval held one is the language model's",
     "convention": "by the GRAMMAR convention (nothing says which documents state the "
     "answers): a wrong answer in a gap group (every wording wrong) is the knowledge base's, "
     "one whose retrieval was judged wrong the retriever's, any other the language model's",

@@ -55,6 +55,7 @@ def from_records(
             errored=errored,
             gold_kind=q.gold_kind,
             origin=q.source,
+            answerable=bool(q.reference.values),
         )
 
 
@@ -102,6 +103,7 @@ def from_responses(
             errored=r.error is not None,
             gold_kind=q.gold_kind,
             origin=q.source,
+            answerable=bool(q.reference.values),
         )
 
 
