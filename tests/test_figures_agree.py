@@ -11,8 +11,10 @@ import json
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from ragaudit.errors import UserError
 from ragaudit.judge.cascade import judge_many, judge_one
 from ragaudit.records.io import write_jsonl_atomic
 from ragaudit.records.models import QueryRecord, Reference, ResponseRecord, RetrievedItem
@@ -20,7 +22,11 @@ from ragaudit.report.build import collect
 from ragaudit.report.summary_file import read_summary
 from ragaudit.rundir import RunDir
 from ragaudit.steps.analyze import run_analysis
+from ragaudit.steps.compare import run_compare
+from ragaudit.steps.gate import gate_runs
 from ragaudit.store.answers import read_answer_table
+from tests.support.cli import ragaudit
+from tests.support.judged_runs import judged_run
 
 # -- 1. unanswerable questions in the blame ------------------------------------------------
 
@@ -183,3 +189,62 @@ def test_a_neutral_row_says_whether_its_question_has_an_answer(
     blame = summary.systems["s"].variants["short"].blame
     assert blame is not None
     assert blame.counts["knowledge base" if answerable else "language model"] == 1
+
+
+# -- 2. robustness where it cannot be measured ---------------------------------------------
+
+
+def test_r_is_undefined_where_every_group_has_one_query_and_said_once(tmp_path: Path) -> None:
+    """A document set has one query per group in each variant: no group can be non-robust,
+    so R would be 1.00 by construction. It is null with its reason, said once, shown as
+    undefined in summary.md, the terminal and the report, and never compared."""
+    run = _unanswerable_run(tmp_path / "runs" / "default")
+    result = ragaudit("analyze", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    summary = read_summary(run.summary)
+    for system in summary.systems.values():
+        for figures in system.variants.values():
+            assert figures.robustness.value is None
+            assert figures.robustness_undefined == "one query per group"
+    notes = [w for w in summary.warnings if "R is undefined" in w]
+    assert len(notes) == 1 and "one query" in notes[0]
+    warned = [line for line in result.stderr.splitlines() if "R is undefined" in line]
+    assert len(warned) == 1
+    for c in [*summary.comparisons, *summary.label_comparisons]:
+        if c.metric.startswith("robustness"):
+            assert c.p_value is None and c.difference is None and c.undefined
+    # Each reason a comparison could not be made is said on one line, not one per pair.
+    said = [line for line in result.stdout.splitlines() if "not made" in line]
+    reasons = [line.rsplit(": ", 1)[-1] for line in said]
+    assert said and len(reasons) == len(set(reasons))
+    lines = result.stdout.splitlines()
+    single = [line for line in lines if "two queries" in line]
+    assert len(single) == 1 and "not made" in single[0]  # not one "no comparison" per pair
+    rows = [line.strip("│ ") for line in lines if line.strip("│ ").startswith("robustness ")]
+    assert len(rows) == 2  # one per system's table
+    assert all("undefined (one query per group)" in row and "1.00" not in row for row in rows)
+    markdown = run.summary_md.read_text()
+    assert "undefined (one query per group)" in markdown and "R is undefined" in markdown
+    report = collect(run)
+    assert all(
+        row.cells[1] == "undefined (one query per group)" for t in report.tables for row in t.rows
+    )
+
+
+def test_the_gate_does_not_check_r_where_every_group_has_one_query(tmp_path: Path) -> None:
+    """One query per group on both runs: R is 1.00 by construction, so the gate's check
+    of it is untestable, with why, never a pass (nor a regression)."""
+    rng = np.random.default_rng(0)
+    base = judged_run(tmp_path / "base", {"rag": rng.random((40, 1)) < 0.8})
+    cand = judged_run(tmp_path / "cand", {"rag": rng.random((40, 1)) < 0.5})
+    (check,) = gate_runs(base, cand, metrics=["robustness"]).checks
+    assert check.status == "untestable"
+    assert check.reason is not None and "one query" in check.reason
+    (accuracy,) = gate_runs(base, cand, metrics=["accuracy"]).checks
+    assert accuracy.status != "untestable"  # the same runs stay testable on accuracy
+
+
+def test_compare_does_not_rank_on_r_where_every_group_has_one_query(tmp_path: Path) -> None:
+    run = _unanswerable_run(tmp_path)
+    with pytest.raises(UserError, match="one query per group"):
+        run_compare(run, metric="robustness", by="variant")

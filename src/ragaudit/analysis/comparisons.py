@@ -69,8 +69,11 @@ def comparisons(
     ...     for variant, ok in (("short", True), ("long", g < 2))
     ... ]
     >>> found = comparisons(examples)
-    >>> [(c.metric, c.a.variant, c.b.variant, round(c.difference, 2)) for c in found]
-    [('accuracy', 'long', 'short', -0.75), ('robustness', 'long', 'short', 0.0)]
+    >>> [(c.metric, c.a.variant, c.b.variant, c.difference) for c in found]  # one query a group:
+    [('accuracy', 'long', 'short', -0.75), ('robustness', 'long', 'short', None)]
+    >>> print(found[1].undefined)  # R cannot be measured
+    side both: no group outside the gaps has two queries, so none can be non-robust: robustness
+    is not measured
     >>> print(found[0].verdict)
     long is less accurate than short (accuracy 0.25 vs 1.00, difference -0.75 [-1.00, -0.40],
     p = 0.033, 8 groups).

@@ -6,7 +6,10 @@ Definitions (grammar-v2 section 4.3), all computed within one system and one var
 * a group is a **gap** if every query is answered incorrectly, **robust** if every one is
   answered correctly, **non-robust** otherwise;
 * **accuracy** = correct / total;
-* **robustness** R = correct / (total - examples in gap groups);
+* **robustness** R = correct / (total - examples in gap groups); undefined (null, with
+  why) where every group is a gap, or where no group outside the gaps has two queries
+  or more: a group of one query is right or wrong, never non-robust, so R would be 1.00
+  by construction (a document set, whose groups have one query per variant);
 * **gap fraction** lambda = examples in gap groups / total, so accuracy = R x (1 - lambda);
 * **accuracy_retrieval** = examples whose retrieval was correct / examples with a
   retrieval verdict (the retrieval module alone: the language model's errors removed);
@@ -281,6 +284,65 @@ def _balanced_accuracy(examples: list[Example]) -> float | None:
     return sum(sum(v) / len(v) for v in per_group.values()) / len(per_group)
 
 
+# Why R is undefined (VariantFigures.robustness_undefined), as the tables show it.
+ALL_GAPS = "every group is a gap"
+ONE_QUERY = "one query per group"
+
+
+def robustness_undefined(outside_gaps: Iterable[Example]) -> str | None:
+    """Why R cannot be measured on these examples (those outside the gap groups of one
+    system and variant), or None: none are left ("every group is a gap"), or no group has
+    two of them ("one query per group": a group of one query is right or wrong, never
+    non-robust, so R would be 1.00 by construction).
+
+    >>> def queries(*groups):
+    ...     return [Example(f"q{i}", g, "short", True) for i, g in enumerate(groups)]
+    >>> robustness_undefined(queries("g1", "g2")), robustness_undefined(queries("g1", "g1"))
+    ('one query per group', None)
+    >>> robustness_undefined([])
+    'every group is a gap'
+    """
+    seen: set[str] = set()
+    found = False
+    for ex in outside_gaps:
+        found = True
+        if ex.group_id in seen:
+            return None
+        seen.add(ex.group_id)
+    return ONE_QUERY if found else ALL_GAPS
+
+
+def robustness_note(systems: Mapping[str, SystemFigures]) -> str | None:
+    """One sentence for every system and variant whose R cannot be measured because each
+    group has one query there, or None: said once, instead of one line per comparison.
+
+    >>> def answers(system, variant):
+    ...     return [Example(f"{system}{g}{variant}", f"g{g}", variant, g < 2, system=system)
+    ...             for g in range(3)]
+    >>> examples = answers("rag", "short") + answers("rag", "long") + answers("bm25", "short")
+    >>> print(robustness_note(analyze(examples).systems))
+    R is undefined on long (rag) and short: each group has one query there, so none can be
+    non-robust and R would be 1.00 by construction; it is shown as undefined and not compared.
+    """
+    where: dict[str, list[str]] = defaultdict(list)
+    for name, figures in systems.items():
+        for variant, m in figures.variants.items():
+            if m.robustness_undefined == ONE_QUERY:
+                where[variant].append(name)
+    if not where:
+        return None
+    places = [
+        variant if len(names) == len(systems) else f"{variant} ({', '.join(names)})"
+        for variant, names in sorted(where.items())
+    ]
+    listed = places[0] if len(places) == 1 else ", ".join(places[:-1]) + " and " + places[-1]
+    return (
+        f"R is undefined on {listed}: each group has one query there, so none can be "
+        "non-robust and R would be 1.00 by construction; it is shown as undefined and not "
+        "compared."
+    )
+
+
 def variant_metrics(
     examples: list[Example], tags: Mapping[str, Tag] | None = None
 ) -> VariantFigures:
@@ -303,6 +365,10 @@ def variant_metrics(
     correct = sum(ex.correct for ex in examples)
     outside = [ex for ex in examples if tags[ex.group_id] != "gap"]
     in_gap = n - len(outside)
+    robustness = proportion(correct, n - in_gap)
+    undefined = robustness_undefined(outside)
+    if undefined is not None and n:
+        robustness = robustness.model_copy(update={"value": None, "ci95": (0.0, 1.0)})
     judged = [ex for ex in examples if ex.retrieval_correct is not None]
     judged_outside = [ex for ex in judged if tags[ex.group_id] != "gap"]
     left_out: dict[str, int] = defaultdict(int)
@@ -321,7 +387,8 @@ def variant_metrics(
         n_errors=sum(ex.errored for ex in examples),
         groups=tag_counts(tags),
         accuracy=proportion(correct, n),
-        robustness=proportion(correct, n - in_gap),
+        robustness=robustness,
+        robustness_undefined=undefined if n else None,
         gap_fraction=proportion(in_gap, n),
         accuracy_retrieval=proportion(sum(bool(ex.retrieval_correct) for ex in judged), len(judged))
         if judged

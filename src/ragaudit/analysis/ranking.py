@@ -272,6 +272,27 @@ def set_scores(
     return out
 
 
+def robustness_unmeasured(scores: Mapping[str, SetScores]) -> list[str]:
+    """The test sets (of :func:`set_scores` with ``robustness``) on which some system's R
+    cannot be measured: it scored queries, but no group outside its gaps has two of them,
+    so no group can be non-robust and R is 1.00 by construction.
+
+    >>> examples = [Example(f"q{g}{v}", f"g{g}", v, g > 0, system="rag")
+    ...             for g in range(3) for v in ("short", "long")]
+    >>> robustness_unmeasured(set_scores(examples, example_score("robustness"), by="variant",
+    ...                                  robustness=True))
+    ['long', 'short']
+    >>> robustness_unmeasured(set_scores(examples, example_score("robustness"), by=None,
+    ...                                  robustness=True))
+    []
+    """
+    return sorted(
+        name
+        for name, found in scores.items()
+        if any(row.sum() > 0 and not np.any(row > 1) for row in found.den)
+    )
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 

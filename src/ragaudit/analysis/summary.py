@@ -18,8 +18,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ragaudit.records.models import supported_version
 
-SCHEMA_VERSION = 5  # 2: by_label, labels, weight_scan (issue 16); 3: by_source, documents;
-# 4: reference_free (issue 18); 5: blame counts "system error" (a failed call, issue 36)
+SCHEMA_VERSION = 6  # 2: by_label, labels, weight_scan (issue 16); 3: by_source, documents;
+# 4: reference_free (issue 18); 5: blame counts "system error" (a failed call, issue 36);
+# 6: robustness_undefined, R null where it cannot be measured, and the blame's correct is
+# the accuracy (issue 41)
 
 Outcome = Literal["answer", "retrieval"]
 Tag = Literal["gap", "robust", "non-robust"]
@@ -48,7 +50,8 @@ class Proportion(_Model):
     """k successes out of n trials, with their share and its 95% Wilson score interval."""
 
     value: float | None = Field(
-        description="k / n; null when n is 0 (nothing to count, so the share is undefined)"
+        description="k / n; null when n is 0 (nothing to count, so the share is undefined) "
+        "or when the figure cannot be measured (its reason is given beside it)"
     )
     k: int = Field(ge=0, description="successes: the queries or groups the figure counts")
     n: int = Field(ge=0, description="trials: every query or group the figure is over")
@@ -132,7 +135,14 @@ class VariantFigures(_Model):
     )
     accuracy: Proportion = Field(description="correct answers among the queries")
     robustness: Proportion = Field(
-        description="R: correct answers among the queries outside gap groups"
+        description="R: correct answers among the queries outside gap groups; its value is "
+        "null where R is undefined (robustness_undefined says why)"
+    )
+    robustness_undefined: str | None = Field(
+        None,
+        description="why R is undefined, or null: 'every group is a gap' (no query answered "
+        "correctly), or 'one query per group' (no group outside the gaps has two queries, "
+        "so none can be non-robust and R would be 1.00 by construction)",
     )
     gap_fraction: Proportion = Field(
         description="lambda: queries in gap groups among all, so accuracy = R x (1 - lambda)"
@@ -626,14 +636,14 @@ class Summary(_Model):
             >>> Summary(retrieval_rule="any", systems={}).rows()
             []
             >>> from ragaudit.analysis.metrics import Example, analyze
-            >>> examples = [Example("q1", "g1", "short", True, system="rag"),
-            ...             Example("q2", "g2", "short", False, system="rag")]
+            >>> examples = [Example("q1", "g1", "short", True, system="rag"),  # one query a group:
+            ...             Example("q2", "g2", "short", False, system="rag")]  # R is undefined
             >>> summary = Summary(retrieval_rule="any", systems=analyze(examples).systems)
             >>> for row in summary.rows()[:3]:
             ...     print(row["system"], row["variant"], row["metric"], row["value"], row["n"])
             rag all acc_retrieval_db 0.5 2
             rag short accuracy 0.5 2
-            rag short robustness 1.0 1
+            rag short robustness None 1
             >>> Summary.model_validate_json(summary.model_dump_json()) == summary  # summary.json
             True
         """

@@ -47,7 +47,14 @@ from ragaudit.report.compare import (
     study_title,
 )
 from ragaudit.report.summary_file import read_summary
-from ragaudit.report.text import RELIABILITY_HEADERS, reliability_rows, retrieval_queries, show
+from ragaudit.report.text import (
+    RELIABILITY_HEADERS,
+    figure_cell,
+    reliability_rows,
+    retrieval_queries,
+    show,
+    verdict_lines,
+)
 from ragaudit.rundir import RunDir
 from ragaudit.store.files import DrilldownRow, read_drilldown, read_usage
 from ragaudit.store.records import read_responses
@@ -436,6 +443,8 @@ def _side(summary: Summary, side: Side, metric: str) -> str:
 
 
 def _headlines(summary: Summary) -> tuple[list[Headline], list[str]]:
+    """The significant comparisons, most significant first, and the others' verdicts (those
+    not made for one reason said once)."""
     significant, rest = [], []
     for c in summary.comparisons:
         if c.p_value is not None and c.p_value < 0.05:
@@ -447,9 +456,9 @@ def _headlines(summary: Summary) -> tuple[list[Headline], list[str]]:
                 )
             )
         else:
-            rest.append(c.verdict)
+            rest.append(c)
     significant.sort(key=lambda h: h.p)
-    return significant, rest
+    return significant, verdict_lines(rest)
 
 
 def _tables(systems: dict[str, SystemFigures]) -> list[MetricsTable]:
@@ -462,7 +471,7 @@ def _tables(systems: dict[str, SystemFigures]) -> list[MetricsTable]:
                 groups=m.n_groups,
                 errors=m.n_errors,
                 retrieval_queries=retrieval_queries(m),
-                cells=[_interval(getattr(m, key)) for key, _ in TABLE_METRICS],
+                cells=[figure_cell(m, key) for key, _ in TABLE_METRICS],
             )
             for variant, m in system.variants.items()
         ]
@@ -793,7 +802,7 @@ def collect(run: RunDir) -> ReportData:
         labels=_labels(summary),
         scan=summary.weight_scan,
         by_label=_by_label(summary),
-        label_verdicts=[c.verdict for c in summary.label_comparisons],
+        label_verdicts=verdict_lines(summary.label_comparisons),
         sources=_sources(summary),
         documents=_documents(summary.documents),
         reliability=_reliability(summary.reference_free),

@@ -13,7 +13,7 @@ from ragaudit.analysis import Analysis, Example, analyze
 from ragaudit.analysis.by_label import label_breakdown
 from ragaudit.analysis.comparisons import comparisons
 from ragaudit.analysis.documents import generation_figures, source_breakdown
-from ragaudit.analysis.metrics import gold_state, source_of, with_left_out
+from ragaudit.analysis.metrics import gold_state, robustness_note, source_of, with_left_out
 from ragaudit.analysis.reliability import reference_free_figures
 from ragaudit.analysis.retrieval_metrics import ranking_summary
 from ragaudit.analysis.summary import (
@@ -258,6 +258,10 @@ def run_analysis(
         warnings += judged_warnings
         if outcome == "answer":
             warnings += _unjudged(run, {*analysis.systems, *undecided})
+    # R that cannot be measured is said once here, not once per comparison.
+    note = robustness_note(systems)
+    if note is not None:
+        warnings.append(note)
     # Whether the retriever found the gold documents needs no judge: the same comparisons
     # on retrieval correctness say which half of the system breaks.
     both: tuple[Outcome, ...] = ("answer", "retrieval")
