@@ -248,3 +248,76 @@ def test_compare_does_not_rank_on_r_where_every_group_has_one_query(tmp_path: Pa
     run = _unanswerable_run(tmp_path)
     with pytest.raises(UserError, match="one query per group"):
         run_compare(run, metric="robustness", by="variant")
+
+
+# -- 3. one definition per figure ------------------------------------------------------------
+
+
+def test_a_judge_failure_leaves_the_retrieval_figures_as_compare_computes_them(
+    tmp_path: Path,
+) -> None:
+    """Whether the retriever found the gold document does not depend on the judge: an
+    answer the judge failed on still counts in analyze's Recall@k and retrieval accuracy,
+    as in compare's, which reads the responses alone."""
+    run = RunDir(tmp_path)
+    queries = [
+        QueryRecord(
+            query_id=f"q{i}-{variant}",
+            group_id=f"g{i}",
+            variant=variant,
+            query=f"Which city is number {i} ({variant})?",
+            reference=Reference.from_values([f"City {i}"]),
+            gold_ids=[f"d{i}"],
+            gold_kind="states",
+            source="document",
+        )
+        for i in range(9)
+        for variant in ("generated", "short")
+    ]
+    write_jsonl_atomic(run.dataset, queries)
+    for system, hits in (("dense", 7), ("bm25", 4)):
+        # The first ``hits`` groups find their document at rank 2, the rest miss it.
+        responses = [
+            ResponseRecord(
+                query_id=q.query_id,
+                system=system,
+                response=q.reference.display if int(q.group_id[1:]) % 2 else "I don't know.",
+                retrieved=[
+                    RetrievedItem(id=i)
+                    for i in (
+                        "dx",
+                        q.group_id.replace("g", "d") if int(q.group_id[1:]) < hits else "dy",
+                        "dz",
+                    )
+                ],
+            )
+            for q in queries
+        ]
+        judged = asyncio.run(judge_many(zip(queries, responses, strict=True), None))
+        # The LLM judge failed on three answers: no verdict, the retrieval's kept.
+        judgements = [
+            j.model_copy(update={"correct": None, "method": "judge-failed"})
+            if j.query_id in ("q0-generated", "q8-generated", "q3-short")
+            else j
+            for j in judged
+        ]
+        write_jsonl_atomic(run.responses(system), responses)
+        write_jsonl_atomic(run.judgements(system), judgements)
+    summary = run_analysis(run).summary
+    assert summary.judge_failed == {"dense": 3, "bm25": 3}
+    for metric in ("recall@3", "mrr", "accuracy_retrieval"):
+        study, _ = run_compare(run, metric=metric, by="variant")
+        for ranking in study.sets:
+            for ranked in ranking.systems:
+                figures = summary.systems[ranked.system].variants[ranking.name]
+                if metric == "accuracy_retrieval":
+                    analyzed = figures.accuracy_retrieval
+                    assert analyzed is not None
+                    value, n = analyzed.value, analyzed.n
+                else:
+                    mean = summary.retrieval_ranking[ranked.system].variants[ranking.name][metric]
+                    value, n = mean.value, mean.n
+                assert n == ranked.queries == 9  # every response, judged or not
+                assert value == pytest.approx(ranked.value)
+    dense = summary.retrieval_ranking["dense"].variants["generated"]["recall@3"]
+    assert dense.value == pytest.approx(7 / 9)

@@ -55,13 +55,19 @@ def _group_counts(
 
 
 def comparisons(
-    examples: list[Example], seed: int = 0, *, outcomes: tuple[Outcome, ...] = ("answer",)
+    examples: list[Example],
+    seed: int = 0,
+    *,
+    outcomes: tuple[Outcome, ...] = ("answer",),
+    judge_failed: Iterable[Example] = (),
 ) -> list[Comparison]:
     """Every pair of variants within a system, and every pair of systems within a variant,
     compared on accuracy and R, paired by semantic group, for each outcome: the answer's
     correctness, and the retrieval's (metrics ``accuracy_retrieval`` and
     ``robustness_retrieval``, verdicts saying "retrieval"). Outcomes over the same groups
     share their resamples. The answer comparisons come first, then the retrieval ones.
+    ``judge_failed``: answers the judge failed on, which count in the retrieval's
+    comparisons only (a retrieval needs no judge).
 
     >>> examples = [
     ...     Example(f"q{g}{variant}", f"g{g}", variant, ok)
@@ -85,6 +91,9 @@ def comparisons(
         by[side].append(ex)
         if ex.errored:
             failed_sides.add(side)
+    unjudged: dict[SideKey, list[Example]] = defaultdict(list)
+    for ex in judge_failed:
+        unjudged[ex.system, ex.variant].append(ex)
     systems = sorted({s for s, _ in by})
     variants = sorted({v for _, v in by})
     pairs = [((s, v1), (s, v2)) for s in systems for v1, v2 in itertools.combinations(variants, 2)]
@@ -95,8 +104,12 @@ def comparisons(
             continue
         counted = {
             outcome: PairedCounts.from_dicts(
-                _group_counts(by[left], outcome == "retrieval"),
-                _group_counts(by[right], outcome == "retrieval"),
+                _group_counts(by[left] + unjudged.get(left, []), retrieval=True)
+                if outcome == "retrieval"
+                else _group_counts(by[left]),
+                _group_counts(by[right] + unjudged.get(right, []), retrieval=True)
+                if outcome == "retrieval"
+                else _group_counts(by[right]),
             )
             for outcome in outcomes
         }

@@ -14,8 +14,11 @@ Definitions (grammar-v2 section 4.3), all computed within one system and one var
 * **accuracy_retrieval** = examples whose retrieval was correct / examples with a
   retrieval verdict (the retrieval module alone: the language model's errors removed);
   queries without a gold document (gold ids unknown, or ``[]``: no document holds the
-  answer) have none, are left out of every retrieval figure, and are counted;
-* **robustness_retrieval** = the same among the examples outside gap groups;
+  answer) have none, are left out of every retrieval figure, and are counted. An answer
+  the judge failed on still has its retrieval, which needs no judge: it counts here (and
+  in Recall@k, MRR, nDCG), as ``compare`` counts it;
+* **robustness_retrieval** = the same among the judged examples outside gap groups (a
+  group's tag needs its answers' verdicts);
 * **acc_retrieval_db** = 1 - gap groups / groups; across variants, a group counts as a gap
   of the retrieval database only if it is a gap in every variant;
 * **accuracy_balanced** = the mean of per-group accuracies: every group weighs the same,
@@ -26,9 +29,10 @@ Every proportion carries its counts and a 95% Wilson interval.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ragaudit.analysis.summary import (
@@ -344,10 +348,14 @@ def robustness_note(systems: Mapping[str, SystemFigures]) -> str | None:
 
 
 def variant_metrics(
-    examples: list[Example], tags: Mapping[str, Tag] | None = None
+    examples: list[Example],
+    tags: Mapping[str, Tag] | None = None,
+    judge_failed: Sequence[Example] = (),
 ) -> VariantFigures:
     """The figures of one system and one variant (see the module docstring); ``tags``:
-    the groups' tags, when :func:`group_tags` already gave them.
+    the groups' tags, when :func:`group_tags` already gave them; ``judge_failed``: the
+    answers of the same system and variant the judge failed on, which count in the
+    retrieval accuracy and its left-out counts only (their ``correct`` is not read).
 
     >>> verdicts = {"g1": [True, True], "g2": [True, False], "g3": [False, False]}
     >>> examples = [Example(f"{g}.{i}", g, "short", ok)
@@ -359,6 +367,10 @@ def variant_metrics(
     {'gap': 1, 'robust': 1, 'non-robust': 1}
     >>> figures.accuracy_retrieval is None, figures.retrieval_left_out  # no gold ids
     (True, {'unknown': 6})
+    >>> found = Example("g1.2", "g1", "short", False, retrieval_correct=True, gold=("d1",))
+    >>> with_failed = variant_metrics(examples, judge_failed=[found])  # the judge failed on it
+    >>> with_failed.n_queries, str(with_failed.accuracy_retrieval)
+    (6, '1.00 [0.21, 1.00]')
     """
     tags = group_tags(examples) if tags is None else tags
     n = len(examples)
@@ -371,9 +383,10 @@ def variant_metrics(
         robustness = robustness.model_copy(update={"value": None, "ci95": (0.0, 1.0)})
     judged = [ex for ex in examples if ex.retrieval_correct is not None]
     judged_outside = [ex for ex in judged if tags[ex.group_id] != "gap"]
+    retrievals = judged + [ex for ex in judge_failed if ex.retrieval_correct is not None]
     left_out: dict[str, int] = defaultdict(int)
     unknown_retrieved = False
-    for ex in examples:
+    for ex in itertools.chain(examples, judge_failed):
         if ex.retrieval_correct is None:
             state = gold_state(ex.gold)
             left_out["no retrieved ids" if state == "judged" else state] += 1
@@ -390,8 +403,10 @@ def variant_metrics(
         robustness=robustness,
         robustness_undefined=undefined if n else None,
         gap_fraction=proportion(in_gap, n),
-        accuracy_retrieval=proportion(sum(bool(ex.retrieval_correct) for ex in judged), len(judged))
-        if judged
+        accuracy_retrieval=proportion(
+            sum(bool(ex.retrieval_correct) for ex in retrievals), len(retrievals)
+        )
+        if retrievals
         else None,
         retrieval_left_out=dict(left_out),
         robustness_retrieval=proportion(
@@ -521,11 +536,18 @@ def open_domain_groups(examples: Iterable[Example], llm_only: str) -> set[str]:
     return flagged
 
 
-def analyze(examples: Iterable[Example], *, llm_only: str | None = None) -> Analysis:
+def analyze(
+    examples: Iterable[Example],
+    *,
+    llm_only: str | None = None,
+    judge_failed: Iterable[Example] = (),
+) -> Analysis:
     """Figures for every system and variant; a group is a gap of the retrieval database
     when it is a gap in every variant it appears in. With ``llm_only`` (the name of a
     system answering without retrieval), groups it answers correctly are flagged as open
-    domain and Acc_retrieval_db is also given without them.
+    domain and Acc_retrieval_db is also given without them. ``judge_failed``: answers the
+    judge failed on, whose retrievals count in the retrieval accuracy
+    (:func:`variant_metrics`).
 
     >>> def answers(system, variant, verdicts):  # group -> each query's verdict
     ...     return [
@@ -546,12 +568,18 @@ def analyze(examples: Iterable[Example], *, llm_only: str | None = None) -> Anal
     """
     examples = list(examples)
     by_system = by_system_and_variant(examples)
+    failed: dict[tuple[str, str], list[Example]] = defaultdict(list)
+    for ex in judge_failed:
+        failed[ex.system, ex.variant].append(ex)
     open_domain = open_domain_groups(examples, llm_only) if llm_only else set()
     systems: dict[str, SystemFigures] = {}
     all_tags: dict[str, dict[str, dict[str, Tag]]] = {}
     for system, variants in sorted(by_system.items()):
         tags = {variant: group_tags(items) for variant, items in sorted(variants.items())}
-        figures = {variant: variant_metrics(variants[variant], t) for variant, t in tags.items()}
+        figures = {
+            variant: variant_metrics(variants[variant], t, failed.get((system, variant), ()))
+            for variant, t in tags.items()
+        }
         groups: dict[str, list[Tag]] = defaultdict(list)
         for variant_tags in tags.values():
             for gid, tag in variant_tags.items():

@@ -36,7 +36,12 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragaudit.analysis.metrics import Example, proportion
-from ragaudit.analysis.retrieval_metrics import ndcg_at_k, recall_at_k, reciprocal_rank
+from ragaudit.analysis.retrieval_metrics import (
+    is_ranked,
+    ndcg_at_k,
+    recall_at_k,
+    reciprocal_rank,
+)
 from ragaudit.analysis.significance import PairedCounts, compare, contributions, sign_flip_p
 from ragaudit.analysis.summary import Interval, Proportion
 
@@ -188,14 +193,12 @@ def example_score(metric: str) -> ExampleScore:
         k = int(cut)
         measure = recall_at_k if kind == "recall" else ndcg_at_k
         return lambda ex: (
-            measure(list(ex.retrieved), list(ex.gold), k)
-            if ex.retrieved is not None and ex.gold
-            else None
+            measure(list(ex.retrieved or ()), list(ex.gold or ()), k) if is_ranked(ex) else None
         )
     if metric == "mrr":
         return lambda ex: (
-            reciprocal_rank(list(ex.retrieved), list(ex.gold))
-            if ex.retrieved is not None and ex.gold
+            reciprocal_rank(list(ex.retrieved or ()), list(ex.gold or ()))
+            if is_ranked(ex)
             else None
         )
     raise ValueError(

@@ -148,8 +148,8 @@ class VariantFigures(_Model):
         description="lambda: queries in gap groups among all, so accuracy = R x (1 - lambda)"
     )
     accuracy_retrieval: Proportion | None = Field(
-        description="correct retrievals among the queries with a retrieval verdict; null "
-        "when no query has one"
+        description="correct retrievals among the queries with a retrieval verdict, answers "
+        "the judge failed on included; null when no query has one"
     )
     retrieval_left_out: dict[LeftOutReason, int] = Field(
         default_factory=dict,
@@ -157,8 +157,8 @@ class VariantFigures(_Model):
         "by why: gold ids unknown, no document holds the answer, or no retrieved ids",
     )
     robustness_retrieval: Proportion | None = Field(
-        description="correct retrievals among the queries with a retrieval verdict outside "
-        "gap groups; null when no query has a retrieval verdict"
+        description="correct retrievals among the judged queries with a retrieval verdict "
+        "outside gap groups; null when no judged query has a retrieval verdict"
     )
     acc_retrieval_db: Proportion = Field(
         description="groups that are not gaps among all groups of this variant"
@@ -449,10 +449,14 @@ class StrategyFigures(_Model):
     candidates: int = Field(ge=0, description="pairs written, accepted or dropped")
     accepted: int = Field(ge=0, description="pairs that passed every check")
     dropped: dict[str, int] = Field(description="dropped candidates by the check that failed")
-    calls: int = Field(ge=0, description="LLM requests of the candidates (wordings excluded)")
+    calls: int = Field(
+        ge=0,
+        description="LLM requests of the generation: each candidate's writing and checks "
+        "(dropped ones included) and the accepted pairs' wordings, cached ones included",
+    )
     tokens: int = Field(ge=0, description="their prompt and completion tokens")
     calls_per_pair: float | None = Field(
-        description="calls per accepted pair; null when none was accepted"
+        description="LLM requests per accepted pair (calls / accepted); null when none was accepted"
     )
     tokens_per_pair: float | None = Field(
         description="tokens per accepted pair; null when none was accepted"
@@ -582,7 +586,9 @@ class Summary(_Model):
     systems: dict[str, SystemFigures] = Field(description="figures per system, by name")
     judge_failed: dict[str, int] = Field(
         default_factory=dict,
-        description="answers per system the LLM judge failed on, left out of every figure",
+        description="answers per system the LLM judge failed on, left out of every answer "
+        "figure; their retrievals count in the retrieval figures (accuracy_retrieval, the "
+        "ranking metrics), which need no judge",
     )
     comparisons: list[Comparison] = Field(
         default_factory=list,

@@ -48,7 +48,10 @@ from ragaudit.report.compare import (
 )
 from ragaudit.report.summary_file import read_summary
 from ragaudit.report.text import (
+    CALLS_PER_PAIR,
+    COST_NOTE,
     RELIABILITY_HEADERS,
+    TOKENS_PER_PAIR,
     figure_cell,
     reliability_rows,
     retrieval_queries,
@@ -355,6 +358,9 @@ class DocumentsSection:
     critiques: list[tuple[str, str, str, list[str]]]  # strategy, label, n, cells
     critique_names: list[str]
     chart: Chart | None
+    calls_label: str = CALLS_PER_PAIR
+    tokens_label: str = TOKENS_PER_PAIR
+    cost_note: str = COST_NOTE
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,15 @@ from ragaudit.analysis.summary import (
     VariantFigures,
 )
 
+# The document half's cost figures, one label each wherever they are shown (the terminal,
+# summary.md, the report): GenerationCost's definition.
+CALLS_PER_PAIR = "LLM requests per accepted pair"
+TOKENS_PER_PAIR = "tokens per accepted pair"
+COST_NOTE = (
+    "every LLM request of the generation: each candidate's writing and checks (dropped ones "
+    "included) and the accepted pairs' wordings, cached requests included"
+)
+
 # The figures of a variant that every table shows, in this order.
 METRIC_NAMES = (
     "accuracy",
@@ -338,8 +347,9 @@ def source_sections(summary: Summary) -> str:
     documents = summary.documents
     if documents is not None and documents.strategies:
         out += (
-            "\nGeneration from documents\n\n| strategy | candidates | accepted | calls per "
-            "pair | tokens per pair | label distance to uniform |\n|---|---:|---:|---:|---:|---:|\n"
+            "\nGeneration from documents\n\n| strategy | candidates | accepted | "
+            f"{CALLS_PER_PAIR} | {TOKENS_PER_PAIR} | label distance to uniform |\n"
+            "|---|---:|---:|---:|---:|---:|\n"
         )
         for name, f in documents.strategies.items():
             calls = "n/a" if f.calls_per_pair is None else f"{f.calls_per_pair:.1f}"
@@ -347,6 +357,7 @@ def source_sections(summary: Summary) -> str:
             out += (
                 f"| {name} | {f.candidates} | {f.accepted} | {calls} | {tokens} | {f.distance} |\n"
             )
+        out += f"\nRequests and tokens: {COST_NOTE}.\n"
     return out
 
 
