@@ -199,8 +199,8 @@ def test_blame_by_evidence_when_gold_ids_say_which_documents_state_the_answer() 
     from ragaudit.analysis.metrics import blame
 
     examples = [
-        # A hole: no document states it. Wrong or right, the knowledge base's; the right
-        # one was answered from elsewhere.
+        # A hole: no document states it. The wrong answer is the knowledge base's; the
+        # right one is correct, answered from elsewhere (a hole answered anyway).
         _stated("hole", False, ("d1",), ()),
         _stated("hole", True, ("d1",), (), n=1),
         # A gap group of a stated fact that no wording retrieved: the retriever's.
@@ -214,8 +214,9 @@ def test_blame_by_evidence_when_gold_ids_say_which_documents_state_the_answer() 
     got = analyze(examples).systems["s"]
     b = got.variants["short"].blame
     assert b.counts == {
-        "correct": 1, "knowledge base": 2, "retriever": 3, "language model": 1, "system error": 0
+        "correct": 2, "knowledge base": 1, "retriever": 3, "language model": 1, "system error": 0
     }  # fmt: skip
+    assert b.counts["correct"] == got.variants["short"].accuracy.k  # the chart is the table
     assert (b.rule, b.by_evidence, b.by_convention, b.holes_answered) == ("evidence", 7, 0, 1)
     # The same groups under the convention: both gap groups would be the knowledge base's,
     # and the hole, answered once, the language model's.

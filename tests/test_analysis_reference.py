@@ -105,8 +105,10 @@ def test_aurp_blame_by_evidence_beside_the_convention(
     grammar_reference: Path, tmp_path: Path
 ) -> None:
     """The paper's figures stay as they are; with gold ids that say which reports state
-    each answer, the knowledge base is blamed for exactly the questions no report answers,
-    and the stated facts that were missed are the retriever's or the language model's."""
+    each answer, the knowledge base is blamed for exactly the questions no report answers
+    that were answered wrong (the others are holes answered anyway), the blame's correct
+    answers are the accuracy's, and the stated facts that were missed are the retriever's
+    or the language model's."""
     stated = _aurp_stated(grammar_reference)
     convention = _summary(grammar_reference, "aurp", "unbalanced")
     examples = []
@@ -129,7 +131,8 @@ def test_aurp_blame_by_evidence_beside_the_convention(
         assert by_convention.blame.rule == "convention" and by_evidence.blame.rule == "evidence"
         holes = sum(1 for ex in examples if ex.variant == variant and not ex.gold)
         counts = by_evidence.blame.counts
-        assert counts["knowledge base"] == holes
+        assert counts["knowledge base"] + by_evidence.blame.holes_answered == holes
+        assert counts["correct"] == by_evidence.accuracy.k == by_convention.blame.counts["correct"]
         assert sum(counts.values()) == by_evidence.n_queries
         assert by_convention.blame.counts["knowledge base"] == by_convention.gap_fraction.k
     holes = evidence.knowledge_base_holes

@@ -209,6 +209,43 @@ def test_statements_fill_the_label_quotas_and_reruns_ask_nothing(
     # The SQL half is kept by a rerun of the SQL generation too: see test_generate_files.
 
 
+def test_the_cost_per_pair_is_one_figure_under_one_label_everywhere(
+    llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    """The figure "LLM requests per accepted pair" is every request of the generation (each
+    candidate's, dropped ones included, and the accepted pairs' wordings) over the pairs
+    accepted: the same number in the terminal, documents.stats.json, summary.json,
+    summary.md and the report (issue 41, item 3)."""
+    llm_server.responder = Script()
+    env = _setup(tmp_path, llm_server)
+    args = ("generate", "--documents", "--size", "4", "--mix", "fact_single=3,summary=1")
+    result = ragaudit(*args, cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    asked = llm_server.request_count  # the first run asks everything: no cache yet
+    candidates = _candidates(tmp_path)
+    accepted = [c for c in candidates if c.accepted]
+    assert accepted and all(c.wordings for c in accepted)
+    assert sum(c.calls for c in candidates) == asked  # every request is some pair's
+    per_pair = f"{asked / len(accepted):.1f}"
+    shown = re.search(r"LLM requests per accepted pair[\s│]+([\d.]+)", result.stdout)
+    assert shown is not None and shown.group(1) == per_pair
+    stats = json.loads((tmp_path / "runs/default/documents.stats.json").read_text())
+    assert stats["calls"] == asked and f"{stats['calls_per_pair']:.1f}" == per_pair
+    assert ragaudit("analyze", cwd=tmp_path).returncode == 0
+    summary = json.loads((tmp_path / "runs/default/summary.json").read_text())
+    figures = summary["documents"]["strategies"]["statements"]
+    assert figures["calls"] == asked and f"{figures['calls_per_pair']:.1f}" == per_pair
+    markdown = (tmp_path / "runs/default/summary.md").read_text()
+    assert "LLM requests per accepted pair" in markdown
+    report = ragaudit("report", cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    html = (tmp_path / "runs/default/report.html").read_text()
+    header = html.index("LLM requests per accepted pair")
+    row = html.index("<td>statements</td>", header)
+    assert f'<td class="num">{per_pair}</td>' in html[row : html.index("</tr>", row)]
+    assert "LLM calls per accepted pair" not in html
+
+
 def test_malformed_replies_are_reasked_then_dropped_with_the_reason(
     llm_server: ScriptedLLMServer, tmp_path: Path
 ) -> None:

@@ -21,10 +21,11 @@ _COMPARED = ("accuracy", "accuracy_retrieval")
 
 
 def label_breakdown(
-    examples: Iterable[Example], seed: int = 0
+    examples: Iterable[Example], seed: int = 0, *, judge_failed: Iterable[Example] = ()
 ) -> tuple[dict[str, dict[str, VariantFigures]], list[Comparison]]:
     """Per system and label, the figures of the queries with that label; and the
     within-system comparisons between labels. Empty when no query carries a label.
+    ``judge_failed``: answers the judge failed on, counted in the retrieval figures only.
 
     >>> examples = [
     ...     Example(f"q{g}{label[0]}", f"g{g}", "short", ok, label=label)
@@ -41,13 +42,14 @@ def label_breakdown(
     labelled = [replace(ex, variant=ex.label) for ex in examples if ex.label is not None]
     if not labelled:
         return {}, []
-    analysis = analyze(labelled)
+    failed = [replace(ex, variant=ex.label) for ex in judge_failed if ex.label is not None]
+    analysis = analyze(labelled, judge_failed=failed)
     figures = {system: dict(f.variants) for system, f in analysis.systems.items()}
     if len({ex.variant for ex in labelled}) < 2:
         return figures, []
     compared = [
         c
-        for c in comparisons(labelled, seed, outcomes=("answer", "retrieval"))
+        for c in comparisons(labelled, seed, outcomes=("answer", "retrieval"), judge_failed=failed)
         if c.a.system == c.b.system and c.metric in _COMPARED
     ]
     return figures, compared

@@ -55,13 +55,19 @@ def _group_counts(
 
 
 def comparisons(
-    examples: list[Example], seed: int = 0, *, outcomes: tuple[Outcome, ...] = ("answer",)
+    examples: list[Example],
+    seed: int = 0,
+    *,
+    outcomes: tuple[Outcome, ...] = ("answer",),
+    judge_failed: Iterable[Example] = (),
 ) -> list[Comparison]:
     """Every pair of variants within a system, and every pair of systems within a variant,
     compared on accuracy and R, paired by semantic group, for each outcome: the answer's
     correctness, and the retrieval's (metrics ``accuracy_retrieval`` and
     ``robustness_retrieval``, verdicts saying "retrieval"). Outcomes over the same groups
     share their resamples. The answer comparisons come first, then the retrieval ones.
+    ``judge_failed``: answers the judge failed on, which count in the retrieval's
+    comparisons only (a retrieval needs no judge).
 
     >>> examples = [
     ...     Example(f"q{g}{variant}", f"g{g}", variant, ok)
@@ -69,8 +75,11 @@ def comparisons(
     ...     for variant, ok in (("short", True), ("long", g < 2))
     ... ]
     >>> found = comparisons(examples)
-    >>> [(c.metric, c.a.variant, c.b.variant, round(c.difference, 2)) for c in found]
-    [('accuracy', 'long', 'short', -0.75), ('robustness', 'long', 'short', 0.0)]
+    >>> [(c.metric, c.a.variant, c.b.variant, c.difference) for c in found]  # one query a group:
+    [('accuracy', 'long', 'short', -0.75), ('robustness', 'long', 'short', None)]
+    >>> print(found[1].undefined)  # R cannot be measured
+    side both: no group outside the gaps has two queries, so none can be non-robust: robustness
+    is not measured
     >>> print(found[0].verdict)
     long is less accurate than short (accuracy 0.25 vs 1.00, difference -0.75 [-1.00, -0.40],
     p = 0.033, 8 groups).
@@ -82,6 +91,9 @@ def comparisons(
         by[side].append(ex)
         if ex.errored:
             failed_sides.add(side)
+    unjudged: dict[SideKey, list[Example]] = defaultdict(list)
+    for ex in judge_failed:
+        unjudged[ex.system, ex.variant].append(ex)
     systems = sorted({s for s, _ in by})
     variants = sorted({v for _, v in by})
     pairs = [((s, v1), (s, v2)) for s in systems for v1, v2 in itertools.combinations(variants, 2)]
@@ -92,8 +104,12 @@ def comparisons(
             continue
         counted = {
             outcome: PairedCounts.from_dicts(
-                _group_counts(by[left], outcome == "retrieval"),
-                _group_counts(by[right], outcome == "retrieval"),
+                _group_counts(by[left] + unjudged.get(left, []), retrieval=True)
+                if outcome == "retrieval"
+                else _group_counts(by[left]),
+                _group_counts(by[right] + unjudged.get(right, []), retrieval=True)
+                if outcome == "retrieval"
+                else _group_counts(by[right]),
             )
             for outcome in outcomes
         }

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -118,6 +119,56 @@ def drop_kind(reason: str) -> str:
     return reason.split(":", 1)[0].strip() or "dropped"
 
 
+@dataclass(frozen=True)
+class GenerationCost:
+    """What a generation from documents cost: every LLM request of its candidates (each
+    one's writing and checks, dropped ones included, and an accepted pair's wordings;
+    cached requests included) and their tokens, and the pairs accepted. The one
+    definition of "LLM requests per accepted pair" that the terminal, documents.stats.json,
+    summary.json and the report show.
+
+    >>> cost = GenerationCost(calls=27, tokens=9000, accepted=4)
+    >>> cost.calls_per_pair, cost.tokens_per_pair
+    (6.75, 2250.0)
+    >>> GenerationCost(calls=5, tokens=800, accepted=0).calls_per_pair is None
+    True
+    """
+
+    calls: int
+    tokens: int
+    accepted: int
+
+    @property
+    def calls_per_pair(self) -> float | None:
+        """LLM requests per accepted pair; None when none was accepted."""
+        return self.calls / self.accepted if self.accepted else None
+
+    @property
+    def tokens_per_pair(self) -> float | None:
+        """Tokens per accepted pair; None when none was accepted."""
+        return self.tokens / self.accepted if self.accepted else None
+
+
+def generation_cost(candidates: Iterable[CandidateRecord]) -> GenerationCost:
+    """The cost of the generation that wrote ``candidates`` (candidates.jsonl): the sum of
+    their requests and tokens, over the pairs accepted.
+
+    >>> def candidate(i, calls, **outcome):
+    ...     return CandidateRecord(candidate_id=f"c{i}", context_id=f"d{i}#0", gold_ids=[f"d{i}"],
+    ...                            strategy="simple", calls=calls, tokens=100 * calls, **outcome)
+    >>> cost = generation_cost([candidate(1, 7, accepted=True),  # its wordings' requests too
+    ...                         candidate(2, 3, dropped="critique: specificity 2 < 3")])
+    >>> cost.calls, cost.accepted, cost.calls_per_pair  # the dropped one is paid for too
+    (10, 1, 10.0)
+    """
+    calls = tokens = accepted = 0
+    for c in candidates:
+        calls += c.calls
+        tokens += c.tokens
+        accepted += c.accepted
+    return GenerationCost(calls=calls, tokens=tokens, accepted=accepted)
+
+
 def strategy_figures(
     candidates: Sequence[CandidateRecord],
     thresholds: Mapping[str, int] | None = None,
@@ -140,9 +191,7 @@ def strategy_figures(
     '1.00 [0.21, 1.00]'
     """
     thresholds = thresholds or {}
-    accepted = sum(c.accepted for c in candidates)
-    calls = sum(c.calls for c in candidates)
-    tokens = sum(c.tokens for c in candidates)
+    cost = generation_cost(candidates)
     confusion: dict[str, Counter[str]] = defaultdict(Counter)
     labels: list[str] = []
     ratings: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
@@ -168,12 +217,12 @@ def strategy_figures(
     }
     return StrategyFigures(
         candidates=len(candidates),
-        accepted=accepted,
+        accepted=cost.accepted,
         dropped=dict(Counter(drop_kind(c.dropped) for c in candidates if c.dropped)),
-        calls=calls,
-        tokens=tokens,
-        calls_per_pair=calls / accepted if accepted else None,
-        tokens_per_pair=tokens / accepted if accepted else None,
+        calls=cost.calls,
+        tokens=cost.tokens,
+        calls_per_pair=cost.calls_per_pair,
+        tokens_per_pair=cost.tokens_per_pair,
         confusion={k: dict(v) for k, v in confusion.items()},
         composition={label: proportion(counted[label], len(labels)) for label in LABELS},
         distance=composition_distance(labels, seed=seed),
@@ -214,10 +263,12 @@ def source_breakdown(
     examples: Sequence[Example],
     seed: int = 0,
     outcomes: tuple[Outcome, ...] = ("answer", "retrieval"),
+    judge_failed: Iterable[Example] = (),
 ) -> dict[str, SourceFigures]:
     """Each source's queries analyzed on their own, with the comparisons among them (for
     ``outcomes``); empty when every query comes from one source (the whole analysis is
-    that source's).
+    that source's). ``judge_failed``: answers the judge failed on, counted in the
+    retrieval figures only.
 
     >>> answers = {"sql": [True, True, True, False], "document": [True, False, False, False]}
     >>> examples = [Example(f"{origin}{i}", f"{origin}{i}", "short", ok, origin=origin)
@@ -238,10 +289,15 @@ def source_breakdown(
     by: dict[str, list[Example]] = defaultdict(list)
     for ex in examples:
         by[ex.origin].append(ex)
+    failed: dict[str, list[Example]] = defaultdict(list)
+    for ex in judge_failed:
+        failed[ex.origin].append(ex)
     return {
         origin: SourceFigures(
-            systems=analyze(found).systems,
-            comparisons=comparisons(found, seed=seed, outcomes=outcomes),
+            systems=analyze(found, judge_failed=failed[origin]).systems,
+            comparisons=comparisons(
+                found, seed=seed, outcomes=outcomes, judge_failed=failed[origin]
+            ),
         )
         for origin, found in sorted(by.items())
     }

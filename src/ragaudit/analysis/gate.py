@@ -316,7 +316,9 @@ def gate_check(
     paired, for the coverage. A candidate the same as the baseline in every paired group
     passes. Untestable where the candidate covers less than ``min_coverage`` of the
     baseline's queries (of its groups where queries are not given), where it could not
-    fail, or where it passes but its detectable drop exceeds ``max_undetectable``.
+    fail, where it passes but its detectable drop exceeds ``max_undetectable``, or, for
+    robustness, where a run has no group outside its gaps with two queries (R is 1.00 by
+    construction there).
 
     >>> baseline = {f"g{i}": (2, 2) for i in range(8)}  # group: (correct, answers)
     >>> candidate = {**baseline, **{f"g{i}": (1, 2) for i in range(6)}}  # 6 groups lose one
@@ -372,6 +374,23 @@ def gate_check(
             else ("the baseline" if base is None else "the candidate")
         )
         return untestable(f"nothing to count on {side}", baseline=base, candidate=cand)
+    if metric == "robustness":
+        single = [
+            name
+            for name, totals in (
+                ("the baseline", counts.total_a),
+                ("the candidate", counts.total_b),
+            )
+            if not np.any(totals > 1)
+        ]
+        if single:
+            return untestable(
+                f"one query per group on {' and '.join(single)} (no group outside the gaps has "
+                "two), so none can be non-robust: robustness is 1.00 by construction and is not "
+                "measured",
+                baseline=base,
+                candidate=cand,
+            )
     interval = compare(counts, "accuracy", n_boot=1000, n_perm=1, seed=seed).ci95
     ci = (0.0 - interval[1], 0.0 - interval[0]) if interval is not None else None  # b - a
     p = one_sided_p(counts, margin, n_perm, seed)

@@ -6,13 +6,19 @@ Definitions (grammar-v2 section 4.3), all computed within one system and one var
 * a group is a **gap** if every query is answered incorrectly, **robust** if every one is
   answered correctly, **non-robust** otherwise;
 * **accuracy** = correct / total;
-* **robustness** R = correct / (total - examples in gap groups);
+* **robustness** R = correct / (total - examples in gap groups); undefined (null, with
+  why) where every group is a gap, or where no group outside the gaps has two queries
+  or more: a group of one query is right or wrong, never non-robust, so R would be 1.00
+  by construction (a document set, whose groups have one query per variant);
 * **gap fraction** lambda = examples in gap groups / total, so accuracy = R x (1 - lambda);
 * **accuracy_retrieval** = examples whose retrieval was correct / examples with a
   retrieval verdict (the retrieval module alone: the language model's errors removed);
   queries without a gold document (gold ids unknown, or ``[]``: no document holds the
-  answer) have none, are left out of every retrieval figure, and are counted;
-* **robustness_retrieval** = the same among the examples outside gap groups;
+  answer) have none, are left out of every retrieval figure, and are counted. An answer
+  the judge failed on still has its retrieval, which needs no judge: it counts here (and
+  in Recall@k, MRR, nDCG), as ``compare`` counts it;
+* **robustness_retrieval** = the same among the judged examples outside gap groups (a
+  group's tag needs its answers' verdicts);
 * **acc_retrieval_db** = 1 - gap groups / groups; across variants, a group counts as a gap
   of the retrieval database only if it is a gap in every variant;
 * **accuracy_balanced** = the mean of per-group accuracies: every group weighs the same,
@@ -23,9 +29,10 @@ Every proportion carries its counts and a 95% Wilson interval.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ragaudit.analysis.summary import (
@@ -63,6 +70,22 @@ class Example:
     # evidence that blame uses; "entity" or None: the GRAMMAR convention decides.
     gold_kind: str | None = None
     origin: str = "sql"  # the query's source: "sql" (grounded by SQL) or "document"
+    # False: the question has no answer (generated or imported as unanswerable: its
+    # reference holds no value), so a refusal is the right answer and any other answer the
+    # language model's error; never a hole of the knowledge base.
+    answerable: bool = True
+
+
+def is_hole(ex: Example) -> bool:
+    """Whether ``ex`` asks an answerable question that no document states (gold ids ``[]``
+    that list the documents stating the answer): a hole of the knowledge base.
+
+    >>> is_hole(Example("q1", "g1", "short", False, gold=(), gold_kind="states"))
+    True
+    >>> is_hole(Example("q2", "g2", "short", True, gold=(), gold_kind="states", answerable=False))
+    False
+    """
+    return ex.answerable and ex.gold_kind == "states" and ex.gold is not None and not ex.gold
 
 
 def gold_state(gold: Iterable[str] | None) -> str:
@@ -144,15 +167,20 @@ def group_tags(examples: Iterable[Example]) -> dict[str, Tag]:
 def source_of(ex: Example, tag: Tag) -> tuple[Source, bool]:
     """Where one answer went wrong (or "correct"), and whether evidence decided it.
 
-    By evidence, when the gold ids list the documents that state the answer
-    (``gold_kind`` "states"): no such document is a hole of the knowledge base, whatever
-    the system answered; a wrong answer whose retrieval held none of them is the
-    retriever's; one whose retrieval held one is the language model's. Otherwise by the
-    GRAMMAR convention: a wrong answer in a gap group is the knowledge base's, one whose
-    retrieval was judged wrong the retriever's, any other the language model's. A failed
-    call (a timeout, an HTTP error) gave no answer: it is a system error, whatever its
-    group, and neither rule decided it; except a hole of the knowledge base, which is one
-    for every system asked it.
+    A correct answer is "correct", whatever else is known of it, so that the blame's
+    "correct" is the accuracy. A question with no answer (``answerable`` False: generated
+    or imported as unanswerable) is answered right by a refusal, which the judge credits;
+    any other answer to it is the language model's, whatever its group (the model answered
+    what the documents do not say). By evidence, when the gold ids list the documents that
+    state the answer (``gold_kind`` "states"): a wrong answer to a question no such
+    document answers is a hole of the knowledge base (a right one was answered from
+    elsewhere, and :func:`blame` counts it as a hole answered anyway); a wrong answer
+    whose retrieval held none of them is the retriever's; one whose retrieval held one is
+    the language model's. Otherwise by the GRAMMAR convention: a wrong answer in a gap
+    group is the knowledge base's, one whose retrieval was judged wrong the retriever's,
+    any other the language model's. A failed call (a timeout, an HTTP error) gave no
+    answer: it is a system error, whatever its group, and neither rule decided it; except
+    a hole of the knowledge base, which is one for every system asked it.
 
     >>> source_of(Example("q4", "g2", "short", False, retrieval_correct=False), "non-robust")
     ('retriever', False)
@@ -165,21 +193,26 @@ def source_of(ex: Example, tag: Tag) -> tuple[Source, bool]:
     >>> hole = Example("q6", "g4", "short", correct=False, gold=(), gold_kind="states")
     >>> source_of(hole, "gap")
     ('knowledge base', True)
+    >>> made_up = Example("q8", "g5", "short", False, gold=(), gold_kind="states", answerable=False)
+    >>> source_of(made_up, "gap")  # an answer to a question that has none
+    ('language model', True)
     """
-    if ex.gold_kind == "states" and ex.gold is not None and not ex.gold:
+    evidence = ex.gold_kind == "states" and ex.gold is not None
+    if is_hole(ex) and not ex.correct:
         return "knowledge base", True
     if ex.errored:
         return "system error", False
-    if ex.gold_kind == "states" and ex.gold is not None:
-        if ex.correct:
-            return "correct", True
+    if ex.correct:
+        return "correct", evidence
+    if not ex.answerable:
+        return "language model", evidence
+    if evidence:
+        assert ex.gold is not None
         if ex.retrieved is not None:
-            found = not ex.errored and not set(ex.gold).isdisjoint(ex.retrieved)
+            found = not set(ex.gold).isdisjoint(ex.retrieved)
         else:
             found = ex.retrieval_correct is not False
         return ("language model" if found else "retriever"), True
-    if ex.correct:
-        return "correct", False
     if tag == "gap":
         return "knowledge base", False
     if ex.retrieval_correct is False:
@@ -219,7 +252,7 @@ def blame(examples: Iterable[Example], tags: Mapping[str, Tag]) -> Blame:
             continue  # neither rule decided it
         if evidence:
             by_evidence += 1
-            holes_answered += part == "knowledge base" and ex.correct
+            holes_answered += part == "correct" and is_hole(ex)
         else:
             by_convention += 1
     return Blame(
@@ -255,11 +288,74 @@ def _balanced_accuracy(examples: list[Example]) -> float | None:
     return sum(sum(v) / len(v) for v in per_group.values()) / len(per_group)
 
 
+# Why R is undefined (VariantFigures.robustness_undefined), as the tables show it.
+ALL_GAPS = "every group is a gap"
+ONE_QUERY = "one query per group"
+
+
+def robustness_undefined(outside_gaps: Iterable[Example]) -> str | None:
+    """Why R cannot be measured on these examples (those outside the gap groups of one
+    system and variant), or None: none are left ("every group is a gap"), or no group has
+    two of them ("one query per group": a group of one query is right or wrong, never
+    non-robust, so R would be 1.00 by construction).
+
+    >>> def queries(*groups):
+    ...     return [Example(f"q{i}", g, "short", True) for i, g in enumerate(groups)]
+    >>> robustness_undefined(queries("g1", "g2")), robustness_undefined(queries("g1", "g1"))
+    ('one query per group', None)
+    >>> robustness_undefined([])
+    'every group is a gap'
+    """
+    seen: set[str] = set()
+    found = False
+    for ex in outside_gaps:
+        found = True
+        if ex.group_id in seen:
+            return None
+        seen.add(ex.group_id)
+    return ONE_QUERY if found else ALL_GAPS
+
+
+def robustness_note(systems: Mapping[str, SystemFigures]) -> str | None:
+    """One sentence for every system and variant whose R cannot be measured because each
+    group has one query there, or None: said once, instead of one line per comparison.
+
+    >>> def answers(system, variant):
+    ...     return [Example(f"{system}{g}{variant}", f"g{g}", variant, g < 2, system=system)
+    ...             for g in range(3)]
+    >>> examples = answers("rag", "short") + answers("rag", "long") + answers("bm25", "short")
+    >>> print(robustness_note(analyze(examples).systems))
+    R is undefined on long (rag) and short: each group has one query there, so none can be
+    non-robust and R would be 1.00 by construction; it is shown as undefined and not compared.
+    """
+    where: dict[str, list[str]] = defaultdict(list)
+    for name, figures in systems.items():
+        for variant, m in figures.variants.items():
+            if m.robustness_undefined == ONE_QUERY:
+                where[variant].append(name)
+    if not where:
+        return None
+    places = [
+        variant if len(names) == len(systems) else f"{variant} ({', '.join(names)})"
+        for variant, names in sorted(where.items())
+    ]
+    listed = places[0] if len(places) == 1 else ", ".join(places[:-1]) + " and " + places[-1]
+    return (
+        f"R is undefined on {listed}: each group has one query there, so none can be "
+        "non-robust and R would be 1.00 by construction; it is shown as undefined and not "
+        "compared."
+    )
+
+
 def variant_metrics(
-    examples: list[Example], tags: Mapping[str, Tag] | None = None
+    examples: list[Example],
+    tags: Mapping[str, Tag] | None = None,
+    judge_failed: Sequence[Example] = (),
 ) -> VariantFigures:
     """The figures of one system and one variant (see the module docstring); ``tags``:
-    the groups' tags, when :func:`group_tags` already gave them.
+    the groups' tags, when :func:`group_tags` already gave them; ``judge_failed``: the
+    answers of the same system and variant the judge failed on, which count in the
+    retrieval accuracy and its left-out counts only (their ``correct`` is not read).
 
     >>> verdicts = {"g1": [True, True], "g2": [True, False], "g3": [False, False]}
     >>> examples = [Example(f"{g}.{i}", g, "short", ok)
@@ -271,17 +367,26 @@ def variant_metrics(
     {'gap': 1, 'robust': 1, 'non-robust': 1}
     >>> figures.accuracy_retrieval is None, figures.retrieval_left_out  # no gold ids
     (True, {'unknown': 6})
+    >>> found = Example("g1.2", "g1", "short", False, retrieval_correct=True, gold=("d1",))
+    >>> with_failed = variant_metrics(examples, judge_failed=[found])  # the judge failed on it
+    >>> with_failed.n_queries, str(with_failed.accuracy_retrieval)
+    (6, '1.00 [0.21, 1.00]')
     """
     tags = group_tags(examples) if tags is None else tags
     n = len(examples)
     correct = sum(ex.correct for ex in examples)
     outside = [ex for ex in examples if tags[ex.group_id] != "gap"]
     in_gap = n - len(outside)
+    robustness = proportion(correct, n - in_gap)
+    undefined = robustness_undefined(outside)
+    if undefined is not None and n:
+        robustness = robustness.model_copy(update={"value": None, "ci95": (0.0, 1.0)})
     judged = [ex for ex in examples if ex.retrieval_correct is not None]
     judged_outside = [ex for ex in judged if tags[ex.group_id] != "gap"]
+    retrievals = judged + [ex for ex in judge_failed if ex.retrieval_correct is not None]
     left_out: dict[str, int] = defaultdict(int)
     unknown_retrieved = False
-    for ex in examples:
+    for ex in itertools.chain(examples, judge_failed):
         if ex.retrieval_correct is None:
             state = gold_state(ex.gold)
             left_out["no retrieved ids" if state == "judged" else state] += 1
@@ -295,10 +400,13 @@ def variant_metrics(
         n_errors=sum(ex.errored for ex in examples),
         groups=tag_counts(tags),
         accuracy=proportion(correct, n),
-        robustness=proportion(correct, n - in_gap),
+        robustness=robustness,
+        robustness_undefined=undefined if n else None,
         gap_fraction=proportion(in_gap, n),
-        accuracy_retrieval=proportion(sum(bool(ex.retrieval_correct) for ex in judged), len(judged))
-        if judged
+        accuracy_retrieval=proportion(
+            sum(bool(ex.retrieval_correct) for ex in retrievals), len(retrievals)
+        )
+        if retrievals
         else None,
         retrieval_left_out=dict(left_out),
         robustness_retrieval=proportion(
@@ -428,11 +536,18 @@ def open_domain_groups(examples: Iterable[Example], llm_only: str) -> set[str]:
     return flagged
 
 
-def analyze(examples: Iterable[Example], *, llm_only: str | None = None) -> Analysis:
+def analyze(
+    examples: Iterable[Example],
+    *,
+    llm_only: str | None = None,
+    judge_failed: Iterable[Example] = (),
+) -> Analysis:
     """Figures for every system and variant; a group is a gap of the retrieval database
     when it is a gap in every variant it appears in. With ``llm_only`` (the name of a
     system answering without retrieval), groups it answers correctly are flagged as open
-    domain and Acc_retrieval_db is also given without them.
+    domain and Acc_retrieval_db is also given without them. ``judge_failed``: answers the
+    judge failed on, whose retrievals count in the retrieval accuracy
+    (:func:`variant_metrics`).
 
     >>> def answers(system, variant, verdicts):  # group -> each query's verdict
     ...     return [
@@ -453,12 +568,18 @@ def analyze(examples: Iterable[Example], *, llm_only: str | None = None) -> Anal
     """
     examples = list(examples)
     by_system = by_system_and_variant(examples)
+    failed: dict[tuple[str, str], list[Example]] = defaultdict(list)
+    for ex in judge_failed:
+        failed[ex.system, ex.variant].append(ex)
     open_domain = open_domain_groups(examples, llm_only) if llm_only else set()
     systems: dict[str, SystemFigures] = {}
     all_tags: dict[str, dict[str, dict[str, Tag]]] = {}
     for system, variants in sorted(by_system.items()):
         tags = {variant: group_tags(items) for variant, items in sorted(variants.items())}
-        figures = {variant: variant_metrics(variants[variant], t) for variant, t in tags.items()}
+        figures = {
+            variant: variant_metrics(variants[variant], t, failed.get((system, variant), ()))
+            for variant, t in tags.items()
+        }
         groups: dict[str, list[Tag]] = defaultdict(list)
         for variant_tags in tags.values():
             for gid, tag in variant_tags.items():
@@ -519,10 +640,11 @@ def with_left_out(
 
 
 def _holes(examples: Iterable[Example]) -> Proportion | None:
-    """Groups no document answers, among the groups whose gold ids say which do."""
+    """Groups no document answers, among the groups whose gold ids say which do; questions
+    without an answer (``answerable`` False) are no hole, and are not counted."""
     hole: dict[str, bool] = {}
     for ex in examples:
-        if ex.gold_kind == "states" and ex.gold is not None:
+        if ex.answerable and ex.gold_kind == "states" and ex.gold is not None:
             hole[ex.group_id] = hole.get(ex.group_id, False) or not ex.gold
     if not hole:
         return None

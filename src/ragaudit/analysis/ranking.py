@@ -36,7 +36,12 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragaudit.analysis.metrics import Example, proportion
-from ragaudit.analysis.retrieval_metrics import ndcg_at_k, recall_at_k, reciprocal_rank
+from ragaudit.analysis.retrieval_metrics import (
+    is_ranked,
+    ndcg_at_k,
+    recall_at_k,
+    reciprocal_rank,
+)
 from ragaudit.analysis.significance import PairedCounts, compare, contributions, sign_flip_p
 from ragaudit.analysis.summary import Interval, Proportion
 
@@ -188,14 +193,12 @@ def example_score(metric: str) -> ExampleScore:
         k = int(cut)
         measure = recall_at_k if kind == "recall" else ndcg_at_k
         return lambda ex: (
-            measure(list(ex.retrieved), list(ex.gold), k)
-            if ex.retrieved is not None and ex.gold
-            else None
+            measure(list(ex.retrieved or ()), list(ex.gold or ()), k) if is_ranked(ex) else None
         )
     if metric == "mrr":
         return lambda ex: (
-            reciprocal_rank(list(ex.retrieved), list(ex.gold))
-            if ex.retrieved is not None and ex.gold
+            reciprocal_rank(list(ex.retrieved or ()), list(ex.gold or ()))
+            if is_ranked(ex)
             else None
         )
     raise ValueError(
@@ -270,6 +273,27 @@ def set_scores(
             den[si[system], gi[group]] = count
         out[name] = SetScores(name, systems, groups, num, den, scored if robustness else None)
     return out
+
+
+def robustness_unmeasured(scores: Mapping[str, SetScores]) -> list[str]:
+    """The test sets (of :func:`set_scores` with ``robustness``) on which some system's R
+    cannot be measured: it scored queries, but no group outside its gaps has two of them,
+    so no group can be non-robust and R is 1.00 by construction.
+
+    >>> examples = [Example(f"q{g}{v}", f"g{g}", v, g > 0, system="rag")
+    ...             for g in range(3) for v in ("short", "long")]
+    >>> robustness_unmeasured(set_scores(examples, example_score("robustness"), by="variant",
+    ...                                  robustness=True))
+    ['long', 'short']
+    >>> robustness_unmeasured(set_scores(examples, example_score("robustness"), by=None,
+    ...                                  robustness=True))
+    []
+    """
+    return sorted(
+        name
+        for name, found in scores.items()
+        if any(row.sum() > 0 and not np.any(row > 1) for row in found.den)
+    )
 
 
 class _Model(BaseModel):

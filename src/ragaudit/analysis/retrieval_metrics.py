@@ -25,6 +25,20 @@ if TYPE_CHECKING:
 DEFAULT_KS = (1, 3, 5, 10)
 
 
+def is_ranked(ex: Example) -> bool:
+    """Whether ``ex`` counts in the ranking metrics (Recall@k, MRR, nDCG@k): it has a
+    retrieved list and gold ids that name a document. The one rule of ``analyze`` and
+    ``compare`` alike: whether the judge decided the answer plays no part.
+
+    >>> from ragaudit.analysis.metrics import Example
+    >>> is_ranked(Example("q1", "g1", "short", True, retrieved=("d1",), gold=("d1",)))
+    True
+    >>> is_ranked(Example("q2", "g2", "short", True, retrieved=("d1",), gold=()))  # a hole
+    False
+    """
+    return ex.retrieved is not None and bool(ex.gold)
+
+
 def recall_at_k(retrieved: Sequence[str], gold: Sequence[str], k: int) -> float:
     """Share of the gold documents found in the top ``k``.
 
@@ -165,7 +179,7 @@ def ranking_summary(
     by_variant: dict[str, dict[str, list[Example]]] = defaultdict(lambda: defaultdict(list))
     by_label: dict[str, dict[str, list[Example]]] = defaultdict(lambda: defaultdict(list))
     for ex in examples:
-        if ex.retrieved is None or not ex.gold:
+        if not is_ranked(ex):
             continue
         by_variant[ex.system][ex.variant].append(ex)
         if ex.label is not None:

@@ -9,7 +9,9 @@ accuracy and in robustness R gets:
   group are exchangeable, so each permutation swaps the sides of a random subset of groups.
 
 R on one side counts only groups that are not gaps on that side (a gap travels with its
-counts when sides are swapped).
+counts when sides are swapped). R is not compared where a side has no group outside its
+gaps with two queries or more: a group of one query is never non-robust, so that side's R
+is 1.00 by construction.
 """
 
 from __future__ import annotations
@@ -214,9 +216,34 @@ def compare_sets(
         if not (np.isfinite(a) and np.isfinite(b)):
             out.append(_undefined(metric, a, b, g))
             continue
+        if metric == "robustness":
+            single = _one_query_sides(columns[i])
+            if single is not None:
+                out.append(
+                    PairedDifference(
+                        metric, None, None, None, None, None, g, ONE_QUERY_PER_GROUP, single
+                    )
+                )
+                continue
         p = float((extreme[i] + 1) / (total[i] + 1))
         out.append(PairedDifference(metric, a, b, observed[i], (float(low), float(high)), p, g))
     return out
+
+
+ONE_QUERY_PER_GROUP = (
+    "no group outside the gaps has two queries, so none can be non-robust: robustness is "
+    "not measured"
+)
+
+
+def _one_query_sides(parts: np.ndarray) -> str | None:
+    """Where R cannot be measured in one metric's parts (groups x [num a, den a, num b,
+    den b], gap groups already at 0): the side ("a", "b" or "both") none of whose groups
+    counts two queries or more, or None."""
+    sides = [name for name, column in (("a", 1), ("b", 3)) if not np.any(parts[:, column] > 1)]
+    if not sides:
+        return None
+    return "both" if len(sides) == 2 else sides[0]
 
 
 def _undefined(metric: str, a: float, b: float, groups: int) -> PairedDifference:

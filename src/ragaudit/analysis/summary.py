@@ -18,8 +18,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ragaudit.records.models import supported_version
 
-SCHEMA_VERSION = 5  # 2: by_label, labels, weight_scan (issue 16); 3: by_source, documents;
-# 4: reference_free (issue 18); 5: blame counts "system error" (a failed call, issue 36)
+SCHEMA_VERSION = 6  # 2: by_label, labels, weight_scan (issue 16); 3: by_source, documents;
+# 4: reference_free (issue 18); 5: blame counts "system error" (a failed call, issue 36);
+# 6: robustness_undefined, R null where it cannot be measured, and the blame's correct is
+# the accuracy (issue 41)
 
 Outcome = Literal["answer", "retrieval"]
 Tag = Literal["gap", "robust", "non-robust"]
@@ -48,7 +50,8 @@ class Proportion(_Model):
     """k successes out of n trials, with their share and its 95% Wilson score interval."""
 
     value: float | None = Field(
-        description="k / n; null when n is 0 (nothing to count, so the share is undefined)"
+        description="k / n; null when n is 0 (nothing to count, so the share is undefined) "
+        "or when the figure cannot be measured (its reason is given beside it)"
     )
     k: int = Field(ge=0, description="successes: the queries or groups the figure counts")
     n: int = Field(ge=0, description="trials: every query or group the figure is over")
@@ -87,17 +90,21 @@ class MeanInterval(_Model):
 class Blame(_Model):
     """Where the answers of one system and variant went wrong, counted query by query.
 
-    By evidence when the gold ids list the documents that state the answer; otherwise by
-    the GRAMMAR convention (a wrong answer in a gap group is the knowledge base's, one
-    whose retrieval was judged wrong the retriever's, any other the language model's)."""
+    An answer judged right is correct, so ``counts["correct"]`` is the accuracy's k; a
+    refusal to a question that has no answer is right, and any other answer to it the
+    language model's. A wrong answer is placed by evidence when the gold ids list the
+    documents that state the answer; otherwise by the GRAMMAR convention (a wrong answer
+    in a gap group is the knowledge base's, one whose retrieval was judged wrong the
+    retriever's, any other the language model's)."""
 
     rule: BlameRule = Field(
         description="which rule decided: evidence, convention, or mixed (some queries each)"
     )
     counts: dict[Source, int] = Field(
-        description="queries per source: correct, knowledge base, retriever, language model, "
-        "system error (the system failed: a timeout, an HTTP error; no answer to blame on a "
-        "module; absent in files of schema 4 and before)"
+        description="queries per source: correct (every answer judged right: the accuracy's "
+        "k), knowledge base, retriever, language model, system error (the system failed: a "
+        "timeout, an HTTP error; no answer to blame on a module; absent in files of schema "
+        "4 and before)"
     )
     by_evidence: int = Field(
         ge=0, description="queries decided by the documents that state the answer"
@@ -105,8 +112,9 @@ class Blame(_Model):
     by_convention: int = Field(ge=0, description="queries decided by the GRAMMAR convention")
     holes_answered: int = Field(
         ge=0,
-        description="correct answers to questions no document answers (decided by evidence): "
-        "the system answered from elsewhere, its own knowledge or a leak",
+        description="of the correct answers, those to answerable questions no document "
+        "answers (decided by evidence): the system answered from elsewhere, its own "
+        "knowledge or a leak",
     )
 
 
@@ -127,14 +135,21 @@ class VariantFigures(_Model):
     )
     accuracy: Proportion = Field(description="correct answers among the queries")
     robustness: Proportion = Field(
-        description="R: correct answers among the queries outside gap groups"
+        description="R: correct answers among the queries outside gap groups; its value is "
+        "null where R is undefined (robustness_undefined says why)"
+    )
+    robustness_undefined: str | None = Field(
+        None,
+        description="why R is undefined, or null: 'every group is a gap' (no query answered "
+        "correctly), or 'one query per group' (no group outside the gaps has two queries, "
+        "so none can be non-robust and R would be 1.00 by construction)",
     )
     gap_fraction: Proportion = Field(
         description="lambda: queries in gap groups among all, so accuracy = R x (1 - lambda)"
     )
     accuracy_retrieval: Proportion | None = Field(
-        description="correct retrievals among the queries with a retrieval verdict; null "
-        "when no query has one"
+        description="correct retrievals among the queries with a retrieval verdict, answers "
+        "the judge failed on included; null when no query has one"
     )
     retrieval_left_out: dict[LeftOutReason, int] = Field(
         default_factory=dict,
@@ -142,8 +157,8 @@ class VariantFigures(_Model):
         "by why: gold ids unknown, no document holds the answer, or no retrieved ids",
     )
     robustness_retrieval: Proportion | None = Field(
-        description="correct retrievals among the queries with a retrieval verdict outside "
-        "gap groups; null when no query has a retrieval verdict"
+        description="correct retrievals among the judged queries with a retrieval verdict "
+        "outside gap groups; null when no judged query has a retrieval verdict"
     )
     acc_retrieval_db: Proportion = Field(
         description="groups that are not gaps among all groups of this variant"
@@ -171,7 +186,8 @@ class SystemFigures(_Model):
     knowledge_base_holes: Proportion | None = Field(
         None,
         description="groups whose answer no document states, among the groups whose gold "
-        "ids say which documents state it; null without such evidence",
+        "ids say which documents state it (questions that have no answer are no hole, and "
+        "are not counted); null without such evidence",
     )
     open_domain_groups: int | None = Field(
         None,
@@ -433,10 +449,14 @@ class StrategyFigures(_Model):
     candidates: int = Field(ge=0, description="pairs written, accepted or dropped")
     accepted: int = Field(ge=0, description="pairs that passed every check")
     dropped: dict[str, int] = Field(description="dropped candidates by the check that failed")
-    calls: int = Field(ge=0, description="LLM requests of the candidates (wordings excluded)")
+    calls: int = Field(
+        ge=0,
+        description="LLM requests of the generation: each candidate's writing and checks "
+        "(dropped ones included) and the accepted pairs' wordings, cached ones included",
+    )
     tokens: int = Field(ge=0, description="their prompt and completion tokens")
     calls_per_pair: float | None = Field(
-        description="calls per accepted pair; null when none was accepted"
+        description="LLM requests per accepted pair (calls / accepted); null when none was accepted"
     )
     tokens_per_pair: float | None = Field(
         description="tokens per accepted pair; null when none was accepted"
@@ -566,7 +586,9 @@ class Summary(_Model):
     systems: dict[str, SystemFigures] = Field(description="figures per system, by name")
     judge_failed: dict[str, int] = Field(
         default_factory=dict,
-        description="answers per system the LLM judge failed on, left out of every figure",
+        description="answers per system the LLM judge failed on, left out of every answer "
+        "figure; their retrievals count in the retrieval figures (accuracy_retrieval, the "
+        "ranking metrics), which need no judge",
     )
     comparisons: list[Comparison] = Field(
         default_factory=list,
@@ -620,14 +642,14 @@ class Summary(_Model):
             >>> Summary(retrieval_rule="any", systems={}).rows()
             []
             >>> from ragaudit.analysis.metrics import Example, analyze
-            >>> examples = [Example("q1", "g1", "short", True, system="rag"),
-            ...             Example("q2", "g2", "short", False, system="rag")]
+            >>> examples = [Example("q1", "g1", "short", True, system="rag"),  # one query a group:
+            ...             Example("q2", "g2", "short", False, system="rag")]  # R is undefined
             >>> summary = Summary(retrieval_rule="any", systems=analyze(examples).systems)
             >>> for row in summary.rows()[:3]:
             ...     print(row["system"], row["variant"], row["metric"], row["value"], row["n"])
             rag all acc_retrieval_db 0.5 2
             rag short accuracy 0.5 2
-            rag short robustness 1.0 1
+            rag short robustness None 1
             >>> Summary.model_validate_json(summary.model_dump_json()) == summary  # summary.json
             True
         """

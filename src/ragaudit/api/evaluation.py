@@ -343,6 +343,7 @@ def evaluate(
                     "retrieved_ids": r.retrieved_ids if known else None,
                     "gold_ids": q.gold_ids,
                     "gold_kind": q.gold_kind,
+                    "answerable": bool(q.reference.values),
                     "correct": j.correct,
                     "system": r.system,
                     "error": r.error,

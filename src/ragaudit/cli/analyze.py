@@ -63,6 +63,7 @@ def analyze_cmd(
         scan_table,
         system_tables,
     )
+    from ragaudit.report.text import verdict_lines
 
     check_rule(retrieval_rule)
     project = project_for(config_path)
@@ -85,16 +86,16 @@ def analyze_cmd(
         console.print(blame_table(summary))
     for line in judge_failed_lines(summary):
         console.print(line, markup=False)
-    for comparison in summary.comparisons:
-        console.print(comparison.verdict, markup=False)
+    for line in verdict_lines(summary.comparisons):
+        console.print(line, markup=False)
     ranking = ranking_table(summary)
     if ranking is not None:
         console.print(ranking)
     label_table = by_label_table(summary)
     if label_table is not None:
         console.print(label_table)
-    for comparison in summary.label_comparisons:
-        console.print(comparison.verdict, markup=False)
+    for line in verdict_lines(summary.label_comparisons):
+        console.print(line, markup=False)
     if summary.labels is not None:
         for table in label_tables(summary.labels):
             console.print(table)

@@ -85,6 +85,8 @@ def _documents(
     seed: int | None,
 ) -> None:
     """``generate --documents``: pairs from the corpus, with a bar of accepted pairs."""
+    from ragaudit.report.text import CALLS_PER_PAIR, TOKENS_PER_PAIR  # the report's labels
+
     project = project_for(config_path, example, rate=False)
     stats = project.generate_documents(
         strategy=strategy.value if strategy else None,
@@ -109,8 +111,8 @@ def _documents(
         table.add_row(f"wordings ({escape(style)}) kept", escape(wordings_cell(counts)))
     table.add_row("queries", str(stats.queries))
     if stats.calls_per_pair is not None and stats.tokens_per_pair is not None:
-        table.add_row("LLM requests per accepted pair", f"{stats.calls_per_pair:.1f}")
-        table.add_row("tokens per accepted pair", f"{stats.tokens_per_pair:.0f}")
+        table.add_row(CALLS_PER_PAIR, f"{stats.calls_per_pair:.1f}")
+        table.add_row(TOKENS_PER_PAIR, f"{stats.tokens_per_pair:,.0f}")
     console.print(table)
     shortfall = stats.shortfall()
     if shortfall:

@@ -152,6 +152,10 @@ class DocumentGenerator:
         self.wording_problem = wording_problem
         self.on_candidate = on_candidate
         self.records: list[CandidateRecord] = []
+        # Requests of a candidate that was never written (its context had nothing left):
+        # carried to the next record, so that every request of the generation is some
+        # record's and the records' calls add up to what the generation cost.
+        self._carried = (0, 0)  # calls, tokens
         self.accepted_vectors = np.zeros((0, 0), dtype=np.float32)
         self.accepted_ids: list[str] = []
         self.wanted: dict[QuestionLabel | None, int] = {None: options.size}
@@ -239,9 +243,10 @@ class DocumentGenerator:
             accepted=dropped is None,
             dropped=dropped,
             round=f.get("round", 0),
-            calls=outcome.calls,
-            tokens=outcome.tokens,
+            calls=outcome.calls + self._carried[0],
+            tokens=outcome.tokens + self._carried[1],
         )
+        self._carried = (0, 0)
         if not holds_slot:
             self.taken[pending.label] += 1
         if dropped is None:
@@ -370,15 +375,18 @@ class DocumentGenerator:
         self, pending: _Pending, write: Callable[[], Awaitable[None]]
     ) -> _Outcome | None:
         """Write (``write``) and check one candidate: its outcome, with what it cost; None
-        when the context had nothing left to write it from."""
+        when the context had nothing left to write it from (what it asked is carried to
+        the next record)."""
         with tally() as cost:
             try:
                 await write()
                 dropped = await self._check(pending)
             except _NothingLeft:
+                self._carry(cost.calls, cost.tokens)
                 return None
             except _StatementsFailed as failed:
                 if failed.key in self._reported:  # recorded once, at the first candidate
+                    self._carry(cost.calls, cost.tokens)
                     return None
                 self._reported.add(failed.key)
                 if failed.key[1] == "facts":
@@ -390,6 +398,10 @@ class DocumentGenerator:
                 stage = "question" if "question" not in pending.fields else "check"
                 dropped = f"llm: {stage}: {_short(exc)}"
         return _Outcome(pending, dropped, cost.calls, cost.tokens)
+
+    def _carry(self, calls: int, tokens: int) -> None:
+        """Keep the cost of a candidate that was not written, for the next record."""
+        self._carried = (self._carried[0] + calls, self._carried[1] + tokens)
 
     async def _visit_statements(
         self, context: Context, round_: int, rng: random.Random, label: QuestionLabel | None
@@ -465,6 +477,8 @@ class DocumentGenerator:
         if out:  # the ask that wrote every pair is counted with the first
             out[0].calls += cost.calls
             out[0].tokens += cost.tokens
+        else:
+            self._carry(cost.calls, cost.tokens)
         return out
 
     # -- the whole generation ----------------------------------------------------------------
@@ -506,6 +520,15 @@ class DocumentGenerator:
                     self.taken[label] -= 1
                 for i, outcome in enumerate(outcomes):
                     self._record(outcome, holds_slot=i == 0)
+        if self.records and self._carried != (0, 0):  # asked after the last record: its
+            last = self.records[-1]
+            self.records[-1] = last.model_copy(
+                update={
+                    "calls": last.calls + self._carried[0],
+                    "tokens": last.tokens + self._carried[1],
+                }
+            )
+            self._carried = (0, 0)
         return self.records
 
     # -- wordings ----------------------------------------------------------------------------
@@ -538,6 +561,19 @@ class DocumentGenerator:
         got = "nothing" if found is None else repr(found[:60])
         was = "nothing" if read is None else repr(read[:60])
         return False, f"the context gives it {got}, the question {was}"
+
+    async def worded(self, record: CandidateRecord) -> CandidateRecord:
+        """An accepted candidate with its wordings (:meth:`word`), whose requests are added
+        to its cost: a pair's cost is its writing, its checks and its wordings."""
+        with tally() as cost:
+            wordings = await self.word(record)
+        return record.model_copy(
+            update={
+                "wordings": wordings,
+                "calls": record.calls + cost.calls,
+                "tokens": record.tokens + cost.tokens,
+            }
+        )
 
     async def word(self, record: CandidateRecord) -> list[WordingCheck]:
         """The candidate's question in every style, each checked to ask the same thing."""

@@ -105,9 +105,11 @@ async def judge_one(
                     rationale = f"{verdict.agreement:.0%} of {samples} samples: {verdict.reason}"
         else:
             correct, method = False, "unmatched"
-    if closed_domain and correct and (retrieval is False or query.gold_ids == []):
+    hole = query.gold_ids == [] and bool(query.reference.values)
+    if closed_domain and correct and (retrieval is False or hole):
         # Closed domain: an answer the documents could not have given is not credited,
-        # nor one that no document holds (a hole answered from elsewhere).
+        # nor one that no document holds (a hole answered from elsewhere); a refusal to a
+        # question that has no answer is right, and is.
         correct, method = False, f"{method}+closed-domain"
     stats.methods[method] += 1
     return Judgement(

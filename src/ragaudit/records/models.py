@@ -279,7 +279,12 @@ class CandidateRecord(_Record):
     wordings: list[WordingCheck] = Field(
         default_factory=list, description="the accepted question in each style, checked"
     )
-    calls: int = Field(0, ge=0, description="LLM requests this candidate made (cached or not)")
+    calls: int = Field(
+        0,
+        ge=0,
+        description="LLM requests this candidate made (cached or not), its wordings' "
+        "included: the records add up to the whole generation's requests",
+    )
     tokens: int = Field(0, ge=0, description="their prompt and completion tokens")
 
     @model_validator(mode="after")

@@ -47,7 +47,17 @@ from ragaudit.report.compare import (
     study_title,
 )
 from ragaudit.report.summary_file import read_summary
-from ragaudit.report.text import RELIABILITY_HEADERS, reliability_rows, retrieval_queries, show
+from ragaudit.report.text import (
+    CALLS_PER_PAIR,
+    COST_NOTE,
+    RELIABILITY_HEADERS,
+    TOKENS_PER_PAIR,
+    figure_cell,
+    reliability_rows,
+    retrieval_queries,
+    show,
+    verdict_lines,
+)
 from ragaudit.rundir import RunDir
 from ragaudit.store.files import DrilldownRow, read_drilldown, read_usage
 from ragaudit.store.records import read_responses
@@ -348,6 +358,9 @@ class DocumentsSection:
     critiques: list[tuple[str, str, str, list[str]]]  # strategy, label, n, cells
     critique_names: list[str]
     chart: Chart | None
+    calls_label: str = CALLS_PER_PAIR
+    tokens_label: str = TOKENS_PER_PAIR
+    cost_note: str = COST_NOTE
 
 
 @dataclass(frozen=True)
@@ -436,6 +449,8 @@ def _side(summary: Summary, side: Side, metric: str) -> str:
 
 
 def _headlines(summary: Summary) -> tuple[list[Headline], list[str]]:
+    """The significant comparisons, most significant first, and the others' verdicts (those
+    not made for one reason said once)."""
     significant, rest = [], []
     for c in summary.comparisons:
         if c.p_value is not None and c.p_value < 0.05:
@@ -447,9 +462,9 @@ def _headlines(summary: Summary) -> tuple[list[Headline], list[str]]:
                 )
             )
         else:
-            rest.append(c.verdict)
+            rest.append(c)
     significant.sort(key=lambda h: h.p)
-    return significant, rest
+    return significant, verdict_lines(rest)
 
 
 def _tables(systems: dict[str, SystemFigures]) -> list[MetricsTable]:
@@ -462,7 +477,7 @@ def _tables(systems: dict[str, SystemFigures]) -> list[MetricsTable]:
                 groups=m.n_groups,
                 errors=m.n_errors,
                 retrieval_queries=retrieval_queries(m),
-                cells=[_interval(getattr(m, key)) for key, _ in TABLE_METRICS],
+                cells=[figure_cell(m, key) for key, _ in TABLE_METRICS],
             )
             for variant, m in system.variants.items()
         ]
@@ -554,9 +569,9 @@ def _scan_drilldown(run: RunDir) -> list[DrillSection]:
 
 RULES = {
     "evidence": "by evidence: the gold ids list the documents that state each answer, so a "
-    "question no document answers is a hole of the knowledge base, a wrong answer whose "
-    "retrieval missed every such document is the retriever's, and one whose retrieval held "
-    "one is the language model's",
+    "wrong answer to a question no document answers is a hole of the knowledge base, a "
+    "wrong answer whose retrieval missed every such document is the retriever's, and one "
+    "whose retrieval held one is the language model's",
     "convention": "by the GRAMMAR convention (nothing says which documents state the "
     "answers): a wrong answer in a gap group (every wording wrong) is the knowledge base's, "
     "one whose retrieval was judged wrong the retriever's, any other the language model's",
@@ -793,7 +808,7 @@ def collect(run: RunDir) -> ReportData:
         labels=_labels(summary),
         scan=summary.weight_scan,
         by_label=_by_label(summary),
-        label_verdicts=[c.verdict for c in summary.label_comparisons],
+        label_verdicts=verdict_lines(summary.label_comparisons),
         sources=_sources(summary),
         documents=_documents(summary.documents),
         reliability=_reliability(summary.reference_free),

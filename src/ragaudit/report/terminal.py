@@ -13,6 +13,7 @@ from ragaudit.report.text import (
     METRIC_NAMES,
     RELIABILITY_HEADERS,
     blame_rows,
+    figure_cell,
     reliability_rows,
     retrieval_queries,
     show,
@@ -40,7 +41,7 @@ def system_tables(summary: Summary) -> list[Table]:
         for name in ("n_queries", "n_groups", "n_errors"):
             table.add_row(name, *(str(getattr(m, name)) for m in variants))
         for name in METRIC_NAMES:
-            table.add_row(name, *(show(getattr(m, name)) for m in variants))
+            table.add_row(name, *(figure_cell(m, name) for m in variants))
         table.add_row("retrieval queries", *(escape(retrieval_queries(m)) for m in variants))
         tables.append(table)
     return tables

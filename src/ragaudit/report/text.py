@@ -9,6 +9,7 @@ from ragaudit.analysis.retrieval_metrics import ranking_columns
 from ragaudit.analysis.summary import (
     AUROC,
     SOURCES,
+    Comparison,
     LeftOutReason,
     MeanInterval,
     MetricReliability,
@@ -16,6 +17,15 @@ from ragaudit.analysis.summary import (
     Summary,
     SystemFigures,
     VariantFigures,
+)
+
+# The document half's cost figures, one label each wherever they are shown (the terminal,
+# summary.md, the report): GenerationCost's definition.
+CALLS_PER_PAIR = "LLM requests per accepted pair"
+TOKENS_PER_PAIR = "tokens per accepted pair"
+COST_NOTE = (
+    "every LLM request of the generation: each candidate's writing and checks (dropped ones "
+    "included) and the accepted pairs' wordings, cached requests included"
 )
 
 # The figures of a variant that every table shows, in this order.
@@ -49,6 +59,70 @@ def show(value: Proportion | float | None) -> str:
     if isinstance(value, float):
         return f"{value:.2f}"
     return str(value)
+
+
+def figure_cell(m: VariantFigures, name: str) -> str:
+    """A variant's figure ``name`` for a table: :func:`show`, or, for R where it cannot be
+    measured, "undefined (why)" rather than a bare "n/a".
+
+    >>> from ragaudit.analysis.metrics import Example, variant_metrics
+    >>> one_each = variant_metrics([Example("q1", "g1", "short", True),
+    ...                             Example("q2", "g2", "short", False)])
+    >>> figure_cell(one_each, "robustness"), figure_cell(one_each, "accuracy")
+    ('undefined (one query per group)', '0.50 [0.09, 0.91]')
+    """
+    if name == "robustness" and m.robustness_undefined is not None:
+        return f"undefined ({m.robustness_undefined})"
+    value: Proportion | float | None = getattr(m, name)
+    return show(value)
+
+
+def _unsided(why: str) -> str | None:
+    """The reason of an undefined comparison when it holds for both sides alike (``side
+    both: ...`` or no side), else None: a reason of one side names it, and stays whole."""
+    if why.startswith(("side a: ", "side b: ")):
+        return None
+    return why.removeprefix("side both: ")
+
+
+def verdict_lines(comparisons: list[Comparison]) -> list[str]:
+    """The comparisons' verdicts for a reader: each made comparison's own sentence, and,
+    for those that could not be made for one reason on both sides (one query per group,
+    no group on both sides), one line per reason instead of one per pair.
+
+    >>> from ragaudit.analysis.metrics import Example
+    >>> from ragaudit.analysis.comparisons import comparisons
+    >>> examples = [Example(f"{s}{g}{v}", f"g{g}", v, g < 3, system=s)
+    ...             for s in ("bm25", "rag") for g in range(4) for v in ("short", "long")]
+    >>> for line in verdict_lines(comparisons(examples)):
+    ...     print(line)  # doctest: +ELLIPSIS
+    bm25: no significant accuracy difference between long and short (...).
+    rag: no significant accuracy difference between long and short (...).
+    long queries: no significant accuracy difference between bm25 and rag (...).
+    short queries: no significant accuracy difference between bm25 and rag (...).
+    4 comparisons not made (robustness; bm25, long, rag, short): no group outside the gaps has
+    two queries, so none can be non-robust: robustness is not measured.
+    """
+    made: list[str] = []
+    unmade: dict[str, list[Comparison]] = {}
+    for c in comparisons:
+        why = _unsided(c.undefined) if c.undefined is not None else None
+        if why is None:
+            made.append(c.verdict)
+        else:
+            unmade.setdefault(why, []).append(c)
+    for why, found in unmade.items():
+        if len(found) == 1:
+            made.append(found[0].verdict)
+            continue
+        metrics = sorted({c.metric for c in found})
+        names = sorted(
+            {name for c in found for name in (c.a.variant, c.b.variant, c.a.system, c.b.system)}
+        )
+        made.append(
+            f"{len(found)} comparisons not made ({', '.join(metrics)}; {', '.join(names)}): {why}."
+        )
+    return made
 
 
 def show_mean(entry: MeanInterval) -> str:
@@ -89,7 +163,7 @@ def metrics_table(summary: Summary | Mapping[str, SystemFigures]) -> str:
     lines = [head, "|" + "---|" * (6 + len(METRIC_NAMES))]
     for system, figures in systems.items():
         for variant, m in figures.variants.items():
-            cells = [show(getattr(m, name)) for name in METRIC_NAMES]
+            cells = [figure_cell(m, name) for name in METRIC_NAMES]
             lines.append(
                 f"| {system} | {variant} | {m.n_queries} | {m.n_groups} | {m.n_errors} | "
                 f"{retrieval_queries(m)} | " + " | ".join(cells) + " |"
@@ -163,7 +237,7 @@ def judge_failed_note(summary: Summary) -> str:
 def summary_markdown(summary: Summary) -> str:
     """summary.md: the outcome when it is retrieval, the warnings, the figures, where the
     answers go wrong, what the judge left out, the verdicts and the ranking metrics."""
-    verdicts = "".join(f"- {c.verdict}\n" for c in summary.comparisons)
+    verdicts = "".join(f"- {line}\n" for line in verdict_lines(summary.comparisons))
     ranked = ranking_table(summary)
     return (
         (
@@ -273,8 +347,9 @@ def source_sections(summary: Summary) -> str:
     documents = summary.documents
     if documents is not None and documents.strategies:
         out += (
-            "\nGeneration from documents\n\n| strategy | candidates | accepted | calls per "
-            "pair | tokens per pair | label distance to uniform |\n|---|---:|---:|---:|---:|---:|\n"
+            "\nGeneration from documents\n\n| strategy | candidates | accepted | "
+            f"{CALLS_PER_PAIR} | {TOKENS_PER_PAIR} | label distance to uniform |\n"
+            "|---|---:|---:|---:|---:|---:|\n"
         )
         for name, f in documents.strategies.items():
             calls = "n/a" if f.calls_per_pair is None else f"{f.calls_per_pair:.1f}"
@@ -282,6 +357,7 @@ def source_sections(summary: Summary) -> str:
             out += (
                 f"| {name} | {f.candidates} | {f.accepted} | {calls} | {tokens} | {f.distance} |\n"
             )
+        out += f"\nRequests and tokens: {COST_NOTE}.\n"
     return out
 
 
@@ -298,7 +374,7 @@ def label_sections(summary: Summary) -> str:
             for label, m in labels.items():
                 retrieval = show(m.accuracy_retrieval)
                 out += f"| {system} | {label} | {m.n_queries} | {m.accuracy} | {retrieval} |\n"
-        out += "".join(f"- {c.verdict}\n" for c in summary.label_comparisons)
+        out += "".join(f"- {line}\n" for line in verdict_lines(summary.label_comparisons))
     figures = summary.labels
     if figures is not None:
         out += (

@@ -13,7 +13,7 @@ from ragaudit.analysis import Analysis, Example, analyze
 from ragaudit.analysis.by_label import label_breakdown
 from ragaudit.analysis.comparisons import comparisons
 from ragaudit.analysis.documents import generation_figures, source_breakdown
-from ragaudit.analysis.metrics import gold_state, source_of, with_left_out
+from ragaudit.analysis.metrics import gold_state, robustness_note, source_of, with_left_out
 from ragaudit.analysis.reliability import reference_free_figures
 from ragaudit.analysis.retrieval_metrics import ranking_summary
 from ragaudit.analysis.summary import (
@@ -85,11 +85,13 @@ def load_examples(
     undecided: Counter[str] | None = None,
     left_out: dict[tuple[str, str], Counter[str]] | None = None,
     dropped: set[int] | None = None,
+    judge_failed: list[Example] | None = None,
 ) -> list[Example]:
     """Examples from neutral files, or from the run's dataset and its judgements (outcome
     ``answer``) or responses (outcome ``retrieval``: retrieval correctness is analyzed as
     if it were the answer's). Judgements the judge failed to give are counted per system
-    in ``undecided`` and left out; with outcome ``retrieval``, the queries without a
+    in ``undecided`` and left out of the answers, their retrievals kept in
+    ``judge_failed`` for the retrieval figures; with outcome ``retrieval``, the queries without a
     retrieval verdict are counted per system and variant in ``left_out``, by why, and
     their positions among the neutral lines added to ``dropped``. A second record of one
     (system, query), in its file or in another of the run (or of ``neutral``), is a
@@ -122,7 +124,7 @@ def load_examples(
     # refused, never counted.
     if outcome == "retrieval":
         return retrieval_examples(run, rule, _record_files(run, ResponseRecord), left_out)
-    return answer_examples(run, _record_files(run, Judgement), undecided)
+    return answer_examples(run, _record_files(run, Judgement), undecided, judge_failed)
 
 
 _LITERAL = {True: "true", False: "false", None: "null"}
@@ -213,11 +215,16 @@ def run_analysis(
     undecided: Counter[str] = Counter()
     left_out: dict[tuple[str, str], Counter[str]] = {}
     dropped: set[int] = set()
+    # The answers the judge failed on: no verdict, but their retrieval needs none, so they
+    # count in every retrieval figure, as compare counts them.
+    failed: list[Example] = []
     labels = read_label_figures(run) if not neutral else None
     scan = read_scan(run) if not neutral else None
     documents = read_document_figures(run, seed) if not neutral else None
     try:
-        examples = load_examples(run, neutral, rule, system, outcome, undecided, left_out, dropped)
+        examples = load_examples(
+            run, neutral, rule, system, outcome, undecided, left_out, dropped, failed
+        )
     except UserError:
         if labels is None and scan is None and documents is None:
             raise
@@ -239,16 +246,16 @@ def run_analysis(
             if outcome == "answer"
             else "responses to queries whose gold ids name a document"
         )
-        failed = f" ({sum(undecided.values())} judgements failed: rerun ragaudit judge)"
+        retry = f" ({sum(undecided.values())} judgements failed: rerun ragaudit judge)"
         why = sum((c for c in left_out.values()), Counter())
         listed = ", ".join(f"{n} {k}" for k, n in sorted(why.items()))
         skipped = f" (left out, by what their gold ids say: {listed})"
         raise UserError(
             f"nothing to analyze: the inputs hold no {what}"
-            + (failed if undecided else "")
+            + (retry if undecided else "")
             + (skipped if why else "")
         )
-    analysis = analyze(examples, llm_only=llm_only)
+    analysis = analyze(examples, llm_only=llm_only, judge_failed=failed)
     systems, warnings = with_left_out(analysis.systems, left_out)
     if neutral or outcome == "retrieval":
         warnings += rule_warnings(examples, rule)
@@ -258,13 +265,20 @@ def run_analysis(
         warnings += judged_warnings
         if outcome == "answer":
             warnings += _unjudged(run, {*analysis.systems, *undecided})
+    # R that cannot be measured is said once here, not once per comparison.
+    note = robustness_note(systems)
+    if note is not None:
+        warnings.append(note)
     # Whether the retriever found the gold documents needs no judge: the same comparisons
     # on retrieval correctness say which half of the system breaks.
     both: tuple[Outcome, ...] = ("answer", "retrieval")
-    by_label, label_comparisons = label_breakdown(examples, seed)
+    by_label, label_comparisons = label_breakdown(examples, seed, judge_failed=failed)
     summary = Summary(
         by_source=source_breakdown(
-            examples, seed, outcomes=both if outcome == "answer" else ("answer",)
+            examples,
+            seed,
+            outcomes=both if outcome == "answer" else ("answer",),
+            judge_failed=failed,
         ),
         documents=documents,
         outcome=outcome,
@@ -273,9 +287,12 @@ def run_analysis(
         systems=systems,
         judge_failed=dict(undecided),
         comparisons=comparisons(
-            examples, seed=seed, outcomes=both if outcome == "answer" else ("answer",)
+            examples,
+            seed=seed,
+            outcomes=both if outcome == "answer" else ("answer",),
+            judge_failed=failed,
         ),
-        retrieval_ranking=ranking_summary(examples),
+        retrieval_ranking=ranking_summary([*examples, *failed]),
         by_label=by_label,
         label_comparisons=label_comparisons,
         labels=labels,

@@ -17,6 +17,7 @@ from ragaudit.analysis.ranking import (
     SetKey,
     example_score,
     rank_sets,
+    robustness_unmeasured,
     set_of,
     set_scores,
 )
@@ -195,6 +196,14 @@ def run_compare(
         raise UserError(f"every system of the run is left out of {metric}: {whys}{hint}")
     examples = _selected(examples, systems, metric, left_out)
     scores = set_scores(examples, score, by=by, robustness=metric == "robustness")
+    unmeasured = robustness_unmeasured(scores) if metric == "robustness" else []
+    if unmeasured:
+        raise UserError(
+            f"robustness cannot be measured on {', '.join(unmeasured)} (by {by}): one query "
+            "per group there (no group outside the gaps has two), so none can be non-robust "
+            "and R is 1.00 by construction; rank on accuracy, or split the sets so that "
+            "their groups hold several wordings (--by source)"
+        )
     if len(scores) < 2:
         found = ", ".join(f"{n} ({c})" for n, c in Counter(_names(examples, by)).items())
         raise UserError(

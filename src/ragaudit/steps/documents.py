@@ -19,7 +19,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragaudit.analysis.documents import drop_kind
+from ragaudit.analysis.documents import GenerationCost, drop_kind, generation_cost
 from ragaudit.config import Config
 from ragaudit.documents.generator import (
     Context,
@@ -32,7 +32,6 @@ from ragaudit.documents.options import DocumentOptions
 from ragaudit.errors import UserError
 from ragaudit.generate.text.llm import STYLE_INSTRUCTIONS, style_problem
 from ragaudit.generate.text.templates import near_duplicate_key
-from ragaudit.llm.usage import tally
 from ragaudit.progress import SILENT, Progress
 from ragaudit.records.io import atomic_write_json, write_jsonl_atomic
 from ragaudit.records.models import CandidateRecord
@@ -142,13 +141,14 @@ class DocumentStats:
 
     @property
     def calls_per_pair(self) -> float | None:
-        """LLM requests per accepted pair (None when none was accepted)."""
-        return self.calls / self.accepted if self.accepted else None
+        """LLM requests per accepted pair (None when none was accepted), as
+        :class:`~ragaudit.analysis.documents.GenerationCost` defines it."""
+        return GenerationCost(self.calls, self.tokens, self.accepted).calls_per_pair
 
     @property
     def tokens_per_pair(self) -> float | None:
         """Tokens per accepted pair (None when none was accepted)."""
-        return self.tokens / self.accepted if self.accepted else None
+        return GenerationCost(self.calls, self.tokens, self.accepted).tokens_per_pair
 
     def shortfall(self) -> str | None:
         """Why fewer pairs than asked were accepted, in one line; None when none is short."""
@@ -223,14 +223,11 @@ def generate_from_documents(
             on_candidate=on_candidate,
         )
         stats.requested = {str(k): v for k, v in generator.wanted.items() if k is not None}
-        with tally() as total:
-            records = session.run(generator.generate())
-            accepted = [r for r in records if r.accepted]
-            wordings = {r.candidate_id: session.run(generator.word(r)) for r in accepted}
-    records = [
-        r.model_copy(update={"wordings": wordings.get(r.candidate_id, [])}) if r.accepted else r
-        for r in records
-    ]
+        written = session.run(generator.generate())
+        # Each accepted pair worded, its wordings' requests added to its cost.
+        records = [session.run(generator.worded(r)) if r.accepted else r for r in written]
+    accepted = [r for r in records if r.accepted]
+    wordings = {r.candidate_id: r.wordings for r in accepted}
     write_jsonl_atomic(run.candidates, records)
     stats.candidates = len(records)
     stats.accepted = len(accepted)
@@ -238,7 +235,8 @@ def generate_from_documents(
     stats.accepted_by_label = dict(
         Counter(str(r.requested_label or r.observed_label or "unlabelled") for r in accepted)
     )
-    stats.calls, stats.tokens = total.calls, total.tokens
+    cost = generation_cost(records)  # what summary.json and the report show, too
+    stats.calls, stats.tokens = cost.calls, cost.tokens
     for checks_ in wordings.values():
         for w in checks_:
             counts = stats.wordings.setdefault(w.style, {"kept": 0})

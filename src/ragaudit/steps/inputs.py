@@ -24,7 +24,8 @@ def read_neutral(
     seen: OneRecordEach | None = None,
 ) -> Iterator[Example]:
     """Examples from a neutral JSONL file (query_id, group_id, template_id, variant, query,
-    reference, response, retrieved_ids, gold_ids, correct); a row's own ``system`` field
+    reference, response, retrieved_ids, gold_ids, correct, and ``answerable``: false for a
+    question that has no answer, absent or true otherwise); a row's own ``system`` field
     wins over ``system``. The file is the user's, not one ragaudit appends to: a bad last
     line is an error with its number, never skipped as torn. A second row of one (system,
     query) is an error, in this file or in another read with the same ``seen``."""
@@ -38,6 +39,8 @@ def read_neutral(
             raise RecordFileError(f"{path}:{number}: correct: expected true or false")
         if row.get("gold_kind") not in (None, "states", "entity"):
             raise RecordFileError(f"{path}:{number}: gold_kind: expected states, entity or null")
+        if not isinstance(row.get("answerable", True), bool):
+            raise RecordFileError(f"{path}:{number}: answerable: expected true or false")
         who = str(row.get("system") or name)
         query_id = str(row["query_id"])
         claim(who, query_id, path, number)
@@ -60,4 +63,6 @@ def read_neutral(
             label=row.get("label"),
             errored=failed,
             gold_kind=row.get("gold_kind") if gold is not None else None,
+            # false: the question has no answer, so a refusal is right (absent: it has one).
+            answerable=row.get("answerable", True),
         )

@@ -40,8 +40,10 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 # Raised whenever the table's columns or how they are computed change: a file of another
-# version is rebuilt. 2: a judgement of another response than the table's is refused.
-TABLE_VERSION = 2
+# version is rebuilt. 2: a judgement of another response than the table's is refused;
+# 3: ``where`` counts a refusal to an unanswerable question, and any right answer, as
+# correct (issue 41).
+TABLE_VERSION = 3
 FINGERPRINT_KEY = b"ragaudit.fingerprint"
 
 # The columns, in order, and what each holds (docs/records.md describes them).

@@ -27,12 +27,15 @@ def from_records(
     judgements: Iterable[Judgement],
     retrieved: Mapping[str, tuple[str, ...]] | None = None,
     undecided: Counter[str] | None = None,
+    judge_failed: list[Example] | None = None,
 ) -> Iterator[Example]:
     """Examples from a run: the dataset (``queries``, by query id) joined with one
     system's judgements (as :func:`~ragaudit.store.records.read_run_records` gives them:
     one per query); ``retrieved`` (query id -> retrieved ids, from the responses) feeds the
     ranking metrics. A judgement the judge failed to give is neither right nor wrong: it
-    is left out, and counted per system in ``undecided``."""
+    is left out, counted per system in ``undecided``, and its retrieval (which needs no
+    judge) added to ``judge_failed``, for the retrieval figures only (its ``correct`` is
+    False and means nothing)."""
     for j in judgements:
         q = queries.get(j.query_id)
         if q is None:
@@ -40,22 +43,35 @@ def from_records(
         if j.correct is None:
             if undecided is not None:
                 undecided[j.system] += 1
+            if judge_failed is not None:
+                judge_failed.append(_example(j, q, False, retrieved))
             continue
-        errored = j.method.startswith("error")
-        yield Example(
-            j.query_id,
-            q.group_id,
-            q.variant,
-            j.correct,
-            _retrieval_verdict(j.retrieval_correct, q.gold_ids, errored),
-            j.system,
-            retrieved=retrieved.get(j.query_id) if retrieved is not None else None,
-            gold=tuple(q.gold_ids) if q.gold_ids is not None else None,
-            label=q.label,
-            errored=errored,
-            gold_kind=q.gold_kind,
-            origin=q.source,
-        )
+        yield _example(j, q, j.correct, retrieved)
+
+
+def _example(
+    j: Judgement,
+    q: QueryRecord,
+    correct: bool,
+    retrieved: Mapping[str, tuple[str, ...]] | None,
+) -> Example:
+    """One judgement joined with its query (and the ids its response retrieved)."""
+    errored = j.method.startswith("error")
+    return Example(
+        j.query_id,
+        q.group_id,
+        q.variant,
+        correct,
+        _retrieval_verdict(j.retrieval_correct, q.gold_ids, errored),
+        j.system,
+        retrieved=retrieved.get(j.query_id) if retrieved is not None else None,
+        gold=tuple(q.gold_ids) if q.gold_ids is not None else None,
+        label=q.label,
+        errored=errored,
+        gold_kind=q.gold_kind,
+        origin=q.source,
+        answerable=bool(q.reference.values),
+    )
 
 
 def _retrieval_verdict(stored: bool | None, gold: list[str] | None, errored: bool) -> bool | None:
@@ -102,6 +118,7 @@ def from_responses(
             errored=r.error is not None,
             gold_kind=q.gold_kind,
             origin=q.source,
+            answerable=bool(q.reference.values),
         )
 
 
@@ -110,22 +127,28 @@ def judged_examples(
     judgement_files: Iterable[list[Judgement]],
     retrieved: Mapping[str, Mapping[str, tuple[str, ...]]],
     undecided: Counter[str] | None = None,
+    judge_failed: list[Example] | None = None,
 ) -> list[Example]:
     """The examples of the judgements of each file (a system's, as the judge writes them),
-    each with the ids its system retrieved (``retrieved``: system -> query id -> ids)."""
+    each with the ids its system retrieved (``retrieved``: system -> query id -> ids);
+    the judge's failures as :func:`from_records` counts and keeps them."""
     examples: list[Example] = []
     for judgements in judgement_files:
         ids = retrieved.get(judgements[0].system) if judgements else None
-        examples.extend(from_records(queries, judgements, ids, undecided))
+        examples.extend(from_records(queries, judgements, ids, undecided, judge_failed))
     return examples
 
 
 def answer_examples(
-    run: RunDir, files: list[Path] | None = None, undecided: Counter[str] | None = None
+    run: RunDir,
+    files: list[Path] | None = None,
+    undecided: Counter[str] | None = None,
+    judge_failed: list[Example] | None = None,
 ) -> list[Example]:
     """The run's answers as examples: the dataset joined with the judgements of ``files``
     (every judgements file by default) and the responses' retrieved ids; the judgements
-    the judge failed to give are counted per system in ``undecided``. A judgement of
+    the judge failed to give are counted per system in ``undecided``, and their
+    retrievals kept in ``judge_failed`` (:func:`from_records`). A judgement of
     another response than its system's file holds now (the system run again) is refused
     (:func:`~ragaudit.store.records.check_fresh`), never scored."""
     queries = read_dataset(run)
@@ -140,7 +163,7 @@ def answer_examples(
                 check_fresh(run, judgements, digests.get(judgements[0].system, {}))
             yield judgements
 
-    return judged_examples(queries.by_id, fresh(), retrieved, undecided)
+    return judged_examples(queries.by_id, fresh(), retrieved, undecided, judge_failed)
 
 
 def retrieval_examples(
