@@ -31,7 +31,18 @@ from ragaudit.rundir import release_locks
 from ragaudit.secrets import redact
 from ragaudit.version import __version__
 
-HELP = "Audit RAG systems with questions whose answers are executed from SQL."
+# The first words a user reads: both halves (a database, documents), and where each starts.
+# "\b" keeps the journey's lines as written (click rewraps every other paragraph).
+HELP = """Audit RAG systems with questions whose answers are known: executed with SQL on
+your database, or written from your documents and checked against them. Then see which
+module fails (retrieval database, retriever or language model) and which wordings break it.
+
+\b
+Your documents:  ragaudit init --documents; ragaudit generate --documents
+Your database:   ragaudit init; ragaudit templates sql|text; ragaudit generate
+Then:            ragaudit run, judge, analyze, report; ragaudit gate in CI
+Offline example: ragaudit demo
+"""
 
 # Help goes through click's formatter, not typer's rich tables: at 80 columns those left
 # the help text about 18 characters and cut long option names ("--include-unanswe…");
@@ -69,7 +80,9 @@ def _root(
 
 # Each command's line in the list of commands: one line at 80 columns (click would cut a
 # docstring's first sentence at the width with "..."); the docstring is its --help.
-app.command("init", short_help="Write a commented example ragaudit.yaml.")(init.init)
+app.command("init", short_help="Write a commented ragaudit.yaml (--documents: a corpus only).")(
+    init.init
+)
 app.command("doctor", short_help="Check the configuration, the database and the LLM.")(
     doctor.doctor
 )
