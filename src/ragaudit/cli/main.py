@@ -83,7 +83,7 @@ def _root(
 app.command("init", short_help="Write a commented ragaudit.yaml (--documents: a corpus only).")(
     init.init
 )
-app.command("doctor", short_help="Check the configuration, the database and the LLM.")(
+app.command("doctor", short_help="Check the configuration, database, corpus and LLM.")(
     doctor.doctor
 )
 app.add_typer(templates_app, name="templates")
