@@ -17,8 +17,8 @@ def estimate_tokens(text: str) -> int:
     """An upper estimate of the tokens ``text`` takes for a BPE model: a token per
     ``ASCII_CHARS_PER_TOKEN`` ASCII characters, and one per other character (an accent,
     a CJK character: BPE vocabularies split them finely). It errs high, so that a passage
-    it calls too long for a context may in fact fit, but one it lets through fits: the
-    measured texts took 0.58 to 0.99 of the estimate.
+    it calls too long for a context may in fact fit, while one it lets through is not
+    longer: the measured texts took 0.58 to 0.99 of the estimate.
 
     >>> estimate_tokens("Work began on 3 May 2021.")
     9

@@ -190,7 +190,8 @@ def check_corpus(config: Config) -> CorpusCheck:
     --documents`` do; count documents and chunks, and estimate each chunk's tokens against
     ``llm.context_size``, and each built-in system's ``k`` longest chunks together. The
     estimate errs high (:func:`ragaudit.llm.tokens.estimate_tokens`), so a flagged chunk
-    may still fit; one not flagged fits."""
+    may still fit, while one not flagged is within the context by any count measured
+    (a prompt holds instructions and a reply too)."""
     from ragaudit.llm.tokens import estimate_tokens
     from ragaudit.steps.documents import MIN_CONTEXT_WORDS
     from ragaudit.systems.builtin import BuiltinSystemConfig
