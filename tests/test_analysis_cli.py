@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from tests.support.cli import ragaudit
@@ -181,7 +182,8 @@ def test_errors_are_counted_and_a_verdict_they_drive_says_so(tmp_path: Path) -> 
     report = ragaudit("report", cwd=tmp_path)
     assert report.returncode == 0, report.stderr
     html = (tmp_path / "runs/default/report.html").read_text()
-    assert "<th>errors</th>" in html and '<td class="num">12</td>' in html
+    # The column has a tooltip saying what it counts (issue 41, item 14).
+    assert re.search(r'<th title="[^"]+">errors</th>', html) and '<td class="num">12</td>' in html
 
 
 def test_errors_that_cannot_explain_a_difference_are_only_counted(tmp_path: Path) -> None:

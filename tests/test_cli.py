@@ -43,6 +43,49 @@ def test_init_writes_a_valid_commented_config_and_will_not_overwrite(tmp_path: P
     assert ragaudit("init", "--force", cwd=tmp_path).returncode == 0
 
 
+def test_the_first_help_is_for_a_database_and_for_documents(tmp_path: Path) -> None:
+    """A documents-only user reads ``ragaudit --help`` first: it must not read as
+    SQL-only, and it says where each half starts."""
+    result = ragaudit("--help", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    text = " ".join(result.stdout.split())
+    assert "your database" in text and "your documents" in text
+    assert "ragaudit init --documents" in text and "generate --documents" in text
+
+
+def _section(text: str, name: str) -> str:
+    """The lines of a top-level section of a YAML file as written (comments included)."""
+    lines = text.splitlines()
+    start = lines.index(f"{name}:")
+    end = next(
+        (i for i in range(start + 1, len(lines)) if lines[i] and not lines[i][0].isspace()),
+        len(lines),
+    )
+    return "\n".join(lines[start:end])
+
+
+def test_init_documents_writes_a_documents_only_config(tmp_path: Path) -> None:
+    result = ragaudit("init", "--documents", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "documents" in result.stdout and "ragaudit doctor" in result.stdout
+    text = (tmp_path / "ragaudit.yaml").read_text()
+    assert text.lstrip().startswith("#")
+    config = parse_config(text)
+    assert config.database.url is None and "\ndatabase:" not in text
+    assert config.corpus.path == Path("documents")
+    assert config.generate.documents.strategy == "statements"
+    systems = {s.name: s for s in config.systems}
+    assert set(systems) == {"bm25-top3", "dense-top3", "llm-only"}
+    assert {getattr(s, "retriever", None) for s in systems.values()} == {"bm25", "dense", "none"}
+    # What both examples share is written alike, comments included.
+    sql = tmp_path / "sql.yaml"
+    assert ragaudit("init", str(sql), cwd=tmp_path).returncode == 0
+    for name in ("run", "llm", "harness"):
+        assert _section(text, name) == _section(sql.read_text(), name), name
+    again = ragaudit("init", "--documents", cwd=tmp_path)
+    assert again.returncode == 2 and "already exists" in again.stderr
+
+
 def test_a_bad_config_is_one_line_without_traceback(tmp_path: Path) -> None:
     (tmp_path / "ragaudit.yaml").write_text("llm:\n  model: local\n  max_concurency: 4\n")
     result = ragaudit("doctor", "--skip-llm", cwd=tmp_path)

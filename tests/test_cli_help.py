@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import enum
 import inspect
+import re
 import typing
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+import typer.main
 from typer.models import OptionInfo
 from typer.testing import CliRunner
 
@@ -98,3 +100,35 @@ def test_a_choice_outside_the_enum_is_refused_by_the_parser(tmp_path: Any) -> No
     assert done.exit_code == 2
     assert "oracle" in done.output
     assert not (tmp_path / "w").exists()
+
+
+def _flags(path: tuple[str, ...]) -> list[str]:
+    """Every flag of every option of ``ragaudit PATH`` (both of ``--on/--off``), read from
+    the parsed command that typer builds (typer carries its own click, so by attribute)."""
+    command: Any = typer.main.get_command(app)
+    for name in path:
+        command = command.get_command(None, name)
+        assert command is not None, name
+    return [
+        flag
+        for param in command.params
+        if param.param_type_name == "option"
+        for flag in (*param.opts, *param.secondary_opts)
+    ]
+
+
+@pytest.mark.parametrize("path", [(), *VERBS], ids=lambda p: " ".join(p) or "ragaudit")
+def test_help_at_80_columns_cuts_no_option_name_and_no_summary(path: tuple[str, ...]) -> None:
+    """In an 80-column terminal every flag of the command is printed whole (not
+    ``--include-unanswe…``), no line runs past the edge, and the list of commands of a
+    group gives each summary whole (not cut with "...")."""
+    done = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "80", "NO_COLOR": "1"})
+    assert done.exit_code == 0, done.output
+    lines = done.output.splitlines()
+    assert all(len(line) <= 80 for line in lines), [ln for ln in lines if len(ln) > 80]
+    assert "…" not in done.output
+    cut = [ln for ln in lines if ln.rstrip().endswith("...") and "Usage:" not in ln]
+    assert not cut, done.output
+    for flag in [*_flags(path), "--help"]:
+        whole = rf"(?<![\w-]){re.escape(flag)}(?![\w-])"
+        assert re.search(whole, done.output), (path, flag, done.output)

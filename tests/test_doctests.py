@@ -20,7 +20,8 @@ MODULES = sorted(
     [f"ragaudit.analysis.{m.name}" for m in pkgutil.iter_modules(ragaudit.analysis.__path__)]
     + [f"ragaudit.api.{m.name}" for m in pkgutil.iter_modules(ragaudit.api.__path__)]
     + ["ragaudit.llm.backends.scripted", "ragaudit.records.models", "ragaudit.judge.matchers"]
-    + ["ragaudit.errors", "ragaudit.llm.usage", "ragaudit.progress"]
+    + ["ragaudit.errors", "ragaudit.llm.usage", "ragaudit.llm.tokens", "ragaudit.progress"]
+    + ["ragaudit.steps.gate"]
 )
 
 

@@ -349,3 +349,30 @@ def test_server_errors_are_dropped_candidates_not_a_crash(
     )
     assert result.returncode != 0 and "no pair accepted" in result.stderr
     assert all(c.dropped and c.dropped.startswith("label:") for c in _candidates(tmp_path))
+
+
+def test_generate_from_the_config_init_documents_writes(
+    llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    """A documents-only user's first steps: ``init --documents``, put the documents where
+    the file says, point llm.model at a server, and generate with the file's defaults."""
+    llm_server.responder = Script()
+    assert ragaudit("init", "--documents", cwd=tmp_path).returncode == 0
+    config = tmp_path / "ragaudit.yaml"
+    text = config.read_text()
+    assert "\n  model: local\n" in text
+    config.write_text(text.replace("\n  model: local\n", "\n  model: openai:scripted\n"))
+    folder = tmp_path / "documents"  # where the written corpus.path points
+    folder.mkdir()
+    for name, body in DOCS.items():
+        (folder / f"{name}.txt").write_text(body + "\n")
+    env = {"OPENAI_BASE_URL": llm_server.base_url, "OPENAI_API_KEY": "sk-t-0000000000"}
+    # The mix is given: the script rates conclusions ungrounded (no reasoning pairs).
+    args = ("generate", "--documents", "--size", "3", "--mix", "fact_single=2,summary=1")
+    result = ragaudit(*args, cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    documents = [q for q in _dataset(tmp_path) if q.source == "document"]
+    groups = {q.group_id for q in documents}
+    assert len(groups) == 3, result.stdout + result.stderr
+    assert all(q.gold_ids and q.gold_ids[0] in DOCS for q in documents)
+    assert not [q for q in _dataset(tmp_path) if q.source == "sql"]

@@ -10,6 +10,7 @@ import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -302,3 +303,42 @@ def test_report_shows_the_wordings_verified_and_rejected_per_style(tmp_path: Pat
     html = report.read_text()
     assert "only verified wordings are asked" not in html
     assert "so 1 wording never verified is asked too" in html
+
+
+def test_the_metrics_table_fits_1280_pixels_and_explains_its_terms(
+    browser: object, tmp_path: Path
+) -> None:
+    """At 1,280 px the metrics tables fit the page (no scrolling sideways, the page's or
+    the table's), and every column header says what it means: a tooltip, and a line of
+    the legend under the tables."""
+    from selenium.webdriver.common.by import By
+
+    driver: Any = browser
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False},
+    )
+    try:
+        driver.get(_run(tmp_path, documents=True).as_uri())
+        assert driver.execute_script("return window.innerWidth") == 1280
+        tables = driver.find_elements(By.CSS_SELECTOR, "table.metrics")
+        assert len(tables) >= 2  # the pooled tables and the tables per source
+        for table in tables:
+            width, room = driver.execute_script(
+                "const t = arguments[0];"
+                "return [t.getBoundingClientRect().width, t.parentElement.clientWidth];",
+                table,
+            )
+            assert 0 < width <= room <= 1280, (width, room)
+        page = driver.execute_script("return document.documentElement.scrollWidth")
+        assert page <= 1280
+        legend = driver.find_element(By.ID, "metrics-terms").text
+        for header in tables[0].find_elements(By.TAG_NAME, "th"):
+            term = header.text.split("\n")[0].strip()
+            title = header.get_attribute("title") or ""
+            assert len(title) > 20, (term, title)  # a sentence, not the name again
+            assert f"{term}: {title}" in legend, (term, legend)
+        for term in ("Acc_retrieval_db", "R", "λ"):
+            assert re.search(rf"(^|\n){re.escape(term)}\b.*: ", legend), term
+    finally:
+        driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})

@@ -106,12 +106,16 @@ def load_config(path: Path | None) -> Config:
     return parse_config(text, source=str(path))
 
 
-def example_config() -> str:
+def example_config(*, documents: bool = False) -> str:
     """The commented example ``ragaudit init`` writes (``ragaudit/data/example.yaml``): every
-    key with its default and a word on what it does."""
+    key with its default and a word on what it does. ``documents``: the one for a user
+    with documents and no database (``example-documents.yaml``: a corpus path, no
+    database, built-in systems that retrieve from the corpus), so that nothing has to be
+    deleted by hand before ``generate --documents``."""
     from importlib.resources import files
 
-    return files("ragaudit").joinpath("data", "example.yaml").read_text(encoding="utf-8")
+    name = "example-documents.yaml" if documents else "example.yaml"
+    return files("ragaudit").joinpath("data", name).read_text(encoding="utf-8")
 
 
 __all__ = [

@@ -4,7 +4,7 @@ and the regression gate and ranking comparison over run directories."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,9 +61,26 @@ def _names(value: list[str] | str | None, what: str) -> list[str] | None:
     return names
 
 
+def _pairs(pairs: Mapping[str, str] | None) -> dict[str, str] | None:
+    """``pairs`` as the gate takes it: candidate system -> baseline system, names as text."""
+    if pairs is None:
+        return None
+    from ragaudit.errors import UserError
+
+    if not isinstance(pairs, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in pairs.items()
+    ):
+        raise UserError(
+            f"pairs: give candidate system -> baseline system names, e.g. {{'dense': "
+            f"'bm25'}}, not {pairs!r}"
+        )
+    return dict(pairs)
+
+
 def _gate_options(
     metrics: list[str] | str | None,
     systems: list[str] | str | None,
+    pairs: Mapping[str, str] | None,
     resamples: int,
     retrieval_rule: RetrievalRule,
     options: dict[str, Any],
@@ -71,6 +88,7 @@ def _gate_options(
     return {
         "metrics": _names(metrics, "metrics"),
         "systems": _names(systems, "systems"),
+        "pairs": _pairs(pairs),
         "n_perm": resamples,
         "rule": retrieval_rule,
         **options,
@@ -79,10 +97,11 @@ def _gate_options(
 
 def gate(
     baseline: Project | str | Path,
-    candidate: Project | str | Path,
+    candidate: Project | str | Path | None = None,
     *,
     metrics: list[str] | str | None = None,
     systems: list[str] | str | None = None,
+    pairs: Mapping[str, str] | None = None,
     margin: float = 0.0,
     alpha: float = 0.05,
     resamples: int = 2000,
@@ -94,26 +113,31 @@ def gate(
     max_undetectable: float | None = None,
 ) -> GateReport:
     """The regression gate (``ragaudit gate``) on two run directories (or projects), with
-    the options of ``ragaudit gate`` (``metrics`` and ``systems`` are its repeatable
-    ``--metric`` and ``--system``): ``.verdict`` (PASS, FAIL, UNTESTABLE), ``.exit_code``,
-    ``.checks``. A bad option is a :class:`ragaudit.UserError`."""
+    the options of ``ragaudit gate`` (``metrics``, ``systems`` and ``pairs`` are its
+    repeatable ``--metric``, ``--system`` and ``--pair``): ``.verdict`` (PASS, FAIL,
+    UNTESTABLE), ``.exit_code``, ``.checks``. ``pairs`` maps a candidate system to the
+    baseline system it is gated against (``{"dense": "bm25"}``), instead of each system
+    against its namesake; without ``candidate``, both are systems of the baseline run
+    (two configurations of one run). A bad option is a :class:`ragaudit.UserError`."""
     from ragaudit.steps.gate import gate_runs
 
     options = _gate_options(
-        metrics, systems, resamples, retrieval_rule,
+        metrics, systems, pairs, resamples, retrieval_rule,
         {"margin": margin, "alpha": alpha, "seed": seed, "allow_partial": allow_partial,
          "missing": missing, "min_coverage": min_coverage,
          "max_undetectable": max_undetectable},
     )  # fmt: skip
-    return gate_runs(_run_path(baseline), _run_path(candidate), **options)
+    base = _run_path(baseline)
+    return gate_runs(base, base if candidate is None else _run_path(candidate), **options)
 
 
 def assert_no_regression(
     baseline: Project | str | Path,
-    candidate: Project | str | Path,
+    candidate: Project | str | Path | None = None,
     *,
     metrics: list[str] | str | None = None,
     systems: list[str] | str | None = None,
+    pairs: Mapping[str, str] | None = None,
     margin: float = 0.0,
     alpha: float = 0.05,
     resamples: int = 2000,
@@ -131,7 +155,8 @@ def assert_no_regression(
     from ragaudit.steps.gate import gate_markdown
 
     report = gate(
-        baseline, candidate, metrics=metrics, systems=systems, margin=margin, alpha=alpha,
+        baseline, candidate, metrics=metrics, systems=systems, pairs=pairs, margin=margin,
+        alpha=alpha,
         resamples=resamples, seed=seed, retrieval_rule=retrieval_rule,
         allow_partial=allow_partial, missing=missing, min_coverage=min_coverage,
         max_undetectable=max_undetectable,

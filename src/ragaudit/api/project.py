@@ -762,7 +762,9 @@ class Project:
     @step
     def doctor(self, *, prompt: str | None = None, use_llm: bool = True) -> DoctorReport:
         """Check the setup (``ragaudit doctor``): the database answers read-only and its
-        schema can be read, and (``use_llm``) the LLM answers ``prompt`` once, live. A
+        schema can be read, the corpus can be read (``.corpus``: its documents and chunks,
+        and the chunks too long for the model's context), and (``use_llm``) the LLM answers
+        ``prompt`` once, live. A
         failed check is kept in the report with its reason (``.ok``, ``.failures``), not
         raised, so that one call says everything that is wrong."""
         from ragaudit.steps.doctor import DEFAULT_PROMPT, run_doctor

@@ -1,5 +1,6 @@
-"""``ragaudit doctor``: the resolved configuration, the database's schema and one LLM
-round trip, printed; the checks themselves are :mod:`ragaudit.steps.doctor`'s."""
+"""``ragaudit doctor``: the resolved configuration, the database's schema, the corpus's
+documents and chunks, and one LLM round trip, printed; the checks themselves are
+:mod:`ragaudit.steps.doctor`'s (``ra.Project.doctor``)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,10 @@ from ragaudit.steps.doctor import DEFAULT_PROMPT
 
 if TYPE_CHECKING:
     from ragaudit.db import SchemaInfo
+    from ragaudit.steps.doctor import CorpusCheck
+
+# Chunks named when some are too long for the context; the rest are counted.
+SHOWN_CHUNKS = 5
 
 
 def _schema_table(schema: SchemaInfo) -> Table:
@@ -48,6 +53,43 @@ def _schema_table(schema: SchemaInfo) -> Table:
     return table
 
 
+def _print_corpus(found: CorpusCheck) -> None:
+    """What doctor found of the corpus: documents, chunks, the ones too short to write a
+    question from, and the ones (and the built-in systems' prompts) too long for the model."""
+    console.print(
+        f"{found.path}: {found.documents} documents, {found.chunks} chunks "
+        f"(chunking: {found.chunking}); the longest is ~{found.longest_tokens} tokens",
+        markup=False,
+    )
+    if found.short_chunks:
+        console.print(
+            f"{found.short_chunks} of them have fewer than {found.min_words} words: "
+            "generate --documents writes no question from them",
+            markup=False,
+        )
+    if found.too_long:
+        n = len(found.too_long)
+        shown = ", ".join(f"{c.id} (~{c.tokens})" for c in found.too_long[:SHOWN_CHUNKS])
+        more = f" and {n - SHOWN_CHUNKS} more" if n > SHOWN_CHUNKS else ""
+        err_console.print(
+            f"warning: {n} chunk{' is' if n == 1 else 's are'} longer than the model's "
+            f"context (llm.context_size: {found.context_size} tokens): {shown}{more}; "
+            f"{found.too_long_outcome}",
+            markup=False,
+            style="yellow",
+        )
+    for crowded in found.crowded:
+        err_console.print(
+            f"warning: system {crowded.system}: its {crowded.k} retrieved chunks can come "
+            f"to ~{crowded.tokens} tokens, more than the model's context "
+            f"({found.context_size}): an answer whose passages do not fit records an error",
+            markup=False,
+            style="yellow",
+        )
+    if not found.too_long and not found.crowded:
+        console.print(f"every chunk fits the model's context ({found.context_size} tokens)")
+
+
 def doctor(
     config_path: ConfigOption = None,
     example: ExampleOption = False,
@@ -58,7 +100,8 @@ def doctor(
     ] = DEFAULT_PROMPT,
     skip_llm: Annotated[bool, typer.Option("--skip-llm", help="Do not call the LLM.")] = False,
 ) -> None:
-    """Check the setup: resolved configuration, database schema, and one LLM round trip."""
+    """Check the setup: resolved configuration, database schema, the corpus's documents and
+    chunks (flagging chunks too long for the model), and one LLM round trip."""
     project = project_for(config_path, example, db, llm)
     report = project.doctor(prompt=prompt, use_llm=not skip_llm)
 
@@ -73,8 +116,18 @@ def doctor(
         console.print(_schema_table(found.schema))
     elif report.database_error is not None:
         err_console.print(f"[red]database check failed:[/red] {escape(report.database_error)}")
+    elif report.corpus is not None or report.corpus_error is not None:
+        console.print("no database (documents only): set database.url to add SQL questions")
     else:
         console.print("no database configured (database.url); use --db URL or --example")
+
+    console.rule("corpus")
+    if report.corpus is not None:
+        _print_corpus(report.corpus)
+    elif report.corpus_error is not None:
+        err_console.print(f"[red]corpus check failed:[/red] {escape(report.corpus_error)}")
+    else:
+        console.print("no corpus configured (corpus.path): the documents systems retrieve from")
 
     if not skip_llm:
         console.rule("LLM")

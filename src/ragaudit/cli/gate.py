@@ -20,9 +20,32 @@ class MissingChoice(StrEnum):
     skip = "skip"
 
 
+def parse_pairs(values: list[str]) -> dict[str, str]:
+    """``--pair CANDIDATE=BASELINE`` options as candidate system -> baseline system; a
+    value without '=' or a candidate given twice is a :class:`UserError` naming it."""
+    from ragaudit.errors import UserError
+
+    out: dict[str, str] = {}
+    for value in values:
+        cand, sep, base = value.partition("=")
+        cand, base = cand.strip(), base.strip()
+        if not sep or not cand or not base:
+            raise UserError(f"--pair {value}: give CANDIDATE=BASELINE, e.g. --pair dense=bm25")
+        if cand in out:
+            raise UserError(f"--pair {cand}: given twice (a candidate system is checked once)")
+        out[cand] = base
+    return out
+
+
 def gate_cmd(
     baseline: Annotated[Path, typer.Argument(help="The baseline's run directory.")],
-    candidate: Annotated[Path, typer.Argument(help="The candidate's run directory.")],
+    candidate: Annotated[
+        Path | None,
+        typer.Argument(
+            help="The candidate's run directory (with --pair, default: the baseline's, to "
+            "gate two systems of one run)."
+        ),
+    ] = None,
     metrics: Annotated[
         list[str] | None,
         typer.Option(
@@ -34,6 +57,16 @@ def gate_cmd(
     systems: Annotated[
         list[str] | None,
         typer.Option("--system", help="Only the systems matching this shell pattern (repeatable)."),
+    ] = None,
+    pairs: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--pair",
+            metavar="CANDIDATE=BASELINE",
+            help="Gate the candidate's system CANDIDATE against the baseline's system "
+            "BASELINE (e.g. dense=bm25) instead of each system against its namesake; "
+            "repeatable. With one run folder: two systems of that run.",
+        ),
     ] = None,
     margin: Annotated[
         float,
@@ -101,9 +134,11 @@ def gate_cmd(
     retrieval_rule: RetrievalRuleOption = DEFAULT_RULE,
 ) -> None:
     """Compare a candidate run with a baseline run on the same dataset, paired by semantic
-    group. Exit 1 when the candidate is significantly worse beyond the margin on a check (a
-    system and a metric) or lacks a system of the baseline; 2 when a check could not fail
-    (too few groups in common) or nothing can be compared; 0 otherwise."""
+    group: each system against its namesake, or with --pair against another system (of
+    the other run, or of the same run: two configurations of one run). Exit 1 when the
+    candidate is significantly worse beyond the margin on a check (a system and a metric)
+    or lacks a system of the baseline; 2 when a check could not fail (too few groups in
+    common) or nothing can be compared; 0 otherwise."""
     from ragaudit.api import gate
     from ragaudit.errors import UserError
     from ragaudit.judge.retrieval import check_rule
@@ -117,6 +152,9 @@ def gate_cmd(
     )
 
     check_rule(retrieval_rule)
+    paired = parse_pairs(pairs or [])
+    if candidate is None:
+        candidate = baseline  # one run folder: refused below unless systems are paired
     for option, output in (("--junit", junit), ("--markdown", markdown)):
         if output is not None:
             check_output_path(output)  # refused before the gate's work, not after
@@ -133,6 +171,7 @@ def gate_cmd(
             candidate,
             metrics=metrics,
             systems=systems,
+            pairs=paired or None,
             margin=margin,
             alpha=alpha,
             resamples=resamples,

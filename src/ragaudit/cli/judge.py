@@ -55,7 +55,9 @@ def judge_cmd(
         list[FreeMetricChoice] | None,
         typer.Option(
             "--metric",
-            help="With --reference-free: only this metric (repeatable; default: the "
+            metavar="<metric>",  # the four choices would run past 80 columns: in the help
+            help="With --reference-free: only this metric, faithfulness, answer_relevancy, "
+            "context_precision or self_consistency (repeatable; default: the "
             "reference_free section's).",
         ),
     ] = None,

@@ -39,7 +39,12 @@ class LLMConfig(StrictOptions):
     seed: int = 0
     structured_attempts: int = Field(3, ge=1, le=10, description="Asks for one structured reply.")
     threads: int | None = Field(None, ge=1, description="Local model CPU threads (default: all).")
-    context_size: int = Field(4096, ge=256, description="Local model context window in tokens.")
+    context_size: int = Field(
+        4096,
+        ge=256,
+        description="The model's context window in tokens: the local model is loaded with it; "
+        "doctor flags corpus chunks longer than it.",
+    )
     cache: bool = Field(True, description="Persistent cache of every call in the run directory.")
 
     @field_validator("model")

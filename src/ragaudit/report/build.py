@@ -76,6 +76,28 @@ TABLE_METRICS = (
     ("robustness_retrieval", "retrieval R"),
 )
 
+# What each column of a metrics table means, in one line: the header's tooltip and its
+# line of the legend under the tables (a reader meets R and λ there, not in the docs).
+METRIC_TERMS = {
+    "variant": "the wording style the questions were asked in (generated: as written "
+    "from a document)",
+    "queries": "questions this system was asked in this variant",
+    "groups": "semantic groups: one fact asked in several wordings (an instantiated SQL "
+    "query, or a pair written from a document)",
+    "errors": "queries the system failed on (a timeout, an HTTP error), counted as wrong answers",
+    "retrieval queries": "queries with a retrieval verdict (their gold documents known), "
+    "and those left out and why",
+    "accuracy": "correct answers / queries",
+    "R": "robustness: correct answers / queries outside gap groups (a gap group: every "
+    "wording answered wrong), accuracy with the knowledge base's holes removed",
+    "λ (gap fraction)": "queries in gap groups / queries; accuracy = R × (1 − λ)",
+    "Acc_retrieval_db": "retrieval database accuracy: 1 − gap groups / groups, the share "
+    "of facts answered right in at least one wording",
+    "retrieval accuracy": "queries whose retrieval was correct / queries with a retrieval "
+    "verdict: the retriever alone, the language model's errors removed",
+    "retrieval R": "retrieval accuracy among the queries outside gap groups",
+}
+
 
 @dataclass(frozen=True)
 class Headline:
@@ -825,7 +847,7 @@ def render(data: ReportData) -> str:
         autoescape=True,
         undefined=jinja2.StrictUndefined,
     )
-    return env.get_template("report.html.j2").render(data=data)
+    return env.get_template("report.html.j2").render(data=data, terms=METRIC_TERMS)
 
 
 def write_report(run: RunDir) -> Path:

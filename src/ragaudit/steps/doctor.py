@@ -1,7 +1,8 @@
 """``ragaudit doctor``'s checks: the database answers read-only and its schema can be read,
-and the LLM answers one question. Each check returns what it found or raises a
-:class:`~ragaudit.errors.UserError` saying what failed; :func:`run_doctor` runs both and
-keeps what each found or why it failed, for ``ra.Project.doctor`` and the command line."""
+the corpus can be read and its chunks fit the model, and the LLM answers one question.
+Each check returns what it found or raises a :class:`~ragaudit.errors.UserError` saying
+what failed; :func:`run_doctor` runs them all and keeps what each found or why it failed,
+for ``ra.Project.doctor`` and the command line."""
 
 from __future__ import annotations
 
@@ -43,6 +44,57 @@ class LLMCheck:
     completion_tokens: int
 
 
+@dataclass(frozen=True)
+class LongChunk:
+    """A chunk estimated longer than the model's context."""
+
+    id: str  # "<document id>#<chunk index>", as generate --documents names its contexts
+    tokens: int  # estimated (ragaudit.llm.tokens.estimate_tokens: errs high)
+
+
+@dataclass(frozen=True)
+class CrowdedPrompt:
+    """A built-in system whose ``k`` retrieved chunks can hold more tokens than the model's
+    context: the ``k`` longest chunks of the corpus, together."""
+
+    system: str
+    k: int
+    tokens: int
+
+
+# What becomes of a chunk longer than the context, said where doctor flags one: the model
+# refuses the call (llama.cpp and servers alike: "exceeds the available context size").
+TOO_LONG_OUTCOME = (
+    "the model cannot read them: generate --documents drops a question written from one "
+    "(an LLM error, counted with its reason in candidates.jsonl), and a built-in system "
+    "that retrieves one records an error for that answer. Chunk smaller (corpus.chunking: "
+    "paragraph, or window with chunk_size) or raise llm.context_size if the model allows."
+)
+
+
+@dataclass(frozen=True)
+class CorpusCheck:
+    """The corpus as the built-in systems and ``generate --documents`` read it: documents,
+    chunks by the configured chunking, and which chunks cannot fit the model's context
+    (``llm.context_size``, compared with an upper estimate of each chunk's tokens)."""
+
+    path: str
+    documents: int
+    chunks: int
+    chunking: str  # "document", "paragraph", or "window of N words, M shared"
+    short_chunks: int  # too few words to write a question from (generate --documents skips)
+    min_words: int  # what "too few" is
+    context_size: int
+    longest_tokens: int  # the longest chunk's estimated tokens
+    too_long: tuple[LongChunk, ...]  # longest first
+    crowded: tuple[CrowdedPrompt, ...]
+
+    @property
+    def too_long_outcome(self) -> str | None:
+        """What becomes of the chunks too long for the context, or None when there is none."""
+        return TOO_LONG_OUTCOME if self.too_long else None
+
+
 DEFAULT_PROMPT = (
     "In one short sentence: why test a RAG system with questions whose answers are known?"
 )
@@ -57,6 +109,8 @@ class DoctorReport:
     config: dict[str, object] = field(repr=False)
     database: DatabaseCheck | None = None
     database_error: str | None = None
+    corpus: CorpusCheck | None = None
+    corpus_error: str | None = None
     llm: LLMCheck | None = None
     llm_error: str | None = None
     llm_backend: str | None = None  # which backend answered, or was to (kept on failure)
@@ -66,12 +120,13 @@ class DoctorReport:
     @property
     def ok(self) -> bool:
         """True when every check that was asked passed."""
-        return self.database_error is None and self.llm_error is None
+        return not self.failures
 
     @property
     def failures(self) -> list[str]:
         """The one-line reason of each failed check."""
-        return [e for e in (self.database_error, self.llm_error) if e is not None]
+        found = (self.database_error, self.corpus_error, self.llm_error)
+        return [e for e in found if e is not None]
 
 
 def run_doctor(
@@ -82,9 +137,9 @@ def run_doctor(
     assemble_model: Callable[[], None] | None = None,
     backend: Backend | None = None,
 ) -> DoctorReport:
-    """Check the database (when one is configured) and, with ``use_llm``, ask the LLM
-    ``prompt`` once. A failed check does not stop the other: each failure is kept as its
-    one-line reason, so that one run of doctor says everything that is wrong. ``backend``:
+    """Check the database and the corpus (each when configured) and, with ``use_llm``,
+    ask the LLM ``prompt`` once. A failed check does not stop the others: each failure is
+    kept as its one-line reason, so that one run of doctor says everything that is wrong. ``backend``:
     a backend object of the caller's (a :class:`ragaudit.llm.Scripted`) instead of the
     configured model."""
     report = DoctorReport(config=config.masked_dict())
@@ -93,6 +148,11 @@ def run_doctor(
             report.database = check_database(config)
         except UserError as exc:
             report.database_error = redact(str(exc))
+    if config.corpus.path is not None:
+        try:
+            report.corpus = check_corpus(config)
+        except UserError as exc:
+            report.corpus_error = redact(str(exc))
     if use_llm:
         meter = UsageMeter()
         report.usage = meter
@@ -123,6 +183,54 @@ def check_database(config: Config) -> DatabaseCheck:
         )
     finally:
         database.dispose()
+
+
+def check_corpus(config: Config) -> CorpusCheck:
+    """Read ``corpus.path`` and chunk it as the built-in systems and ``generate
+    --documents`` do; count documents and chunks, and estimate each chunk's tokens against
+    ``llm.context_size``, and each built-in system's ``k`` longest chunks together. The
+    estimate errs high (:func:`ragaudit.llm.tokens.estimate_tokens`), so a flagged chunk
+    may still fit, while one not flagged is within the context by any count measured
+    (a prompt holds instructions and a reply too)."""
+    from ragaudit.llm.tokens import estimate_tokens
+    from ragaudit.steps.documents import MIN_CONTEXT_WORDS
+    from ragaudit.systems.builtin import BuiltinSystemConfig
+    from ragaudit.systems.corpus import chunk, load_corpus
+
+    corpus = config.corpus
+    assert corpus.path is not None, "the caller says when no corpus is configured"
+    documents = load_corpus(corpus.path)
+    chunks = chunk(documents, corpus.chunking, size=corpus.chunk_size, overlap=corpus.chunk_overlap)
+    sizes = sorted(
+        ((estimate_tokens(c.text), f"{c.doc_id}#{c.index}") for c in chunks),
+        key=lambda pair: -pair[0],
+    )
+    window = corpus.chunking == "window"
+    context = config.llm.context_size
+    crowded = []
+    for system in config.systems:
+        if isinstance(system, BuiltinSystemConfig) and system.retriever != "none":
+            if system.generator == "none":
+                continue  # retrieval only: no model reads the passages
+            total = sum(tokens for tokens, _ in sizes[: system.depth])
+            if total > context:
+                crowded.append(CrowdedPrompt(system.name, system.depth, total))
+    return CorpusCheck(
+        path=str(corpus.path),
+        documents=len(documents),
+        chunks=len(chunks),
+        chunking=(
+            f"window of {corpus.chunk_size} words, {corpus.chunk_overlap} shared"
+            if window
+            else corpus.chunking
+        ),
+        short_chunks=sum(1 for c in chunks if len(c.text.split()) < MIN_CONTEXT_WORDS),
+        min_words=MIN_CONTEXT_WORDS,
+        context_size=context,
+        longest_tokens=sizes[0][0] if sizes else 0,
+        too_long=tuple(LongChunk(cid, tokens) for tokens, cid in sizes if tokens > context),
+        crowded=tuple(crowded),
+    )
 
 
 def check_llm(

@@ -1,6 +1,8 @@
 """The ``gate`` step: a candidate run against a baseline run on the same dataset, paired by
 semantic group (:mod:`ragaudit.analysis.gate`), as a one-screen markdown summary and JUnit
-XML for CI systems; and :func:`assert_no_regression` for pytest."""
+XML for CI systems; and :func:`assert_no_regression` for pytest. Each system is checked
+against its namesake, or (``pairs``) against another system: of the other run, or of the
+same run, so that two configurations of one run (dense against BM25) are gated alike."""
 
 from __future__ import annotations
 
@@ -144,12 +146,113 @@ def _options(
     return abs(margin)
 
 
+def pair_label(candidate: str, baseline: str) -> str:
+    """The name of a check of ``candidate`` against another system, ``baseline`` (its
+    row in the summary, its JUnit case); a system against its namesake keeps its name.
+
+    >>> pair_label("dense", "bm25"), pair_label("rag", "rag")
+    ('dense (baseline: bm25)', 'rag')
+    """
+    return candidate if candidate == baseline else f"{candidate} (baseline: {baseline})"
+
+
+def _check_pairs(
+    pairs: dict[str, str], systems: list[str] | None, same_run: bool, run: Path
+) -> None:
+    """Refuse what a pairing cannot mean: a name left empty, ``--system`` beside it (two
+    ways of choosing the checks), and in one run folder a system against itself (it
+    could never fail), or no pair at all."""
+    if same_run and not pairs:
+        # A mistyped CI line that names one run twice could never fail: no pass.
+        raise UserError(
+            f"the baseline and the candidate are the same run folder ({run}): a run gated "
+            "against itself always passes; with one run folder: name the candidate's run "
+            "folder, or pair two of its systems (--pair CANDIDATE=BASELINE, e.g. dense=bm25)"
+        )
+    if pairs and systems:
+        raise UserError("--pair and --system both choose the systems to check: give the pairs")
+    for cand, base in pairs.items():
+        if not (isinstance(cand, str) and isinstance(base, str) and cand and base):
+            raise UserError(f"--pair {cand!r}={base!r}: name two systems, CANDIDATE=BASELINE")
+        if same_run and cand == base:
+            raise UserError(
+                f"--pair {cand}={base}: in one run folder a system gated against itself "
+                "always passes: pair two systems of the run (e.g. --pair dense=bm25)"
+            )
+
+
+def _known_system(name: str, side: str, known: set[str], pair: tuple[str, str]) -> None:
+    """A paired system that its run does not have at all is a typo, not a missing system
+    (which would fail the gate for the wrong reason)."""
+    if name not in known:
+        raise UserError(
+            f"--pair {pair[0]}={pair[1]}: the {side} has no system {name} (its systems: "
+            f"{', '.join(sorted(known)) or 'none'})"
+        )
+
+
+def _paired_jobs(
+    metric: str,
+    pairs: dict[str, str],
+    base_scored: Scored,
+    base_out: dict[str, str],
+    cand_scored: Scored,
+    cand_out: dict[str, str],
+    notes: list[str],
+) -> list[tuple[str, str, str]]:
+    """The checks ``pairs`` asks for: (name, baseline system, candidate system) each."""
+    for cand, base in pairs.items():
+        _known_system(base, "baseline", {*base_scored, *base_out}, (cand, base))
+        _known_system(cand, "candidate", {*cand_scored, *cand_out}, (cand, base))
+    for system, why in base_out.items():
+        if system in pairs.values():
+            notes.append(f"{metric}: the baseline's {system} left out: {why}")
+    jobs = [(pair_label(c, b), b, c) for c, b in pairs.items() if b in base_scored]
+    if not jobs:
+        whys = "; ".join(f"{s} {why}" for s, why in sorted(base_out.items()))
+        raise UserError(f"{metric}: no baseline system of the pairs has anything to count ({whys})")
+    return jobs
+
+
+def _namesake_jobs(
+    metric: str,
+    systems: list[str] | None,
+    base_scored: Scored,
+    base_out: dict[str, str],
+    cand_scored: Scored,
+    notes: list[str],
+) -> list[tuple[str, str, str]]:
+    """Each system of the baseline (matching ``systems``) against its namesake."""
+    names = sorted(base_scored)
+    for pattern in systems or []:
+        # A pattern that names nothing (a typo) would leave a system unchecked: no pass.
+        if not any(fnmatch.fnmatchcase(s, pattern) for s in [*base_scored, *base_out]):
+            raise UserError(
+                f"--system {pattern}: no system of the baseline matches it (the "
+                f"baseline's systems: {', '.join(sorted({*base_scored, *base_out}))})"
+            )
+    if systems:
+        names = [s for s in names if any(fnmatch.fnmatchcase(s, p) for p in systems)]
+    if not names:
+        raise UserError(
+            f"{metric}: no system of the baseline matches {', '.join(systems or [])} "
+            f"(baseline: {', '.join(sorted(base_scored))})"
+        )
+    extra = sorted(set(cand_scored) - set(base_scored) - set(base_out))
+    if extra and not systems:
+        notes.append(f"{metric}: only the candidate has {', '.join(extra)}: not checked")
+    for system, why in base_out.items():
+        notes.append(f"{metric}: the baseline's {system} left out: {why}")
+    return [(s, s, s) for s in names]
+
+
 def gate_runs(
     baseline: Path,
     candidate: Path,
     *,
     metrics: list[str] | None = None,
     systems: list[str] | None = None,
+    pairs: dict[str, str] | None = None,
     margin: float = 0.0,
     alpha: float = 0.05,
     n_perm: int = 2000,
@@ -163,7 +266,10 @@ def gate_runs(
     """Check every system of the baseline (or those matching ``systems``, shell patterns)
     on each metric (default accuracy; retrieval metrics need no judging): regression where
     the candidate is significantly worse than the baseline by more than ``margin``. The
-    checks share ``alpha`` (Bonferroni).
+    checks share ``alpha`` (Bonferroni). ``pairs`` (candidate system -> baseline system)
+    checks those systems instead, each against the one it names, with the same
+    statistics: across two runs, or two systems of one run (``baseline`` and
+    ``candidate`` the same folder; a system against itself there is refused).
 
     Each group is compared with itself, on the queries scored on both runs, and only where
     its questions and references are the same on both. A system of the baseline the
@@ -178,20 +284,18 @@ def gate_runs(
     metrics = list(dict.fromkeys(metrics or ["accuracy"]))  # a metric twice is checked once
     for metric in metrics:
         _check_metric(metric)
-    if baseline.resolve() == candidate.resolve():
-        # A mistyped CI line that names one run twice could never fail: no pass.
-        raise UserError(
-            f"the baseline and the candidate are the same run folder ({baseline}): a run "
-            "gated against itself always passes; name the candidate's run folder"
-        )
+    pairs = dict(pairs or {})
+    same_run = baseline.resolve() == candidate.resolve()
+    _check_pairs(pairs, systems, same_run, baseline)
     for run in (baseline, candidate):
         if not run.is_dir():
             raise UserError(f"{run}: no such run directory")
     # Each run's dataset, held for the whole gate: read once, for its fingerprints and for
-    # the examples of every metric.
-    datasets = [_dataset(baseline), _dataset(candidate)]
+    # the examples of every metric (one run folder: once for both sides).
+    datasets = [_dataset(baseline)]
+    datasets.append(datasets[0] if same_run else _dataset(candidate))
     base_prints = _fingerprints(baseline, datasets[0])
-    cand_prints = _fingerprints(candidate, datasets[1])
+    cand_prints = base_prints if same_run else _fingerprints(candidate, datasets[1])
     matching = {g for g, h in base_prints.items() if cand_prints.get(g) == h}
     differing = sum(1 for g, h in base_prints.items() if g in cand_prints and cand_prints[g] != h)
     if not matching:
@@ -201,6 +305,13 @@ def gate_runs(
             f"{len(base_prints) - differing} are not in its dataset (not the same dataset?)"
         )
     notes: list[str] = []
+    if pairs:
+        notes.append(
+            "systems paired as asked: "
+            + "; ".join(
+                f"{c} of the candidate against {b} of the baseline" for c, b in pairs.items()
+            )
+        )
     if differing:
         notes.append(
             f"{differing} of the baseline's {len(base_prints)} groups ask other questions or "
@@ -210,7 +321,9 @@ def gate_runs(
     absent: list[tuple[str, str, str, int]] = []
     for metric in metrics:
         base_scored, base_out = _scores(baseline, metric, rule)
-        cand_scored, cand_out = _scores(candidate, metric, rule)
+        cand_scored, cand_out = (
+            (base_scored, base_out) if same_run else _scores(candidate, metric, rule)
+        )
         if not base_scored:
             whys = "; ".join(f"{s} {why}" for s, why in sorted(base_out.items()))
             hint = (
@@ -219,36 +332,21 @@ def gate_runs(
                 else ""
             )
             raise UserError(f"{metric}: the baseline run {baseline} has nothing to count{hint}")
-        names = sorted(base_scored)
-        for pattern in systems or []:
-            # A pattern that names nothing (a typo) would leave a system unchecked: no pass.
-            if not any(fnmatch.fnmatchcase(s, pattern) for s in [*base_scored, *base_out]):
-                raise UserError(
-                    f"--system {pattern}: no system of the baseline matches it (the "
-                    f"baseline's systems: {', '.join(sorted({*base_scored, *base_out}))})"
-                )
-        if systems:
-            names = [s for s in names if any(fnmatch.fnmatchcase(s, p) for p in systems)]
-        if not names:
-            raise UserError(
-                f"{metric}: no system of the baseline matches {', '.join(systems or [])} "
-                f"(baseline: {', '.join(sorted(base_scored))})"
-            )
-        extra = sorted(set(cand_scored) - set(base_scored) - set(base_out))
-        if extra and not systems:
-            notes.append(f"{metric}: only the candidate has {', '.join(extra)}: not checked")
-        for system, why in base_out.items():
-            notes.append(f"{metric}: the baseline's {system} left out: {why}")
-        for system in names:
-            base = base_scored[system]
+        jobs = (
+            _paired_jobs(metric, pairs, base_scored, base_out, cand_scored, cand_out, notes)
+            if pairs
+            else _namesake_jobs(metric, systems, base_scored, base_out, cand_scored, notes)
+        )
+        for system, base_system, cand_system in jobs:
+            base = base_scored[base_system]
             base_groups = {group for group, _ in base.values()}
-            cand = cand_scored.get(system)
+            cand = cand_scored.get(cand_system)
             if not cand:
-                lost = cand_out.get(system)
+                lost = cand_out.get(cand_system)
                 reason = (
-                    f"the candidate's {system} {lost}"
+                    f"the candidate's {cand_system} {lost}"
                     if lost is not None
-                    else f"the candidate has no scored query of {system}"
+                    else f"the candidate has no scored query of {cand_system}"
                 )
                 absent.append((system, metric, reason, len(base_groups)))
                 continue
