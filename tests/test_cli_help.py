@@ -36,6 +36,9 @@ VERBS = [
     ("gate",),
     ("demo",),
     ("report",),
+    ("export",),
+    ("export", "mlflow"),
+    ("export", "tables"),
 ]
 
 

@@ -106,4 +106,4 @@ def test_tables_for_any_other_tool(tmp_path: Path) -> None:
     with pytest.raises(ra.UserError, match="use csv or parquet"):
         project.export_tables(tmp_path / "x", fmt="xlsx")  # type: ignore[arg-type]
     bad = ragaudit("export", "tables", str(tmp_path / "y"), "--format", "xlsx", cwd=tmp_path)
-    assert bad.returncode == 2 and "use csv or parquet" in bad.stderr
+    assert bad.returncode == 2 and "'xlsx' is not one of 'csv', 'parquet'" in bad.stderr

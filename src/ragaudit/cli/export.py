@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
 from ragaudit.cli.common import project_for
 from ragaudit.cli.console import console
-from ragaudit.cli.options import ConfigOption
+from ragaudit.cli.options import ConfigOption, TableFormat
 
 export_app = typer.Typer(
     help="Send a run's results to an experiment tracker (MLflow), or write them as tables.",
@@ -17,7 +17,7 @@ export_app = typer.Typer(
 )
 
 
-@export_app.command("mlflow")
+@export_app.command("mlflow", short_help="Log the run to MLflow (updates an earlier export).")
 def export_mlflow_cmd(
     config_path: ConfigOption = None,
     tracking_uri: Annotated[
@@ -57,16 +57,17 @@ def export_mlflow_cmd(
         )
 
 
-@export_app.command("tables")
+@export_app.command("tables", short_help="Write the results as CSV or Parquet tables.")
 def export_tables_cmd(
     out: Annotated[Path, typer.Argument(help="Folder to write the tables into.")],
     config_path: ConfigOption = None,
-    fmt: Annotated[str, typer.Option("--format", help="csv or parquet.")] = "parquet",
+    fmt: Annotated[
+        TableFormat, typer.Option("--format", help="The tables' file format.")
+    ] = TableFormat.parquet,
 ) -> None:
     """Write the run's figures, comparisons, retrieval ranking and answers as CSV or
     Parquet tables, for any other tool."""
-    if fmt not in ("csv", "parquet"):
-        raise typer.BadParameter(f"{fmt!r}: use csv or parquet", param_hint="--format")
-    written = project_for(config_path).export_tables(out, fmt=fmt)  # type: ignore[arg-type]
+    chosen: Literal["csv", "parquet"] = "csv" if fmt is TableFormat.csv else "parquet"
+    written = project_for(config_path).export_tables(out, fmt=chosen)
     for path in written:
         console.print(f"wrote {path}", markup=False)

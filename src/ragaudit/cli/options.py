@@ -27,6 +27,13 @@ class TextGenerator(StrEnum):
     llm = "llm"
 
 
+class TableFormat(StrEnum):
+    """The file format of ``export tables``."""
+
+    csv = "csv"
+    parquet = "parquet"
+
+
 class Engine(StrEnum):
     """The database a world is written to."""
 
