@@ -139,9 +139,9 @@ def run_doctor(
 ) -> DoctorReport:
     """Check the database and the corpus (each when configured) and, with ``use_llm``,
     ask the LLM ``prompt`` once. A failed check does not stop the others: each failure is
-    kept as its one-line reason, so that one run of doctor says everything that is wrong. ``backend``:
-    a backend object of the caller's (a :class:`ragaudit.llm.Scripted`) instead of the
-    configured model."""
+    kept as its one-line reason, so that one run of doctor says everything that is wrong.
+    ``backend``: a backend object of the caller's (a :class:`ragaudit.llm.Scripted`)
+    instead of the configured model."""
     report = DoctorReport(config=config.masked_dict())
     if config.database.url:
         try:
