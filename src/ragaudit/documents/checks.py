@@ -31,7 +31,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ValidationError, field_validator
 
-from ragaudit.llm.parsing import extract_json
+from ragaudit.llm.parsing import extract_json, marked_cut, read_cut_object
 from ragaudit.llm.types import Messages, system, user
 from ragaudit.records.models import CritiqueRating
 
@@ -142,11 +142,6 @@ class Critique(CritiqueRating):
 _CRITIQUE_SHAPE = (
     "{" + ", ".join(f'"{name}": [<1-5>, "<reason in a few words>"]' for name in CRITIQUES) + "}"
 )
-# A rating as the reply starts it, when the reply was cut before its JSON closed.
-_CUT_RATING = {
-    name: re.compile(rf'"{name}"\s*:\s*(?:\[\s*|\{{\s*"rating"\s*:\s*)?"?([1-5])\b')
-    for name in CRITIQUES
-}
 
 
 def critique_prompt(context: str, question: str, answer: str | None) -> Messages:
@@ -181,16 +176,18 @@ def critique_prompt(context: str, question: str, answer: str | None) -> Messages
 def parse_critiques(reply: str) -> dict[str, Critique]:
     """The four critiques of a :func:`critique_prompt` reply; each as ``[rating, reason]``
     or ``{"rating": ..., "reason": ...}`` (or a bare rating). A reply cut at the token limit
-    after its four ratings is read from them (asking again gets the same long reasons).
-    Raises ``ValueError`` naming what is missing or out of range, so that it is re-asked."""
+    after its four ratings is read from them (asking again gets the same long reasons), by
+    the one reader of cut replies (:func:`~ragaudit.llm.parsing.read_cut_object`): a reason
+    is kept as far as it got, and one the cut left out says so. Raises ``ValueError``
+    naming what is missing or out of range, so that it is re-asked."""
+    cut = False
     try:
         value = extract_json(reply)
     except ValueError:
         value = None
+    if not isinstance(value, dict):  # no JSON, or a part of a cut one (a rating's list)
+        value, cut = read_cut_object(reply), True
     if not isinstance(value, dict):
-        cut = _cut_critiques(reply)
-        if cut is not None:
-            return cut
         raise ValueError(f"expected a JSON object: {_CRITIQUE_SHAPE}")
     lowered = {
         str(k).strip().lower().replace(" ", "_").replace("-", "_"): v for k, v in value.items()
@@ -208,20 +205,9 @@ def parse_critiques(reply: str) -> dict[str, Critique]:
             out[name] = Critique.model_validate(item)
         except ValidationError:
             raise ValueError(f"{name}: the rating must be a whole number from 1 to 5") from None
+        if cut and not out[name].reason:
+            out[name] = Critique(rating=out[name].rating, reason=marked_cut(""))
     return out
-
-
-def _cut_critiques(reply: str) -> dict[str, Critique] | None:
-    """The four ratings of a reply cut before its JSON closed, if all four came before
-    the cut (their reasons are lost); else None."""
-    found = {name: pattern.search(reply) for name, pattern in _CUT_RATING.items()}
-    if not all(found.values()):
-        return None
-    return {
-        name: Critique(rating=int(m.group(1)), reason="(cut)")
-        for name, m in found.items()
-        if m is not None
-    }
 
 
 def failed_critiques(critiques: dict[str, Critique], thresholds: dict[str, int]) -> list[str]:

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ValidationError, field_validator
 from ragaudit.aio import gather_all
 from ragaudit.errors import FATAL_LLM_ERRORS, LLMError
 from ragaudit.llm.client import LLMClient
-from ragaudit.llm.parsing import extract_json
+from ragaudit.llm.parsing import extract_json, marked_cut, read_cut_object
 from ragaudit.llm.types import GenerationParams, Messages, system, user
 from ragaudit.records.models import LABELS, LabelPair, LabelRecord, QuestionLabel
 
@@ -68,8 +68,6 @@ _PHRASINGS: dict[str, str] = {
 PHRASINGS: tuple[str, ...] = tuple(_PHRASINGS)
 
 _SEPARATORS = re.compile(r"[\s\-]+")
-# A JSON reply cut short (after any prose): the label is complete, the reason may not be.
-_CUT_REPLY = re.compile(r'\{\s*"label"\s*:\s*"([^"]*)"\s*(?:,\s*"reason"\s*:\s*"(.*))?$', re.S)
 
 
 class LabelReply(BaseModel):
@@ -90,21 +88,25 @@ class LabelReply(BaseModel):
 
 def parse_label_reply(reply: str) -> LabelReply:
     """The label and reason of ``reply``: JSON as asked, or the start of such JSON cut at
-    the token limit, whose label is complete (its reason is kept as far as it got), or the
-    bare label. Raises
-    ``ValueError`` for anything else (no JSON, no label, a label not of the four), so that
-    it is re-asked."""
+    the token limit, whose label is complete (read by the one reader of cut replies,
+    :func:`~ragaudit.llm.parsing.read_cut_object`: the reason is kept as far as it got and
+    marked cut), or the bare label. Raises ``ValueError`` for anything else (no JSON, no
+    label, a label not of the four), so that it is re-asked."""
     try:
         value = extract_json(reply)
-    except ValueError:
-        cut = _CUT_REPLY.search(reply)
+    except ValueError as exc:
+        value, error = None, exc
+    else:
+        error = ValueError(f"the reply must name one label of {', '.join(LABELS)}")
+    if not isinstance(value, dict) or "label" not in value:  # none, or part of a cut one
+        cut = read_cut_object(reply)
         bare = _SEPARATORS.sub("_", reply.strip().strip("\"'`.").strip().lower())
         if cut is not None:
-            value = {"label": cut.group(1), "reason": (cut.group(2) or "").rstrip() + "..."}
+            value = {**cut, "reason": marked_cut(str(cut.get("reason", "")).rstrip())}
         elif bare in LABELS:  # the label alone, without the JSON around it
             value = {"label": bare}
-        else:
-            raise
+        elif not isinstance(value, dict):
+            raise error
     try:
         return LabelReply.model_validate(value)
     except ValidationError:
