@@ -228,6 +228,30 @@ def test_malformed_replies_are_reasked_then_dropped_with_the_reason(
     assert not (tmp_path / "runs/default/dataset.jsonl").exists()
 
 
+def test_a_rerun_replays_unusable_replies_and_retry_failed_asks_them_again(
+    llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    """Issue 41 item 6: a rerun over a finished cache asked again every reply it could not
+    use (13 calls, 110 s). An unusable reply is a reply: replayed from the cache, it is
+    dropped again for the same reason; ``--retry-failed`` asks for it again."""
+    script = Script(broken=frozenset({"critique"}))
+    llm_server.responder = script
+    env = _setup(tmp_path, llm_server, "generate:\n  documents:\n    rounds: 1\n")
+    args = ("generate", "--documents", "--size", "2", "--mix", "fact_single")
+    first = ragaudit(*args, cwd=tmp_path, env=env)
+    assert first.returncode != 0 and "no pair accepted" in first.stderr
+    candidates = _candidates(tmp_path)
+    asked = llm_server.request_count
+    again = ragaudit(*args, cwd=tmp_path, env=env)
+    assert llm_server.request_count == asked  # nothing asked: every reply is in the cache
+    assert again.returncode != 0 and _candidates(tmp_path) == candidates
+    llm_server.responder = Script()  # the model is fixed
+    retried = ragaudit(*args, "--retry-failed", cwd=tmp_path, env=env)
+    assert retried.returncode == 0, retried.stderr
+    assert llm_server.request_count > asked
+    assert sum(c.accepted for c in _candidates(tmp_path)) == 2
+
+
 def test_a_shortfall_is_explained_per_reason(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
     llm_server.responder = Script()
     env = _setup(tmp_path, llm_server, "generate:\n  documents:\n    rounds: 1\n")

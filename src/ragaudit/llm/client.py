@@ -100,12 +100,17 @@ class LLMClient:
         default_params: GenerationParams | None = None,
         structured_attempts: int = 3,
         loop: asyncio.AbstractEventLoop | None = None,
+        retry_failed: bool = False,
     ) -> None:
         self.backend = backend
         self.cache = cache
         self.meter = meter or UsageMeter()
         self.default_params = default_params or GenerationParams()
         self.structured_attempts = structured_attempts
+        # A stored reply that a structured call cannot use is replayed, as any stored reply
+        # is (its re-asks are stored too, so a rerun asks nothing); asked again only when
+        # the caller says so (--retry-failed: the server or the model has changed since).
+        self.retry_failed = retry_failed
         self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]
         self._semaphores = weakref.WeakKeyDictionary()
         # A loop given by the caller (a session's) is borrowed: used, never closed here.
@@ -246,9 +251,9 @@ class LLMClient:
                 return parse(reply)
             except ValueError as exc:
                 error = str(exc)
-            if completion.cached:
-                # A stored reply that cannot be used is asked for again, not replayed: a
-                # rerun after a broken server must be able to get a usable one.
+            if completion.cached and self.retry_failed:
+                # --retry-failed: a stored reply that cannot be used is asked for again,
+                # not replayed (a rerun after a broken server can get a usable one).
                 reply = (await self.acomplete(conversation, params, fresh=True)).text
                 try:
                     return parse(reply)
