@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ValidationError, field_validator
@@ -122,6 +122,11 @@ def answer_support(context: str, answer: str) -> tuple[Support | None, str]:
 
 # -- critiques -----------------------------------------------------------------------------
 
+# What a re-ask of a critique or a reading tells the model to reply with (as the prompts
+# do, in other words).
+CRITIQUE_REPLY = "JSON with the four ratings"
+READING_REPLY = 'JSON: {"answer": ..., "passage": ...}'
+
 
 class Critique(CritiqueRating):
     """One critique as the model replies it: a rating from 1 (bad) to 5 (good), forgiving
@@ -180,15 +185,25 @@ def parse_critiques(reply: str) -> dict[str, Critique]:
     the one reader of cut replies (:func:`~ragaudit.llm.parsing.read_cut_object`): a reason
     is kept as far as it got, and one the cut left out says so. Raises ``ValueError``
     naming what is missing or out of range, so that it is re-asked."""
-    cut = False
     try:
         value = extract_json(reply)
     except ValueError:
         value = None
-    if not isinstance(value, dict):  # no JSON, or a part of a cut one (a rating's list)
-        value, cut = read_cut_object(reply), True
-    if not isinstance(value, dict):
-        raise ValueError(f"expected a JSON object: {_CRITIQUE_SHAPE}")
+    if isinstance(value, dict):
+        return _critiques(value)
+    # No JSON, or a part of a cut one (a rating's list): what the reply completed.
+    cut = read_cut_object(reply)
+    try:
+        if cut is None:
+            raise ValueError("nothing to read")
+        return _critiques(cut, cut=True)
+    except ValueError:  # said as it always was, so that cached re-asks stay valid
+        raise ValueError(f"expected a JSON object: {_CRITIQUE_SHAPE}") from None
+
+
+def _critiques(value: dict[Any, Any], *, cut: bool = False) -> dict[str, Critique]:
+    """The four critiques of a reply's JSON object (``cut``: of a reply that was cut, whose
+    reasons the cut left out say so)."""
     lowered = {
         str(k).strip().lower().replace(" ", "_").replace("-", "_"): v for k, v in value.items()
     }
@@ -309,6 +324,8 @@ def near_duplicate(
 
 __all__ = [
     "CRITIQUES",
+    "CRITIQUE_REPLY",
+    "READING_REPLY",
     "Critique",
     "ReadingReply",
     "answer_support",

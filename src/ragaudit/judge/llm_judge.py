@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ValidationError
 
 from ragaudit.aio import gather_all
-from ragaudit.llm.client import LLMClient
+from ragaudit.llm.client import LLMClient, schema_errors, schema_request
 from ragaudit.llm.parsing import extract_json, marked_cut, read_cut_object
 from ragaudit.llm.types import GenerationParams, Messages, system, user
 
@@ -58,21 +58,24 @@ def parse_verdict(reply: str) -> Verdict:
     >>> parse_verdict('{"verdict": "Incorrect", "reason": "it names Ly').reason
     'it names Ly…(cut)'
     """
+    # A reply refused is re-asked with the error the JSON reader gives (as
+    # acomplete_json words it), so that the re-asks a cache holds stay valid.
     try:
         value = extract_json(reply)
     except ValueError as exc:
         value, error = None, exc
     else:
-        error = ValueError(f"not the JSON asked for: {_shape(True)}")
-    if not isinstance(value, dict) or "verdict" not in value:  # none, or part of a cut one
-        cut = read_cut_object(reply)
-        if cut is None:
-            raise error
-        value = {**cut, "reason": marked_cut(str(cut.get("reason", "")))}
+        try:
+            return Verdict.model_validate(value)
+        except ValidationError as exc:
+            error = ValueError(f"the JSON does not match the schema: {schema_errors(exc)}")
+    cut = read_cut_object(reply)  # none found, or a part of a cut one (a list, say)
+    if cut is None or "verdict" not in cut:
+        raise error
     try:
-        return Verdict.model_validate(value)
-    except ValidationError:
-        raise ValueError(f"not the JSON asked for: {_shape(True)}") from None
+        return Verdict.model_validate({**cut, "reason": marked_cut(str(cut.get("reason", "")))})
+    except ValidationError:  # a verdict cut inside its word, or not one of the two
+        raise error from None
 
 
 @dataclass(frozen=True)
@@ -96,10 +99,11 @@ async def llm_judge(
 ) -> LLMDecision:
     """Judge once, or ``samples`` times (sampled, k cache entries) by majority vote."""
     messages = judge_prompt(query, reference, response, reasons=reasons)
-    what = f"JSON: {_shape(reasons)}"
+    # Re-asked as acomplete_json re-asks, so that the re-asks a cache holds still count.
+    what = schema_request(Verdict)
 
     async def ask(params: GenerationParams | None = None) -> Verdict:
-        return await llm.acomplete_parsed(messages, parse_verdict, what, params)
+        return await llm.acomplete_parsed(messages, parse_verdict, what, params, expected="JSON")
 
     if samples <= 1:
         verdict = await ask()

@@ -56,6 +56,12 @@ class Backend(Protocol):
         ...
 
 
+def schema_errors(exc: ValidationError, limit: int = 3) -> str:
+    """The first ``limit`` errors of a validation, one clause each (``verdict: Input should
+    be 'Correct' or 'Incorrect'``): what a re-ask tells the model was wrong."""
+    return _short_errors(exc, limit)
+
+
 def _short_errors(exc: ValidationError, limit: int = 3) -> str:
     parts = []
     for err in exc.errors()[:limit]:
@@ -86,6 +92,19 @@ def _schema(schema: Any) -> tuple[TypeAdapter[Any], str]:
         return _cached_schema(schema)
     except TypeError:  # an unhashable schema: built each time
         return _build_schema(schema)
+
+
+def json_schema_request(schema_text: str) -> str:
+    """What a re-ask of :meth:`LLMClient.acomplete_json` asks for: JSON matching the JSON
+    schema ``schema_text``."""
+    return f"JSON matching this JSON schema: {schema_text}"
+
+
+def schema_request(schema: Any) -> str:
+    """What a re-ask of :meth:`LLMClient.acomplete_json` with ``schema`` asks for, for a
+    structured call that reads its replies itself but re-asks as ``acomplete_json`` would
+    (its cached re-asks stay valid)."""
+    return json_schema_request(_schema(schema)[1])
 
 
 class LLMClient:
@@ -239,6 +258,7 @@ class LLMClient:
         what: str,
         params: GenerationParams | None,
         attempts: int | None,
+        expected: str | None = None,
     ) -> T:
         attempts = attempts or self.structured_attempts
         conversation = list(messages)
@@ -267,7 +287,7 @@ class LLMClient:
         raise StructuredOutputError(
             redact(
                 f"{self.backend.describe()}: no valid reply after {attempts} attempts "
-                f"(expected {what.split(':')[0]}): {error}"
+                f"(expected {expected or what}): {error}"
             ),
             last_reply=reply,
             attempts=attempts,
@@ -281,12 +301,16 @@ class LLMClient:
         params: GenerationParams | None = None,
         *,
         attempts: int | None = None,
+        expected: str | None = None,
     ) -> T:
         """A reply read by ``parse``, which raises ``ValueError`` to reject it: rejected
         replies are re-asked with the error and ``what`` was expected, up to ``attempts``
-        asks; then :class:`StructuredOutputError`. For replies that JSON schemas cannot
-        describe (e.g. a label to be salvaged from a reply cut at ``max_tokens``)."""
-        return await self._astructured(messages, parse, what, params, attempts)
+        asks; then :class:`StructuredOutputError`, which names what was expected as
+        ``expected`` words it (``what`` itself by default). For replies that JSON schemas
+        cannot describe (e.g. a label to be salvaged from a reply cut at ``max_tokens``).
+        ``what`` is an instruction the model is given: a reply that follows it to the
+        letter must be one ``parse`` accepts."""
+        return await self._astructured(messages, parse, what, params, attempts, expected)
 
     async def acomplete_json(
         self,
@@ -310,8 +334,9 @@ class LLMClient:
                     f"the JSON does not match the schema: {_short_errors(exc)}"
                 ) from None
 
-        what = f"JSON matching this JSON schema: {schema_text}"
-        return await self._astructured(messages, parse, what, params, attempts)
+        return await self._astructured(
+            messages, parse, json_schema_request(schema_text), params, attempts, "JSON"
+        )
 
     def complete_json(
         self,

@@ -65,10 +65,12 @@ def read_cut_object(text: str) -> dict[str, Any] | None:
     """The JSON object a reply began but never closed, as far as it got: a reply cut at the
     token limit (``{"verdict": "Incorrect", "reason": "the response na``). Members complete
     before the cut are kept; a string value the cut fell inside is kept as written so far,
-    ending in :data:`CUT`; a member whose value had not begun is left out. None when the
-    reply holds no such object (no ``{``, or every object it opens is closed: a reply that
-    is malformed, not cut). The one reader of cut replies, so that every parser that
-    accepts them (the judge's verdict, a critique, a label) reads them alike.
+    ending in :data:`CUT`; a member whose value had not begun is left out. An object that
+    goes wrong after complete members (a reason with quotes left unescaped:
+    ``"reason": "it says "yes""}``) is read the same way, from the members before the
+    fault. None when the reply holds no such object (no ``{``, or every object it opens is
+    a whole, valid one). The one reader of cut replies, so that every parser that accepts
+    them (the judge's verdict, a critique, a label) reads them alike.
 
     >>> read_cut_object('{"verdict": "Incorrect", "reason": "the response na')
     {'verdict': 'Incorrect', 'reason': 'the response na…(cut)'}
@@ -88,8 +90,8 @@ def read_cut_object(text: str) -> dict[str, Any] | None:
 
 def _cut_object_from(text: str, start: int) -> tuple[dict[str, Any] | None, int | None]:
     """Read the object opened at ``start``: ``(value, None)`` when the text ends inside it
-    (value None when nothing of it can be read), ``(None, end)`` when it closes at
-    ``end``."""
+    or it goes wrong after complete members (value None when nothing of it can be read),
+    ``(None, end)`` when it is a complete object, closing at ``end``."""
     closers: list[str] = []
     in_string = escaped = False
     # Where a value ended (a string, a number's comma, a nested close): the text up to
@@ -111,12 +113,18 @@ def _cut_object_from(text: str, start: int) -> tuple[dict[str, Any] | None, int 
         elif char in "{[":
             closers.append("}" if char == "{" else "]")
         elif char in "}]":
-            if not closers or closers[-1] != char:
-                return None, i + 1  # not JSON here: look further on
-            closers.pop()
-            if not closers:
-                return None, i + 1
-            ends.append((i + 1, "".join(reversed(closers))))
+            if closers and closers[-1] == char and len(closers) > 1:
+                closers.pop()
+                ends.append((i + 1, "".join(reversed(closers))))
+                continue
+            try:  # the object closes here (or a bracket does not match)
+                json.loads(text[start : i + 1])
+            except (json.JSONDecodeError, RecursionError):
+                # Malformed after complete members (a reason with quotes left unescaped):
+                # what came before the fault is read, as from a cut.
+                found = _first_json(text, start, ends)
+                return (found, None) if found is not None else (None, i + 1)
+            return None, i + 1  # a whole object: not a cut one
         elif char == ",":
             ends.append((i, "".join(reversed(closers))))
     body = text[start:].rstrip()
@@ -125,15 +133,23 @@ def _cut_object_from(text: str, start: int) -> tuple[dict[str, Any] | None, int 
         whole = (body[:-1] if escaped else body) + CUT + '"' + tail
     else:
         whole = body.rstrip(",: \t\n") + tail
-    # The reply as it was cut, then without what the cut left unfinished, value by value
-    # back (a few: what ends before them was a complete member already tried).
-    for candidate in [whole, *(text[start:end] + closing for end, closing in ends[::-1][:4])]:
+    return _first_json(text, start, ends, whole), None
+
+
+def _first_json(
+    text: str, start: int, ends: list[tuple[int, str]], whole: str | None = None
+) -> dict[str, Any] | None:
+    """The first of ``whole`` (the reply as it was cut, closed) and the text up to each
+    value end, latest first, that is a JSON object: what the reply completed. A few ends
+    only: what ends before them was a complete member already tried."""
+    tried = [whole] if whole is not None else []
+    for candidate in [*tried, *(text[start:end] + closing for end, closing in ends[::-1][:4])]:
         try:
             value = json.loads(candidate)
         except (json.JSONDecodeError, RecursionError):
             continue
-        return (value if isinstance(value, dict) else None), None
-    return None, None
+        return value if isinstance(value, dict) else None
+    return None
 
 
 def parse_lines(text: str) -> list[str]:
