@@ -266,7 +266,7 @@ class DocumentGenerator:
             lambda: self.llm.acomplete_parsed(
                 gen.facts_prompt(context.text),
                 gen.parse_facts_reply,
-                "a first line 'Theme - <theme>', then one statement per line starting with '> '",
+                gen.FACTS_REPLY,
                 self.params(400),
             ),
         )
@@ -280,7 +280,7 @@ class DocumentGenerator:
             lambda: self.llm.acomplete_parsed(
                 gen.combined_prompt(kind, facts),
                 gen.parse_statements,
-                "three statements, one per line, each starting with '> '",
+                gen.STATEMENTS_REPLY,
                 self.params(300),
             ),
         )
@@ -319,7 +319,7 @@ class DocumentGenerator:
             reading = await self.llm.acomplete_parsed(
                 checks.reading_prompt(passages, question),
                 checks.parse_reading,
-                'JSON: {"answer": ..., "passage": ...}',
+                checks.READING_REPLY,
                 self.params(READING_TOKENS),
             )
             if reading.answer is not None:
@@ -329,7 +329,7 @@ class DocumentGenerator:
         critiques = await self.llm.acomplete_parsed(
             checks.critique_prompt(context.text, question, answer),
             checks.parse_critiques,
-            "JSON with the four ratings",
+            checks.CRITIQUE_REPLY,
             self.params(CRITIQUE_TOKENS),
         )
         f["critiques"] = {
@@ -413,7 +413,7 @@ class DocumentGenerator:
                 pending.fields["question"] = await self.llm.acomplete_parsed(
                     gen.unanswerable_prompt(facts),
                     gen.parse_question,
-                    "one question ending with '?'",
+                    gen.QUESTION_REPLY,
                     self.params(80, round_),
                 )
                 return
@@ -427,7 +427,7 @@ class DocumentGenerator:
             pending.fields["question"] = await self.llm.acomplete_parsed(
                 gen.question_prompt(facts.theme, statement),
                 gen.parse_question,
-                "one question ending with '?'",
+                gen.QUESTION_REPLY,
                 self.params(80),
             )
 
@@ -443,7 +443,7 @@ class DocumentGenerator:
                 pairs = await self.llm.acomplete_parsed(
                     gen.simple_prompt(context.text, n),
                     lambda reply: gen.parse_simple_reply(reply, n),
-                    '{"pairs": [{"question": "...", "answer": "..."}]}',
+                    gen.SIMPLE_REPLY,
                     self.params(150 * n, round_),
                 )
             except FATAL_LLM_ERRORS:
@@ -516,7 +516,7 @@ class DocumentGenerator:
         reading = await self.llm.acomplete_parsed(
             checks.reading_prompt([context], question),
             checks.parse_reading,
-            'JSON: {"answer": ..., "passage": ...}',
+            checks.READING_REPLY,
             self.params(READING_TOKENS),
         )
         return reading.answer
@@ -550,7 +550,7 @@ class DocumentGenerator:
                 text = await self.llm.acomplete_parsed(
                     gen.wording_prompt(question, instruction),
                     gen.parse_wording,
-                    "the reworded question only",
+                    gen.WORDING_REPLY,
                     self.params(120),
                 )
                 given = self.wording_problem
