@@ -19,7 +19,7 @@ from ragaudit.records import (
     read_jsonl,
     write_jsonl_atomic,
 )
-from tests.support.cli import ragaudit
+from tests.support.cli import PROGRESS_LINE, ragaudit, without_progress
 from tests.support.scripted_llm_server import Reply, ScriptedLLMServer
 
 CASES = [  # query id, group, variant, reference, response, retrieved, error
@@ -98,8 +98,12 @@ def test_cascade_methods_and_resume(llm_server: ScriptedLLMServer, tmp_path: Pat
     }
     assert got["q1"].retrieval_correct is True and got["q2"].retrieval_correct is False
     assert llm_server.request_count == 2  # only the undecided answers reached the LLM
+    # stderr is not a terminal: the progress is plain lines, not nothing (issue 41 item 5).
+    assert re.search(r"^rag: started\n(rag: \d/6 .*\n)+rag: done, 6/6, in ", result.stderr, re.M)
+    assert all(PROGRESS_LINE.match(line) for line in result.stderr.splitlines())
     again = ragaudit("judge", "--llm", "openai:judge", cwd=tmp_path, env=_env(llm_server))
     assert "judged 0 now, 6 before" in again.stdout
+    assert "rag: 6/6 done before, going on\nrag: done, 6/6, in " in again.stderr
     assert llm_server.request_count == 2
     assert len((root / "judgements" / "rag.jsonl").read_text().splitlines()) == 6
     stats = json.loads((root / "judge.stats.json").read_text())
@@ -355,8 +359,9 @@ def test_judge_that_fails_on_everything_exits_non_zero(
     llm_server.responder = _chaos_responder({f"c{i:02d}" for i in range(CHAOS_N)})
     result = ragaudit("judge", "--llm", "openai:judge", cwd=tmp_path, env=_env(llm_server))
     assert result.returncode == 2
-    assert result.stderr.startswith("error: the LLM judge failed on all 60 answers")
-    assert len(result.stderr.strip().splitlines()) == 1
+    said = without_progress(result.stderr)  # the progress lines come first, in a log
+    assert said.startswith("error: the LLM judge failed on all 60 answers")
+    assert len(said.strip().splitlines()) == 1
     assert len(_judgements(root)) == CHAOS_N  # recorded as failed, retried by the next run
 
 
