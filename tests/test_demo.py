@@ -5,6 +5,7 @@ resumed rerun that asks nothing again."""
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from collections import defaultdict
 from pathlib import Path
@@ -62,6 +63,9 @@ def test_demo_runs_every_step_and_resumes(llm_server: ScriptedLLMServer, tmp_pat
     assert "keyword-top1: " in first.stdout and "report:" in first.stdout
     assert "keyword-top1, retrieval: " in first.stdout  # the retriever's own verdicts
     assert "Where the time went" in first.stdout
+    # Its step lines are in a log too, not only on a terminal (issue 41 item 5).
+    for stage in ("world", "templates", "generate", "run", "judge", "analyze", "report"):
+        assert re.search(rf"^demo: {stage}: done, 1/1, in \d", first.stderr, re.M), stage
     _blame_follows_the_evidence(tmp_path / "d", run, summary)
     report = (run / "report.html").read_text()
     assert "Decided by evidence: the gold ids list the documents that state" in report

@@ -10,6 +10,7 @@ from ragaudit.documents import checks
 from ragaudit.documents import generation as gen
 from ragaudit.documents.generator import quotas
 from ragaudit.documents.options import DocumentOptions
+from ragaudit.llm.parsing import CUT
 
 CONTEXT = (
     "Tiandrul Tramway is being built in Cheismouth, Tusland. Work got under way on "
@@ -162,7 +163,11 @@ def test_a_critique_cut_after_its_four_ratings_is_read_from_them() -> None:
     cut = whole[: whole.index('"answer_grounding"') + 30]
     got = checks.parse_critiques(cut)
     assert [got[name].rating for name in checks.CRITIQUES] == [5, 4, 3, 2]
-    assert got["answer_grounding"].reason == "(cut)"
+    # The reasons before the cut are kept; the one it fell inside, as far as it got.
+    assert got["question_grounding"].reason == long
+    assert got["answer_grounding"].reason == "the q" + CUT
+    cut_before_reason = checks.parse_critiques(whole[: whole.index('"answer_grounding"') + 24])
+    assert cut_before_reason["answer_grounding"] == checks.Critique(rating=2, reason=CUT)
     with pytest.raises(ValueError):  # cut before the fourth rating: asked again
         checks.parse_critiques(whole[: whole.index('"answer_grounding"')])
     with pytest.raises(ValueError):  # an out-of-range rating is no rating

@@ -155,7 +155,17 @@ def test_statements_fill_the_label_quotas_and_reruns_ask_nothing(
     llm_server: ScriptedLLMServer, tmp_path: Path
 ) -> None:
     script = Script()
-    llm_server.responder = script
+    root = tmp_path / "runs/default"
+    seen: list[tuple[int, bool]] = []  # at each critique: candidates decided, final file?
+
+    def watching(body: dict[str, Any]) -> str:
+        if "You review test questions" in body["messages"][0]["content"]:
+            partial = root / "candidates.jsonl.partial"
+            lines = len(partial.read_text().splitlines()) if partial.exists() else -1
+            seen.append((lines, (root / "candidates.jsonl").exists()))
+        return script(body)
+
+    llm_server.responder = watching
     env = _setup(tmp_path, llm_server)
     # An SQL half already in the dataset stays.
     sql = {
@@ -201,6 +211,20 @@ def test_statements_fill_the_label_quotas_and_reruns_ask_nothing(
     stats = json.loads((tmp_path / "runs/default/documents.stats.json").read_text())
     assert stats["accepted"] == 6 and stats["calls_per_pair"] > 3
     assert "LLM requests per accepted pair" in result.stdout
+    # Issue 41 item 5: the candidates are appended as they are decided, to a file that
+    # says it is partial (candidates.jsonl, whole, comes at the end and replaces it) ...
+    assert seen[0] == (0, False) and max(n for n, _ in seen) >= 1
+    assert not any(final for _, final in seen)
+    assert not (root / "candidates.jsonl.partial").exists()
+    # ... and, stderr not being a terminal, the progress is plain lines with the tallies.
+    assert "pairs accepted: started, 6 to do" in result.stderr
+    assert re.search(
+        r"^pairs accepted: \d/6 \(\d+%\); accepted \d, dropped \d", result.stderr, re.M
+    )
+    assert re.search(
+        r"^pairs accepted: done, 6/6; accepted 6, dropped \d+, in ", result.stderr, re.M
+    )
+    assert re.search(r"^wording pairs: done, 6/6, in ", result.stderr, re.M)
     asked = llm_server.request_count
     again = ragaudit(*args, cwd=tmp_path, env=env)
     assert again.returncode == 0, again.stderr
@@ -263,6 +287,30 @@ def test_malformed_replies_are_reasked_then_dropped_with_the_reason(
     assert all(c.dropped and c.dropped.startswith("llm: check:") for c in candidates)
     assert script.kinds["critique"] == 3 * len(candidates)  # asked three times each
     assert not (tmp_path / "runs/default/dataset.jsonl").exists()
+
+
+def test_a_rerun_replays_unusable_replies_and_retry_failed_asks_them_again(
+    llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    """Issue 41 item 6: a rerun over a finished cache asked again every reply it could not
+    use (13 calls, 110 s). An unusable reply is a reply: replayed from the cache, it is
+    dropped again for the same reason; ``--retry-failed`` asks for it again."""
+    script = Script(broken=frozenset({"critique"}))
+    llm_server.responder = script
+    env = _setup(tmp_path, llm_server, "generate:\n  documents:\n    rounds: 1\n")
+    args = ("generate", "--documents", "--size", "2", "--mix", "fact_single")
+    first = ragaudit(*args, cwd=tmp_path, env=env)
+    assert first.returncode != 0 and "no pair accepted" in first.stderr
+    candidates = _candidates(tmp_path)
+    asked = llm_server.request_count
+    again = ragaudit(*args, cwd=tmp_path, env=env)
+    assert llm_server.request_count == asked  # nothing asked: every reply is in the cache
+    assert again.returncode != 0 and _candidates(tmp_path) == candidates
+    llm_server.responder = Script()  # the model is fixed
+    retried = ragaudit(*args, "--retry-failed", cwd=tmp_path, env=env)
+    assert retried.returncode == 0, retried.stderr
+    assert llm_server.request_count > asked
+    assert sum(c.accepted for c in _candidates(tmp_path)) == 2
 
 
 def test_a_shortfall_is_explained_per_reason(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:

@@ -4,8 +4,11 @@ scripted server over real HTTP; then ragaudit analyze on the judged run."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from ragaudit.records import (
     Judgement,
@@ -16,7 +19,7 @@ from ragaudit.records import (
     read_jsonl,
     write_jsonl_atomic,
 )
-from tests.support.cli import ragaudit
+from tests.support.cli import PROGRESS_LINE, ragaudit, without_progress
 from tests.support.scripted_llm_server import Reply, ScriptedLLMServer
 
 CASES = [  # query id, group, variant, reference, response, retrieved, error
@@ -95,8 +98,12 @@ def test_cascade_methods_and_resume(llm_server: ScriptedLLMServer, tmp_path: Pat
     }
     assert got["q1"].retrieval_correct is True and got["q2"].retrieval_correct is False
     assert llm_server.request_count == 2  # only the undecided answers reached the LLM
+    # stderr is not a terminal: the progress is plain lines, not nothing (issue 41 item 5).
+    assert re.search(r"^rag: started\n(rag: \d/6 .*\n)+rag: done, 6/6, in ", result.stderr, re.M)
+    assert all(PROGRESS_LINE.match(line) for line in result.stderr.splitlines())
     again = ragaudit("judge", "--llm", "openai:judge", cwd=tmp_path, env=_env(llm_server))
     assert "judged 0 now, 6 before" in again.stdout
+    assert "rag: 6/6 done before, going on\nrag: done, 6/6, in " in again.stderr
     assert llm_server.request_count == 2
     assert len((root / "judgements" / "rag.jsonl").read_text().splitlines()) == 6
     stats = json.loads((root / "judge.stats.json").read_text())
@@ -105,6 +112,101 @@ def test_cascade_methods_and_resume(llm_server: ScriptedLLMServer, tmp_path: Pat
     assert analyzed.returncode == 0, analyzed.stderr
     summary = json.loads((root / "summary.json").read_text())["systems"]["rag"]
     assert summary["variants"]["short"]["accuracy"]["k"] == 2  # q1 and q5
+
+
+def test_a_verdict_cut_at_the_token_limit_is_read_and_the_cut_recorded(
+    llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    """A small model's reason runs into the token limit after a complete verdict (issue 41
+    item 4: 3 of 34 answers were judge-failed so): the verdict is read as the critiques
+    read a cut reply, the reason kept as far as it got and marked cut; nothing re-asked."""
+    cut = {
+        "It is the French capital city.": '```json\n{"verdict": "Correct", "reason": "a para',
+        "Lyon": '{"verdict": "Incorrect", ',
+    }
+
+    def respond(body: dict[str, Any]) -> str:
+        prompt = body["messages"][1]["content"]  # a re-ask would carry it too
+        return cut[prompt.split("Response: ", 1)[1]]
+
+    llm_server.responder = respond
+    root = _run_dir(tmp_path)
+    result = ragaudit("judge", "--llm", "openai:judge", cwd=tmp_path, env=_env(llm_server))
+    assert result.returncode == 0, result.stderr
+    got = _judgements(root)
+    assert (got["q2"].correct, got["q2"].method) == (True, "llm")
+    assert (got["q3"].correct, got["q3"].method) == (False, "llm")
+    assert got["q2"].rationale == "a para…(cut)"
+    assert got["q3"].rationale == "…(cut)"
+    assert llm_server.request_count == 2  # read from the first replies, never re-asked
+
+
+def _usage_row(stdout: str, step: str) -> dict[str, str]:
+    """The cells of ``step``'s row of the LLM usage table a command prints."""
+    lines = stdout.splitlines()
+    header = next(line for line in lines if "LLM s" in line)
+    row = next(line for line in lines if line.strip("│ ").startswith(step + " "))
+    names = [c.strip() for c in re.split("[│┃]", header)]
+    return dict(zip(names, (c.strip() for c in re.split("[│┃]", row)), strict=True))
+
+
+def test_a_rerun_over_a_finished_cache_asks_nothing_and_reports_no_llm_time(
+    llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    """Issue 41 item 4: a rerun over a finished cache reported 111 s of LLM time, for the
+    replies it could not use and asked again. Replayed from the cache, they cost nothing,
+    and the usage table says so."""
+    llm_server.latency = 0.2  # every real call takes time
+
+    def respond(body: dict[str, Any]) -> str:
+        return (
+            '{"verdict": "Inc'
+            if "Lyon" in body["messages"][1]["content"]
+            else (_judge_responder(body))
+        )
+
+    llm_server.responder = respond
+    root = _run_dir(tmp_path)
+    first = ragaudit("judge", "--llm", "openai:judge", cwd=tmp_path, env=_env(llm_server))
+    assert first.returncode == 0, first.stderr
+    assert _judgements(root)["q3"].method == "judge-failed"
+    used = _usage_row(first.stdout, "judge")
+    assert used["calls"] == "4" and float(used["LLM s"]) >= 0.6  # q2, and q3 asked 3 times
+    asked = llm_server.request_count
+    again = ragaudit("judge", "--llm", "openai:judge", cwd=tmp_path, env=_env(llm_server))
+    rerun = _usage_row(again.stdout, "judge")
+    assert (rerun["calls"], rerun["cached"], rerun["LLM s"]) == ("0", "3", "0.00")
+    assert llm_server.request_count == asked
+    # q3 is judged again from the cache, and fails as before: not "failed on everything".
+    assert again.returncode == 0, again.stderr
+    assert "judged 1 now, 5 before" in again.stdout
+    assert _judgements(root)["q3"].method == "judge-failed"
+
+
+def test_the_python_twin_asks_failed_replies_again_only_with_retry_failed(
+    llm_server: ScriptedLLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``Project.judge(retry_failed=True)`` is ``judge --retry-failed`` (issue 41 item 6)."""
+    import ragaudit as ra
+
+    for name, value in _env(llm_server).items():
+        monkeypatch.setenv(name, value)
+    llm_server.responder = lambda body: (
+        "I would rather not say."
+        if "Lyon" in body["messages"][1]["content"]
+        else (_judge_responder(body))
+    )
+    root = _run_dir(tmp_path)
+    project = ra.Project(root=tmp_path, llm="openai:judge", progress="none")
+    project.judge()
+    assert _judgements(root)["q3"].method == "judge-failed"
+    asked = llm_server.request_count
+    project.judge()
+    assert llm_server.request_count == asked
+    llm_server.responder = _judge_responder
+    project.judge(retry_failed=True)
+    assert llm_server.request_count == asked + 1
+    assert (_judgements(root)["q3"].correct, _judgements(root)["q3"].method) == (False, "llm")
 
 
 def test_samples_audit_and_closed_domain(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
@@ -192,7 +294,7 @@ def _chaos_responder(broken: set[str]) -> Any:
         tries[qid] = tries.get(qid, 0) + 1
         number = int(qid[1:])
         if qid in broken:
-            return '{"verdict": "Correct", "reason": '  # cut off: never valid JSON
+            return '{"verdict": "Corr'  # cut inside its verdict: nothing to read
         if tries[qid] == 1 and number % 10 == 3:
             return Reply(status=500)
         if tries[qid] == 1 and number % 10 == 7:
@@ -229,12 +331,21 @@ def test_judge_keeps_going_when_some_judgements_fail(
     queries = sum(v["n_queries"] for v in summary["systems"]["rag"]["variants"].values())
     assert queries == CHAOS_N - 3
 
-    # A rerun tries the failed ones again (the server is fixed now) and keeps the rest.
+    # A rerun judges the failed ones again from the cache: their unusable replies are
+    # replies, replayed, so it asks nothing (issue 41 item 6) and they fail alike.
     llm_server.responder = _chaos_responder(set())
     before = llm_server.request_count
     again = ragaudit("judge", "--llm", "openai:judge", cwd=tmp_path, env=_env(llm_server))
     assert again.returncode == 0, again.stderr
     assert "judged 3 now, 57 before" in again.stdout
+    assert llm_server.request_count == before
+    assert {q for q, j in _judgements(root).items() if j.method == "judge-failed"} == broken
+    # --retry-failed asks for them again (the server is fixed now) and keeps the rest.
+    retried = ragaudit(
+        "judge", "--llm", "openai:judge", "--retry-failed", cwd=tmp_path, env=_env(llm_server)
+    )
+    assert retried.returncode == 0, retried.stderr
+    assert "judged 3 now, 57 before" in retried.stdout
     assert llm_server.request_count - before == 3
     lines = (root / "judgements" / "rag.jsonl").read_text().splitlines()
     assert len(lines) == CHAOS_N
@@ -248,8 +359,9 @@ def test_judge_that_fails_on_everything_exits_non_zero(
     llm_server.responder = _chaos_responder({f"c{i:02d}" for i in range(CHAOS_N)})
     result = ragaudit("judge", "--llm", "openai:judge", cwd=tmp_path, env=_env(llm_server))
     assert result.returncode == 2
-    assert result.stderr.startswith("error: the LLM judge failed on all 60 answers")
-    assert len(result.stderr.strip().splitlines()) == 1
+    said = without_progress(result.stderr)  # the progress lines come first, in a log
+    assert said.startswith("error: the LLM judge failed on all 60 answers")
+    assert len(said.strip().splitlines()) == 1
     assert len(_judgements(root)) == CHAOS_N  # recorded as failed, retried by the next run
 
 

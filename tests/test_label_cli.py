@@ -129,6 +129,15 @@ def test_a_reply_that_stays_unusable_is_undecided_and_counted(
     assert llm_server.request_count == 3  # asked, then re-asked twice, never guessed
     assert "undecided" in result.stdout and "openai:labeller:default 1" in result.stdout
     assert "0 of 1 pairs with a consensus" in result.stdout
+    # Issue 41 item 6: a rerun replays the unusable replies from the cache (asks nothing);
+    # --retry-failed asks for them again.
+    args = ("label", "--input", "pairs.jsonl", "--llm", "openai:labeller")
+    again = ragaudit(*args, cwd=tmp_path, env=_env(llm_server))
+    assert again.returncode == 0, again.stderr
+    assert llm_server.request_count == 3 and _labels(tmp_path) == [record]
+    retried = ragaudit(*args, "--retry-failed", cwd=tmp_path, env=_env(llm_server))
+    assert retried.returncode == 0, retried.stderr
+    assert llm_server.request_count == 6  # the stored reply and its two re-asks, asked anew
 
 
 def test_human_label_files_are_raters_and_bad_ones_are_refused(tmp_path: Path) -> None:

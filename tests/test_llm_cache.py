@@ -8,6 +8,8 @@ import os
 import signal
 from pathlib import Path
 
+import pytest
+
 from ragaudit.llm.cache import LLMCache, cache_key, request_payload
 from ragaudit.llm.types import GenerationParams, RawCompletion, user
 
@@ -76,3 +78,32 @@ def test_a_killed_process_keeps_every_committed_reply(tmp_path: Path) -> None:
     assert cache.get(_key("unflushed")[0]) is None  # at most the open batch is lost
     assert len(cache) == 20
     cache.close()
+
+
+def test_an_unusable_reply_is_replayed_and_asked_again_only_with_retry_failed(
+    tmp_path: Path,
+) -> None:
+    """Issue 41 item 6: an unusable reply is a reply. Stored with its re-asks, a rerun
+    replays the same failure without a call; ``retry_failed`` asks for it again."""
+    from ragaudit.errors import StructuredOutputError
+    from ragaudit.llm.backends.scripted import Scripted
+    from ragaudit.llm.client import LLMClient
+
+    path = tmp_path / "llm.sqlite"
+    ask = [user('Reply with {"n": <a number>}')]
+
+    def client(backend: Scripted, retry_failed: bool = False) -> LLMClient:
+        return LLMClient(backend, cache=LLMCache(path), retry_failed=retry_failed)
+
+    broken = Scripted(default="no number today")
+    with client(broken) as llm, pytest.raises(StructuredOutputError):
+        llm.complete_json(ask, dict[str, int])
+    assert len(broken.requests) == 3  # asked, then re-asked twice
+    fixed = Scripted(default='{"n": 4}')
+    with client(fixed) as llm, pytest.raises(StructuredOutputError):
+        llm.complete_json(ask, dict[str, int])
+    assert fixed.requests == [] and llm.meter.total().calls == 0
+    assert llm.meter.total().cache_hits == 3 and llm.meter.total().llm_seconds == 0
+    with client(fixed, retry_failed=True) as llm:
+        assert llm.complete_json(ask, dict[str, int]) == {"n": 4}
+    assert len(fixed.requests) == 1

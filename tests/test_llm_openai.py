@@ -329,18 +329,24 @@ def test_an_empty_reply_is_asked_again_and_never_cached(
     assert llm_server.request_count == 1
 
 
-def test_a_stored_reply_that_cannot_be_parsed_is_asked_for_again(
+def test_a_stored_reply_that_cannot_be_parsed_is_asked_for_again_only_when_told(
     transport: str, llm_server: ScriptedLLMServer, tmp_path: Path
 ) -> None:
+    """An unusable reply is a reply: replayed from the cache with its re-asks (a rerun asks
+    nothing), and asked for again with ``retry_failed`` (issue 41 item 6)."""
     llm_server.enqueue(*(Reply(content='{"correct": tru') for _ in range(3)))
     with _client(transport, llm_server, tmp_path) as client, pytest.raises(StructuredOutputError):
         client.complete_json([user("judge this")], Verdict)
     llm_server.reset_counters()
     llm_server.enqueue(Reply(content='{"correct": true, "reason": "fixed server"}'))
+    with _client(transport, llm_server, tmp_path) as client, pytest.raises(StructuredOutputError):
+        client.complete_json([user("judge this")], Verdict)
+    assert llm_server.request_count == 0  # the broken stored replies were replayed
     with _client(transport, llm_server, tmp_path) as client:
+        client.retry_failed = True
         verdict = client.complete_json([user("judge this")], Verdict)
     assert verdict == Verdict(correct=True, reason="fixed server")
-    assert llm_server.request_count == 1  # the broken stored reply was not replayed
+    assert llm_server.request_count == 1  # the broken stored reply was asked for again
 
 
 def test_a_server_echoing_the_key_does_not_put_it_in_the_cache(

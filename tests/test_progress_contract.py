@@ -5,10 +5,11 @@ itself, pinned so that a new step does not bring back a callback shape of its ow
 from __future__ import annotations
 
 import inspect
+import io
 from pathlib import Path
 
 import ragaudit as ra
-from ragaudit.progress import SILENT, Progress, Task, with_prefix
+from ragaudit.progress import SILENT, LogProgress, Progress, Task, show_counts, with_prefix
 from ragaudit.rundir import RunDir
 
 
@@ -114,3 +115,51 @@ def test_wording_and_verifying_count_the_sql_templates(tmp_path: Path) -> None:
     verify_text_templates(project.config, RunDir(project.run_dir), None, progress=checked)
     assert checked.events[0] == ("verifying", "task", templates)
     assert checked.advanced("verifying") == templates
+
+
+class Clock:
+    """A clock the test moves."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_log_gets_a_line_when_a_task_starts_every_tenth_every_30_s_and_when_done() -> None:
+    """Issue 41 item 5: with stderr not a terminal there was nothing for 30 minutes."""
+    out, clock = io.StringIO(), Clock()
+    task = LogProgress(out, clock=clock).task("pairs accepted", 20)
+    for _ in range(3):  # a tenth is 2
+        clock.now += 5
+        task.advance()
+    show_counts(task, accepted=3, dropped=7)  # the count stands still ...
+    clock.now += 31
+    show_counts(task, accepted=3, dropped=8)  # ... and 30 s passed: a line anyway
+    clock.now += 10
+    task.advance(17)
+    assert out.getvalue().splitlines() == [
+        "pairs accepted: started, 20 to do",
+        "pairs accepted: 2/20 (10%), 10s elapsed, ETA 1m30s",
+        "pairs accepted: 3/20 (15%); accepted 3, dropped 8, 46s elapsed, ETA 4m21s",
+        "pairs accepted: done, 20/20; accepted 3, dropped 8, in 56s",
+    ]
+
+
+def test_a_log_says_what_was_done_before_and_counts_the_pace_from_there() -> None:
+    out, clock = io.StringIO(), Clock()
+    task = LogProgress(out, every=5, clock=clock).task("judge rag")
+    task.start(100, 90)
+    clock.now += 50
+    task.advance(5)
+    assert out.getvalue().splitlines()[1:] == [
+        "judge rag: 90/100 done before, going on",
+        "judge rag: 95/100 (95%), 50s elapsed, ETA 50s",
+    ]
+
+
+def test_tallies_go_only_to_displays_that_show_them() -> None:
+    shown = Recorder()
+    show_counts(shown.task("pairs accepted", 3), accepted=1)  # its tasks have no counts()
+    assert shown.events == [("pairs accepted", "task", 3)]

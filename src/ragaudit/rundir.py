@@ -189,6 +189,12 @@ class RunDir:
         return self.root / "candidates.jsonl"
 
     @property
+    def candidates_partial(self) -> Path:
+        """The candidates of a generation from documents under way, appended as each is
+        decided (without their wordings); replaced by :attr:`candidates` when it ends."""
+        return self.root / "candidates.jsonl.partial"
+
+    @property
     def documents_stats(self) -> Path:
         """The counts and costs of the last generation from documents."""
         return self.root / "documents.stats.json"

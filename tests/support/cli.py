@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -20,4 +21,19 @@ def ragaudit(
         capture_output=True,
         text=True,
         timeout=timeout,
+    )
+
+
+# A line of the progress a command writes where stderr is not a terminal
+# (ragaudit.progress.LogProgress): started, how far, done before, done.
+PROGRESS_LINE = re.compile(
+    r"^.+: (started(, \d+ to do)?|\d+(/\d+ \(\d+%\))?(; .+)?, \S+ elapsed(, ETA \S+)?"
+    r"|\d+/\d+ done before, going on|done, \d+/\d+(; .+)?, in \S+)$"
+)
+
+
+def without_progress(stderr: str) -> str:
+    """``stderr`` without its progress lines: what a command said besides its progress."""
+    return "".join(
+        line for line in stderr.splitlines(keepends=True) if not PROGRESS_LINE.match(line.strip())
     )

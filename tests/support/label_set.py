@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ragaudit.documents.labels import (
-    _CUT_REPLY,
     LABELS,
     Rater,
     label_pairs,
@@ -24,7 +23,7 @@ from ragaudit.documents.labels import (
 from ragaudit.documents.pairs import PairSet, read_input
 from ragaudit.llm.cache import cache_key, request_payload
 from ragaudit.llm.client import LLMClient
-from ragaudit.llm.parsing import extract_json
+from ragaudit.llm.parsing import extract_json, read_cut_object
 from ragaudit.records.models import LabelRecord
 
 SQUAD_FILE = "dev-v2.0-subset.json"
@@ -69,7 +68,7 @@ def reply_kind(reply: str) -> str:
     try:
         extract_json(reply)
     except ValueError:
-        return "cut" if _CUT_REPLY.search(reply) else "bare"
+        return "cut" if read_cut_object(reply) is not None else "bare"
     return "json"
 
 

@@ -1,6 +1,6 @@
 """The displays of the one progress protocol for long work called from Python: a bar per
-task, shown by rich in a terminal, by tqdm in a notebook (where it is installed), or not
-at all.
+task, shown by rich in a terminal, by tqdm in a notebook (where it is installed), as plain
+lines in a log, or not at all.
 
 Every step that reports progress takes a :class:`Progress` (the protocol is
 :mod:`ragaudit.progress`, below every layer) and opens its own tasks on it, so that the
@@ -10,11 +10,13 @@ API's methods, and the command line's, all report the same way.
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from typing import Any, Literal
 
-from ragaudit.progress import Progress, SilentProgress, Task
+from ragaudit.progress import LogProgress, Progress, SilentProgress, Task
 
 __all__ = [
+    "LogProgress",
     "Progress",
     "ProgressChoice",
     "RichProgress",
@@ -24,12 +26,17 @@ __all__ = [
     "make_progress",
 ]
 
-ProgressChoice = Literal["auto", "rich", "tqdm", "none"]
+ProgressChoice = Literal["auto", "rich", "tqdm", "log", "none"]
+
+
+def _tallies(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{name} {n}" for name, n in counts.items())
 
 
 class _RichTask:
     def __init__(self, progress: Any, description: str, total: int | None) -> None:
         self._progress = progress
+        self._description = description
         self._id = progress.add_task(description, total=total)
 
     def start(self, total: int | None, done: int = 0) -> None:
@@ -37,6 +44,11 @@ class _RichTask:
 
     def advance(self, n: int = 1) -> None:
         self._progress.advance(self._id, n)
+
+    def counts(self, counts: Mapping[str, int]) -> None:
+        shown = _tallies(counts)
+        described = f"{self._description} ({shown})" if shown else self._description
+        self._progress.update(self._id, description=described)
 
 
 class RichProgress:
@@ -88,6 +100,9 @@ class _TqdmTask:
     def advance(self, n: int = 1) -> None:
         self._bar.update(n)
 
+    def counts(self, counts: Mapping[str, int]) -> None:
+        self._bar.set_postfix_str(_tallies(counts))
+
     def close(self) -> None:
         self._bar.close()
 
@@ -129,7 +144,9 @@ def _in_notebook() -> bool:
 
 def make_progress(choice: ProgressChoice | Progress) -> Progress:
     """The display ``choice`` names: ``auto`` is tqdm in a notebook (if installed), rich
-    on a terminal, nothing otherwise; or a :class:`Progress` of the caller's."""
+    on a terminal, nothing otherwise; ``log`` is plain lines on stderr
+    (:class:`LogProgress`, for a script whose output goes to a log); or a
+    :class:`Progress` of the caller's."""
     if not isinstance(choice, str):
         return choice
     if choice == "auto":
@@ -146,6 +163,8 @@ def make_progress(choice: ProgressChoice | Progress) -> Progress:
             return SilentProgress()
     if choice == "rich":
         return RichProgress()
+    if choice == "log":
+        return LogProgress()
     if choice == "none":
         return SilentProgress()
-    raise ValueError(f"progress {choice!r}: use auto, rich, tqdm, none or a Progress")
+    raise ValueError(f"progress {choice!r}: use auto, rich, tqdm, log, none or a Progress")

@@ -186,7 +186,9 @@ class Project:
             yield run
 
     @contextlib.contextmanager
-    def _session(self, run: RunDir, config: Config | None = None) -> Iterator[Session]:
+    def _session(
+        self, run: RunDir, config: Config | None = None, *, retry_failed: bool = False
+    ) -> Iterator[Session]:
         meters: list[UsageMeter] = []
         shown = self.session_hooks or SessionHooks()
 
@@ -195,7 +197,13 @@ class Project:
             shown.show_usage(meter)
 
         hooks = SessionHooks(assemble_model=shown.assemble_model, show_usage=show)
-        with Session(config or self.config, run, hooks, backends=self._backends) as session:
+        with Session(
+            config or self.config,
+            run,
+            hooks,
+            backends=self._backends,
+            retry_failed=retry_failed,
+        ) as session:
             try:
                 yield session
             finally:
@@ -353,9 +361,12 @@ class Project:
         size: int | None = None,
         mix: dict[str, float] | None = None,
         seed: int | None = None,
+        retry_failed: bool = False,
     ) -> DocumentStats:
         """Write checked question-answer pairs from the corpus's documents into the
-        dataset's document part (``ragaudit generate --documents``)."""
+        dataset's document part (``ragaudit generate --documents``). A rerun replays every
+        reply from the cache, the unusable ones too (a rerun asks nothing);
+        ``retry_failed`` asks those again (``--retry-failed``)."""
         from pydantic import ValidationError
 
         from ragaudit.documents.options import DocumentOptions
@@ -371,8 +382,8 @@ class Project:
         config = self.config.model_copy(deep=True)
         config.generate.documents = options
         with (
-            self._step("generate", config=config) as run,
-            self._session(run) as session,
+            self._step("generate", {"retry_failed": retry_failed}, config) as run,
+            self._session(run, retry_failed=retry_failed) as session,
             self._progress() as display,
         ):
             return generate_from_documents(session, options, progress=display)
@@ -490,13 +501,17 @@ class Project:
         closed_domain: bool = False,
         retrieval_rule: RetrievalRule = DEFAULT_RULE,
         check: bool = True,
+        retry_failed: bool = False,
     ) -> JudgeReport:
         """Judge every response (``ragaudit judge``): deterministic matchers first, the
         project's LLM for the rest. ``llm=None``: matchers only (``--no-llm``); what they
         cannot decide is recorded ``unmatched``, counted incorrect, and counted in the
         report. A model name or a :class:`ragaudit.llm.Scripted` judges with that instead.
         ``check``: a UserError when the LLM judge failed on every answer it was asked
-        about (the command line prints the report first, then checks it)."""
+        about (the command line prints the report first, then checks it). A rerun judges
+        the ``judge-failed`` answers again from the cache (nothing is asked);
+        ``retry_failed`` asks the LLM again for the replies it could not read
+        (``--retry-failed``)."""
         from ragaudit.steps.judge import judge_run, require_judged
 
         check_rule(retrieval_rule)
@@ -513,10 +528,11 @@ class Project:
             "closed_domain": closed_domain,
             "retrieval_rule": retrieval_rule,
             "no_llm": not use_llm,
+            "retry_failed": retry_failed,
         }
         with (
             judge._step("judge", options) as run,
-            judge._session(run) as session,
+            judge._session(run, retry_failed=retry_failed) as session,
             self._progress() as display,
         ):
             report = judge_run(
@@ -536,11 +552,16 @@ class Project:
 
     @step
     def score(
-        self, metrics: list[str] | None = None, *, systems: list[str] | None = None
+        self,
+        metrics: list[str] | None = None,
+        *,
+        systems: list[str] | None = None,
+        retry_failed: bool = False,
     ) -> dict[str, ScoreEntry]:
         """Score the responses with the reference-free metrics (``ragaudit judge
         --reference-free``): faithfulness, answer_relevancy, context_precision,
-        self_consistency; ``analyze`` then says how far each can be trusted."""
+        self_consistency; ``analyze`` then says how far each can be trusted.
+        ``retry_failed``: replies stored unusable are asked again, not replayed."""
         from ragaudit.records.models import FREE_METRICS
         from ragaudit.steps.reference_free import score_run
 
@@ -549,10 +570,15 @@ class Project:
             raise UserError(
                 f"unknown reference-free metric {unknown[0]!r}: use {', '.join(FREE_METRICS)}"
             )
-        options = {"system": systems, "reference_free": True, "metric": metrics}
+        options = {
+            "system": systems,
+            "reference_free": True,
+            "metric": metrics,
+            "retry_failed": retry_failed,
+        }
         with (
             self._step("judge", options) as run,
-            self._session(run) as session,
+            self._session(run, retry_failed=retry_failed) as session,
             self._progress() as display,
         ):
             return score_run(
@@ -704,10 +730,12 @@ class Project:
         samples: int = 1,
         human: list[str | Path] | None = None,
         use_llm: bool = True,
+        retry_failed: bool = False,
     ) -> LabelResult:
         """The question-type composition of the dataset (or of ``input_path``, a question
         set) by each rater (``models`` x ``phrasings`` x ``samples``, and ``human`` label
-        files), with their agreement (``ragaudit label``)."""
+        files), with their agreement (``ragaudit label``). ``retry_failed``: replies
+        stored unusable (an undecided label) are asked again, not replayed."""
         from ragaudit.steps.label import label_run
 
         options = {
@@ -717,10 +745,11 @@ class Project:
             "samples": samples,
             "human": [str(h) for h in human] if human else None,
             "no_llm": not use_llm,
+            "retry_failed": retry_failed,
         }
         with (
             self._step("label", options) as run,
-            self._session(run) as session,
+            self._session(run, retry_failed=retry_failed) as session,
             self._progress() as display,
         ):
             return label_run(

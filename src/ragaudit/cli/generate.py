@@ -83,6 +83,7 @@ def _documents(
     size: int | None,
     mix: str | None,
     seed: int | None,
+    retry_failed: bool,
 ) -> None:
     """``generate --documents``: pairs from the corpus, with a bar of accepted pairs."""
     from ragaudit.report.text import CALLS_PER_PAIR, TOKENS_PER_PAIR  # the report's labels
@@ -93,6 +94,7 @@ def _documents(
         size=size,
         mix=parse_mix(mix) if mix is not None else None,
         seed=seed,
+        retry_failed=retry_failed,
     )
     run = RunDir(project.run_dir)
     table = Table(title=f"Dataset from documents -> {run.dataset}", title_justify="left")
@@ -184,6 +186,14 @@ def generate_cmd(
             "'fact_single=2,summary=1,reasoning=1'.",
         ),
     ] = None,
+    retry_failed: Annotated[
+        bool,
+        typer.Option(
+            "--retry-failed",
+            help="With --documents: ask the LLM again for the replies it gave that could "
+            "not be used (a rerun otherwise replays them from the cache and asks nothing).",
+        ),
+    ] = False,
 ) -> None:
     """Instantiate the templates into dataset.jsonl: one semantic group per instantiated SQL
     query, each asked in every verified wording, with answers executed on the database.
@@ -191,13 +201,13 @@ def generate_cmd(
     if documents and imported is not None:
         raise UserError("--documents and --import are two steps: run them one after the other")
     if documents:
-        _documents(config_path, example, strategy, size, mix, seed)
+        _documents(config_path, example, strategy, size, mix, seed, retry_failed)
         return
     if imported is not None:
         _import(config_path, example, imported)
         return
-    if strategy or size or mix:
-        raise UserError("--strategy, --size and --mix go with --documents")
+    if strategy or size or mix or retry_failed:
+        raise UserError("--strategy, --size, --mix and --retry-failed go with --documents")
     project = project_for(config_path, example, db)
     dataset = project.generate(
         balanced=balanced,

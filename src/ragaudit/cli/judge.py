@@ -13,6 +13,7 @@ from ragaudit.cli.options import (
     FreeMetricChoice,
     LLMOption,
     RetrievalRuleOption,
+    RetryFailedOption,
     SystemsOption,
 )
 from ragaudit.errors import UserError
@@ -61,6 +62,7 @@ def judge_cmd(
             "reference_free section's).",
         ),
     ] = None,
+    retry_failed: RetryFailedOption = False,
 ) -> None:
     """Judge every response: deterministic matchers first, the LLM judge for the rest;
     writes judgements/<system>.jsonl (resumable). With --reference-free, also the
@@ -84,6 +86,7 @@ def judge_cmd(
         closed_domain=closed_domain,
         retrieval_rule=retrieval_rule,
         check=False,  # the report is printed first, then checked
+        retry_failed=retry_failed,
     )
     for warning in report.warnings:
         err_console.print(f"warning: {warning}", markup=False, style="yellow")
@@ -109,17 +112,20 @@ def judge_cmd(
             console.print(
                 f"  {entry.judge_failed} judgements failed, recorded as judge-failed and "
                 f"left out of the analysis (first: {first.query_id}: {first.reason}); "
-                "rerun ragaudit judge to retry them",
+                "rerun ragaudit judge to retry them (with --retry-failed, replies that "
+                "could not be read are asked for again)",
                 markup=False,
             )
     require_judged(report)
     if reference_free:
-        _score(project, system, [m.value for m in metric or []])
+        _score(project, system, [m.value for m in metric or []], retry_failed)
 
 
-def _score(project: Project, systems: list[str] | None, metrics: list[str]) -> None:
+def _score(
+    project: Project, systems: list[str] | None, metrics: list[str], retry_failed: bool
+) -> None:
     """Score the responses with the reference-free metrics, and say what could not be."""
-    entries = project.score(metrics or None, systems=systems)
+    entries = project.score(metrics or None, systems=systems, retry_failed=retry_failed)
     for name, entry in entries.items():
         calls = ", ".join(f"{m} {n}" for m, n in entry.calls.items())
         console.print(

@@ -9,7 +9,7 @@ import typer
 
 from ragaudit.cli.common import project_for
 from ragaudit.cli.console import console, err_console
-from ragaudit.cli.options import ConfigOption, Phrasing
+from ragaudit.cli.options import ConfigOption, Phrasing, RetryFailedOption
 from ragaudit.rundir import RunDir
 
 
@@ -46,6 +46,7 @@ def label_cmd(
     no_llm: Annotated[
         bool, typer.Option("--no-llm", help="Only the human label files are raters.")
     ] = False,
+    retry_failed: RetryFailedOption = False,
 ) -> None:
     """Label every (context, question) pair fact_single, summary, reasoning or unanswerable;
     writes labels.jsonl and prints the composition and the raters' agreement."""
@@ -59,6 +60,7 @@ def label_cmd(
         samples=samples,
         human=list(human) if human else None,
         use_llm=not no_llm,
+        retry_failed=retry_failed,
     )
     run = RunDir(project.run_dir)
     for reason, n in sorted(result.skipped.items()):

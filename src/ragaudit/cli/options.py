@@ -104,3 +104,11 @@ SystemsOption = Annotated[
 ]
 RetrievalRuleOption = Annotated[str, typer.Option("--retrieval-rule", help=f"{RULE_HELP}.")]
 SeedOption = Annotated[int, typer.Option("--seed", help="Seed of the resamples.")]
+RetryFailedOption = Annotated[
+    bool,
+    typer.Option(
+        "--retry-failed",
+        help="Ask the LLM again for the replies it gave that could not be used (a rerun "
+        "otherwise replays them from the cache and asks nothing).",
+    ),
+]

@@ -1,16 +1,17 @@
 """Progress displays on stderr, one place for all commands: :class:`CliProgress`, the
-command line's display of the steps' progress contract (:mod:`ragaudit.progress`), and
-the embedded model's assembly."""
+command line's display of the steps' progress contract (:mod:`ragaudit.progress`): bars
+on a terminal, plain lines in a log; and the embedded model's assembly."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from types import TracebackType
 
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
 
 from ragaudit.cli.console import err_console
-from ragaudit.progress import SILENT_TASK, Task
+from ragaudit.progress import LogProgress, Task
 
 
 def counting_bar(*, rate: bool = False, transient: bool = True) -> Progress:
@@ -46,6 +47,7 @@ class _BarTask:
     def __init__(self, progress: Progress, description: str, total: int | None, rate: bool):
         self._progress = progress
         self._rate = rate
+        self._description = description
         self._id = progress.add_task(description, total=total, rate="")
         self._asked = 0
         self._since = time.perf_counter()
@@ -62,21 +64,30 @@ class _BarTask:
         else:
             self._progress.advance(self._id, n)
 
+    def counts(self, counts: Mapping[str, int]) -> None:
+        """The tallies beside the bar's count, in its description (``(dropped 5)``)."""
+        tallies = ", ".join(f"{name} {n}" for name, n in counts.items())
+        described = f"{self._description} ({tallies})" if tallies else self._description
+        self._progress.update(self._id, description=described)
+
 
 class CliProgress:
     """The command line's display of the steps' progress protocol: rich bars on stderr
-    (with a rate column when asked), started on the first task; closed on leaving a
-    ``with`` block."""
+    (with a rate column when asked), started on the first task; where stderr is not a
+    terminal (a log, CI), plain lines instead (:class:`~ragaudit.progress.LogProgress`:
+    every tenth of a task or 30 s, with its tallies and the time left). Closed on leaving
+    a ``with`` block."""
 
     def __init__(self, *, rate: bool = False, transient: bool = True) -> None:
         self._bars = counting_bar(rate=rate, transient=transient)
         self._rate = rate
         self._started = False
+        self._lines = LogProgress()
 
     def task(self, description: str, total: int | None = None) -> Task:
-        """A new bar (none where stderr is not a terminal: a log has no use for bars)."""
+        """A new bar; where stderr is not a terminal, a task that writes plain lines."""
         if not err_console.is_terminal:
-            return SILENT_TASK
+            return self._lines.task(description, total)
         if not self._started:
             self._bars.start()
             self._started = True

@@ -26,12 +26,12 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ValidationError, field_validator
 
-from ragaudit.llm.parsing import extract_json
+from ragaudit.llm.parsing import extract_json, marked_cut, read_cut_object
 from ragaudit.llm.types import Messages, system, user
 from ragaudit.records.models import CritiqueRating
 
@@ -122,6 +122,11 @@ def answer_support(context: str, answer: str) -> tuple[Support | None, str]:
 
 # -- critiques -----------------------------------------------------------------------------
 
+# What a re-ask of a critique or a reading tells the model to reply with (as the prompts
+# do, in other words).
+CRITIQUE_REPLY = "JSON with the four ratings"
+READING_REPLY = 'JSON: {"answer": ..., "passage": ...}'
+
 
 class Critique(CritiqueRating):
     """One critique as the model replies it: a rating from 1 (bad) to 5 (good), forgiving
@@ -142,11 +147,6 @@ class Critique(CritiqueRating):
 _CRITIQUE_SHAPE = (
     "{" + ", ".join(f'"{name}": [<1-5>, "<reason in a few words>"]' for name in CRITIQUES) + "}"
 )
-# A rating as the reply starts it, when the reply was cut before its JSON closed.
-_CUT_RATING = {
-    name: re.compile(rf'"{name}"\s*:\s*(?:\[\s*|\{{\s*"rating"\s*:\s*)?"?([1-5])\b')
-    for name in CRITIQUES
-}
 
 
 def critique_prompt(context: str, question: str, answer: str | None) -> Messages:
@@ -181,17 +181,29 @@ def critique_prompt(context: str, question: str, answer: str | None) -> Messages
 def parse_critiques(reply: str) -> dict[str, Critique]:
     """The four critiques of a :func:`critique_prompt` reply; each as ``[rating, reason]``
     or ``{"rating": ..., "reason": ...}`` (or a bare rating). A reply cut at the token limit
-    after its four ratings is read from them (asking again gets the same long reasons).
-    Raises ``ValueError`` naming what is missing or out of range, so that it is re-asked."""
+    after its four ratings is read from them (asking again gets the same long reasons), by
+    the one reader of cut replies (:func:`~ragaudit.llm.parsing.read_cut_object`): a reason
+    is kept as far as it got, and one the cut left out says so. Raises ``ValueError``
+    naming what is missing or out of range, so that it is re-asked."""
     try:
         value = extract_json(reply)
     except ValueError:
         value = None
-    if not isinstance(value, dict):
-        cut = _cut_critiques(reply)
-        if cut is not None:
-            return cut
-        raise ValueError(f"expected a JSON object: {_CRITIQUE_SHAPE}")
+    if isinstance(value, dict):
+        return _critiques(value)
+    # No JSON, or a part of a cut one (a rating's list): what the reply completed.
+    cut = read_cut_object(reply)
+    try:
+        if cut is None:
+            raise ValueError("nothing to read")
+        return _critiques(cut, cut=True)
+    except ValueError:  # said as it always was, so that cached re-asks stay valid
+        raise ValueError(f"expected a JSON object: {_CRITIQUE_SHAPE}") from None
+
+
+def _critiques(value: dict[Any, Any], *, cut: bool = False) -> dict[str, Critique]:
+    """The four critiques of a reply's JSON object (``cut``: of a reply that was cut, whose
+    reasons the cut left out say so)."""
     lowered = {
         str(k).strip().lower().replace(" ", "_").replace("-", "_"): v for k, v in value.items()
     }
@@ -208,20 +220,9 @@ def parse_critiques(reply: str) -> dict[str, Critique]:
             out[name] = Critique.model_validate(item)
         except ValidationError:
             raise ValueError(f"{name}: the rating must be a whole number from 1 to 5") from None
+        if cut and not out[name].reason:
+            out[name] = Critique(rating=out[name].rating, reason=marked_cut(""))
     return out
-
-
-def _cut_critiques(reply: str) -> dict[str, Critique] | None:
-    """The four ratings of a reply cut before its JSON closed, if all four came before
-    the cut (their reasons are lost); else None."""
-    found = {name: pattern.search(reply) for name, pattern in _CUT_RATING.items()}
-    if not all(found.values()):
-        return None
-    return {
-        name: Critique(rating=int(m.group(1)), reason="(cut)")
-        for name, m in found.items()
-        if m is not None
-    }
 
 
 def failed_critiques(critiques: dict[str, Critique], thresholds: dict[str, int]) -> list[str]:
@@ -323,6 +324,8 @@ def near_duplicate(
 
 __all__ = [
     "CRITIQUES",
+    "CRITIQUE_REPLY",
+    "READING_REPLY",
     "Critique",
     "ReadingReply",
     "answer_support",

@@ -53,6 +53,15 @@ _THEME = re.compile(r"^\s*(?:[*#>\-]\s*)*\**theme\**\s*[:\-]\s*(.+)$", re.IGNORE
 _QUOTES = "\"'`“”‘’«»"
 _MAX_STATEMENT_WORDS = 80
 
+# What a re-ask tells the model to reply with, beside each prompt: the same instruction as
+# the prompt's, in other words (tests/test_prompts_read_back.py feeds a reply that follows
+# each to its reader).
+SIMPLE_REPLY = '{"pairs": [{"question": "...", "answer": "..."}]}'
+FACTS_REPLY = "a first line 'Theme: <theme>', then one statement per line starting with '> '"
+STATEMENTS_REPLY = "three statements, one per line, each starting with '> '"
+QUESTION_REPLY = "one question ending with '?'"
+WORDING_REPLY = "the reworded question only"
+
 
 # -- the simple strategy -------------------------------------------------------------------
 
@@ -309,8 +318,13 @@ def answer_leak(question: str, wording: str, answer: str | None) -> str | None:
 
 
 __all__ = [
+    "FACTS_REPLY",
+    "QUESTION_REPLY",
+    "SIMPLE_REPLY",
+    "STATEMENTS_REPLY",
     "STATEMENT_KIND",
     "STRATEGIES",
+    "WORDING_REPLY",
     "Facts",
     "QAPair",
     "StatementKind",

@@ -271,7 +271,7 @@ class DocumentGenerator:
             lambda: self.llm.acomplete_parsed(
                 gen.facts_prompt(context.text),
                 gen.parse_facts_reply,
-                "a first line 'Theme - <theme>', then one statement per line starting with '> '",
+                gen.FACTS_REPLY,
                 self.params(400),
             ),
         )
@@ -285,7 +285,7 @@ class DocumentGenerator:
             lambda: self.llm.acomplete_parsed(
                 gen.combined_prompt(kind, facts),
                 gen.parse_statements,
-                "three statements, one per line, each starting with '> '",
+                gen.STATEMENTS_REPLY,
                 self.params(300),
             ),
         )
@@ -324,7 +324,7 @@ class DocumentGenerator:
             reading = await self.llm.acomplete_parsed(
                 checks.reading_prompt(passages, question),
                 checks.parse_reading,
-                'JSON: {"answer": ..., "passage": ...}',
+                checks.READING_REPLY,
                 self.params(READING_TOKENS),
             )
             if reading.answer is not None:
@@ -334,7 +334,7 @@ class DocumentGenerator:
         critiques = await self.llm.acomplete_parsed(
             checks.critique_prompt(context.text, question, answer),
             checks.parse_critiques,
-            "JSON with the four ratings",
+            checks.CRITIQUE_REPLY,
             self.params(CRITIQUE_TOKENS),
         )
         f["critiques"] = {
@@ -425,7 +425,7 @@ class DocumentGenerator:
                 pending.fields["question"] = await self.llm.acomplete_parsed(
                     gen.unanswerable_prompt(facts),
                     gen.parse_question,
-                    "one question ending with '?'",
+                    gen.QUESTION_REPLY,
                     self.params(80, round_),
                 )
                 return
@@ -439,7 +439,7 @@ class DocumentGenerator:
             pending.fields["question"] = await self.llm.acomplete_parsed(
                 gen.question_prompt(facts.theme, statement),
                 gen.parse_question,
-                "one question ending with '?'",
+                gen.QUESTION_REPLY,
                 self.params(80),
             )
 
@@ -455,7 +455,7 @@ class DocumentGenerator:
                 pairs = await self.llm.acomplete_parsed(
                     gen.simple_prompt(context.text, n),
                     lambda reply: gen.parse_simple_reply(reply, n),
-                    '{"pairs": [{"question": "...", "answer": "..."}]}',
+                    gen.SIMPLE_REPLY,
                     self.params(150 * n, round_),
                 )
             except FATAL_LLM_ERRORS:
@@ -539,7 +539,7 @@ class DocumentGenerator:
         reading = await self.llm.acomplete_parsed(
             checks.reading_prompt([context], question),
             checks.parse_reading,
-            'JSON: {"answer": ..., "passage": ...}',
+            checks.READING_REPLY,
             self.params(READING_TOKENS),
         )
         return reading.answer
@@ -586,7 +586,7 @@ class DocumentGenerator:
                 text = await self.llm.acomplete_parsed(
                     gen.wording_prompt(question, instruction),
                     gen.parse_wording,
-                    "the reworded question only",
+                    gen.WORDING_REPLY,
                     self.params(120),
                 )
                 given = self.wording_problem

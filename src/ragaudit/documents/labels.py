@@ -23,7 +23,7 @@ from pydantic import BaseModel, ValidationError, field_validator
 from ragaudit.aio import gather_all
 from ragaudit.errors import FATAL_LLM_ERRORS, LLMError
 from ragaudit.llm.client import LLMClient
-from ragaudit.llm.parsing import extract_json
+from ragaudit.llm.parsing import CUT, extract_json, marked_cut, read_cut_object
 from ragaudit.llm.types import GenerationParams, Messages, system, user
 from ragaudit.records.models import LABELS, LabelPair, LabelRecord, QuestionLabel
 
@@ -39,6 +39,8 @@ _REPLY_SHAPE = (
     '"unanswerable", "reason": "<at most eight words>"}'
 )
 _REPLY = f"Reply with JSON only: {_REPLY_SHAPE}"
+# What a re-ask tells the model to reply with: the prompt's own shape.
+LABEL_REPLY = f"JSON: {_REPLY_SHAPE}"
 
 # The instructions come first and never change, and the context comes before the question,
 # so a local model's prompt cache reads the instructions once and each context once for
@@ -68,8 +70,6 @@ _PHRASINGS: dict[str, str] = {
 PHRASINGS: tuple[str, ...] = tuple(_PHRASINGS)
 
 _SEPARATORS = re.compile(r"[\s\-]+")
-# A JSON reply cut short (after any prose): the label is complete, the reason may not be.
-_CUT_REPLY = re.compile(r'\{\s*"label"\s*:\s*"([^"]*)"\s*(?:,\s*"reason"\s*:\s*"(.*))?$', re.S)
 
 
 class LabelReply(BaseModel):
@@ -90,26 +90,38 @@ class LabelReply(BaseModel):
 
 def parse_label_reply(reply: str) -> LabelReply:
     """The label and reason of ``reply``: JSON as asked, or the start of such JSON cut at
-    the token limit, whose label is complete (its reason is kept as far as it got), or the
-    bare label. Raises
-    ``ValueError`` for anything else (no JSON, no label, a label not of the four), so that
-    it is re-asked."""
+    the token limit, whose label is complete (read by the one reader of cut replies,
+    :func:`~ragaudit.llm.parsing.read_cut_object`: the reason is kept as far as it got and
+    marked cut), or the bare label. Raises ``ValueError`` for anything else (no JSON, no
+    label, a label not of the four), so that it is re-asked."""
+    named = ValueError(f"the reply must name one label of {', '.join(LABELS)}")
     try:
         value = extract_json(reply)
-    except ValueError:
-        cut = _CUT_REPLY.search(reply)
-        bare = _SEPARATORS.sub("_", reply.strip().strip("\"'`.").strip().lower())
-        if cut is not None:
-            value = {"label": cut.group(1), "reason": (cut.group(2) or "").rstrip() + "..."}
-        elif bare in LABELS:  # the label alone, without the JSON around it
-            value = {"label": bare}
-        else:
-            raise
-    try:
-        return LabelReply.model_validate(value)
-    except ValidationError:
-        labels = ", ".join(LABELS)
-        raise ValueError(f"the reply must name one label of {labels}") from None
+    except ValueError as exc:
+        value, error = None, exc
+    else:
+        error = named
+    if isinstance(value, dict) and "label" in value:
+        try:
+            return LabelReply.model_validate(value)
+        except ValidationError:
+            raise named from None
+    cut = read_cut_object(reply)  # none found, or a part of a cut one (a list, say)
+    label = cut.get("label") if cut is not None else None
+    if isinstance(label, str) and not label.endswith(CUT):
+        assert cut is not None
+        try:
+            return LabelReply.model_validate(
+                {**cut, "reason": marked_cut(str(cut.get("reason", "")).rstrip())}
+            )
+        except ValidationError:  # a complete label, not one of the four
+            raise named from None
+    bare = _SEPARATORS.sub("_", reply.strip().strip("\"'`.").strip().lower())
+    if bare in LABELS:  # the label alone, without the JSON around it
+        return LabelReply.model_validate({"label": bare})
+    if isinstance(value, dict) or value is not None:
+        raise named  # JSON, but no label in it
+    raise error  # no JSON, or a label cut inside its word
 
 
 def label_prompt(context: str, question: str, phrasing: str = "default") -> Messages:
@@ -184,7 +196,7 @@ async def label_one(
         reply = await llm.acomplete_parsed(
             messages,
             parse_label_reply,
-            f"JSON: {_REPLY_SHAPE}",
+            LABEL_REPLY,
             params or rater.params(llm.default_params),
         )
     except FATAL_LLM_ERRORS:
@@ -242,6 +254,7 @@ async def label_pairs(
 
 __all__ = [
     "LABELS",
+    "LABEL_REPLY",
     "MAX_TOKENS",
     "PHRASINGS",
     "SAMPLE_TEMPERATURE",

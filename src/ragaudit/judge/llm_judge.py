@@ -6,11 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from ragaudit.aio import gather_all
-from ragaudit.llm.client import LLMClient
-from ragaudit.llm.types import Messages, system, user
+from ragaudit.llm.client import LLMClient, schema_errors, schema_request
+from ragaudit.llm.parsing import extract_json, marked_cut, read_cut_object
+from ragaudit.llm.types import GenerationParams, Messages, system, user
 
 
 class Verdict(BaseModel):
@@ -20,15 +21,19 @@ class Verdict(BaseModel):
     reason: str = ""
 
 
-def judge_prompt(query: str, reference: str, response: str, *, reasons: bool = True) -> Messages:
-    """Ask whether ``response`` gives the true answer to ``query``; with ``reasons``, also
-    why in a few words (most of the reply's tokens: a small local model writes about ten
-    tokens a second, so the demo leaves the reason out)."""
-    shape = (
+def _shape(reasons: bool) -> str:
+    return (
         '{"verdict": "Correct" or "Incorrect", "reason": "<at most eight words>"}'
         if reasons
         else '{"verdict": "Correct" or "Incorrect"}'
     )
+
+
+def judge_prompt(query: str, reference: str, response: str, *, reasons: bool = True) -> Messages:
+    """Ask whether ``response`` gives the true answer to ``query``; with ``reasons``, also
+    why in a few words (most of the reply's tokens: a small local model writes about ten
+    tokens a second, so the demo leaves the reason out)."""
+    shape = _shape(reasons)
     # The instructions come first and never change, so a local model's prompt cache reads
     # them once; only the question, the true answer and the response are new each call.
     return [
@@ -40,6 +45,37 @@ def judge_prompt(query: str, reference: str, response: str, *, reasons: bool = T
         ),
         user(f"Question: {query}\nTrue answer: {reference}\nResponse: {response}"),
     ]
+
+
+def parse_verdict(reply: str) -> Verdict:
+    """The verdict of a :func:`judge_prompt` reply: its JSON, or such JSON cut at the token
+    limit after a complete verdict (a small model's reason runs on; asking again gets the
+    same long reason), read as the critiques and the labels are read
+    (:func:`~ragaudit.llm.parsing.read_cut_object`): the reason is kept as far as it got
+    and marked cut. Raises ``ValueError`` for anything else (no verdict, a verdict cut
+    inside its word, one not of the two), so that it is re-asked.
+
+    >>> parse_verdict('{"verdict": "Incorrect", "reason": "it names Ly').reason
+    'it names Ly…(cut)'
+    """
+    # A reply refused is re-asked with the error the JSON reader gives (as
+    # acomplete_json words it), so that the re-asks a cache holds stay valid.
+    try:
+        value = extract_json(reply)
+    except ValueError as exc:
+        value, error = None, exc
+    else:
+        try:
+            return Verdict.model_validate(value)
+        except ValidationError as exc:
+            error = ValueError(f"the JSON does not match the schema: {schema_errors(exc)}")
+    cut = read_cut_object(reply)  # none found, or a part of a cut one (a list, say)
+    if cut is None or "verdict" not in cut:
+        raise error
+    try:
+        return Verdict.model_validate({**cut, "reason": marked_cut(str(cut.get("reason", "")))})
+    except ValidationError:  # a verdict cut inside its word, or not one of the two
+        raise error from None
 
 
 @dataclass(frozen=True)
@@ -63,17 +99,19 @@ async def llm_judge(
 ) -> LLMDecision:
     """Judge once, or ``samples`` times (sampled, k cache entries) by majority vote."""
     messages = judge_prompt(query, reference, response, reasons=reasons)
+    # Re-asked as acomplete_json re-asks, so that the re-asks a cache holds still count.
+    what = schema_request(Verdict)
+
+    async def ask(params: GenerationParams | None = None) -> Verdict:
+        return await llm.acomplete_parsed(messages, parse_verdict, what, params, expected="JSON")
+
     if samples <= 1:
-        verdict = await llm.acomplete_json(messages, Verdict)
+        verdict = await ask()
         return LLMDecision(verdict.verdict == "Correct", 1.0, 1, verdict.reason)
     base = llm.default_params.model_copy(update={"temperature": 0.7})
     verdicts = await gather_all(
         *(
-            llm.acomplete_json(
-                messages,
-                Verdict,
-                base.model_copy(update={"sample_index": i, "seed": (base.seed or 0) + i}),
-            )
+            ask(base.model_copy(update={"sample_index": i, "seed": (base.seed or 0) + i}))
             for i in range(samples)
         )
     )

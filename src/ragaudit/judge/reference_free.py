@@ -184,6 +184,12 @@ def _yes(word: str) -> bool:
     raise ValueError(f"verdict {word!r} is neither yes nor no")
 
 
+def verdicts_reply(n: int) -> str:
+    """What a re-ask of :func:`verify_prompt` for ``n`` claims tells the model to reply
+    with."""
+    return f'JSON: {{"verdicts": [one "yes" or "no" for each of the {n} claims, in order]}}'
+
+
 def parse_verdicts(n: int) -> Callable[[str], list[bool]]:
     """A reader of a verification reply that must hold exactly ``n`` yes/no verdicts
     (``{"verdicts": [...]}``, or the bare list); anything else is re-asked."""
@@ -369,8 +375,7 @@ class FreeScorer:
                 self.llm.acomplete_parsed(
                     verify_prompt(contexts, claims),
                     parse_verdicts(len(claims)),
-                    f'JSON: {{"verdicts": [one "yes" or "no" for each of the {len(claims)} '
-                    "claims, in order]}",
+                    verdicts_reply(len(claims)),
                     self._params[VERDICTS_TOKENS],
                 ),
                 cost,

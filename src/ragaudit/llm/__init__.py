@@ -64,10 +64,13 @@ def make_llm(
     meter: UsageMeter | None = None,
     loop: asyncio.AbstractEventLoop | None = None,
     backend: Backend | None = None,
+    retry_failed: bool = False,
 ) -> LLMClient:
     """A ready client: backend from the config (or ``backend``, an object of the caller's
     such as a :class:`Scripted`, never cached), cache at ``cache_path`` when caching is on;
-    on ``loop`` when given (a session's), else on a loop of its own."""
+    on ``loop`` when given (a session's), else on a loop of its own. ``retry_failed``: a
+    stored reply that a structured call cannot use is asked for again instead of replayed
+    (``--retry-failed``)."""
     from ragaudit.llm.cache import LLMCache
     from ragaudit.llm.client import LLMClient
 
@@ -83,6 +86,7 @@ def make_llm(
         default_params=params,
         structured_attempts=config.structured_attempts,
         loop=loop,
+        retry_failed=retry_failed,
     )
 
 

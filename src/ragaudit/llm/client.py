@@ -56,6 +56,12 @@ class Backend(Protocol):
         ...
 
 
+def schema_errors(exc: ValidationError, limit: int = 3) -> str:
+    """The first ``limit`` errors of a validation, one clause each (``verdict: Input should
+    be 'Correct' or 'Incorrect'``): what a re-ask tells the model was wrong."""
+    return _short_errors(exc, limit)
+
+
 def _short_errors(exc: ValidationError, limit: int = 3) -> str:
     parts = []
     for err in exc.errors()[:limit]:
@@ -88,6 +94,19 @@ def _schema(schema: Any) -> tuple[TypeAdapter[Any], str]:
         return _build_schema(schema)
 
 
+def json_schema_request(schema_text: str) -> str:
+    """What a re-ask of :meth:`LLMClient.acomplete_json` asks for: JSON matching the JSON
+    schema ``schema_text``."""
+    return f"JSON matching this JSON schema: {schema_text}"
+
+
+def schema_request(schema: Any) -> str:
+    """What a re-ask of :meth:`LLMClient.acomplete_json` with ``schema`` asks for, for a
+    structured call that reads its replies itself but re-asks as ``acomplete_json`` would
+    (its cached re-asks stay valid)."""
+    return json_schema_request(_schema(schema)[1])
+
+
 class LLMClient:
     """The client every step uses. Create it with :func:`ragaudit.llm.make_llm`."""
 
@@ -100,12 +119,17 @@ class LLMClient:
         default_params: GenerationParams | None = None,
         structured_attempts: int = 3,
         loop: asyncio.AbstractEventLoop | None = None,
+        retry_failed: bool = False,
     ) -> None:
         self.backend = backend
         self.cache = cache
         self.meter = meter or UsageMeter()
         self.default_params = default_params or GenerationParams()
         self.structured_attempts = structured_attempts
+        # A stored reply that a structured call cannot use is replayed, as any stored reply
+        # is (its re-asks are stored too, so a rerun asks nothing); asked again only when
+        # the caller says so (--retry-failed: the server or the model has changed since).
+        self.retry_failed = retry_failed
         self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]
         self._semaphores = weakref.WeakKeyDictionary()
         # A loop given by the caller (a session's) is borrowed: used, never closed here.
@@ -234,6 +258,7 @@ class LLMClient:
         what: str,
         params: GenerationParams | None,
         attempts: int | None,
+        expected: str | None = None,
     ) -> T:
         attempts = attempts or self.structured_attempts
         conversation = list(messages)
@@ -246,9 +271,9 @@ class LLMClient:
                 return parse(reply)
             except ValueError as exc:
                 error = str(exc)
-            if completion.cached:
-                # A stored reply that cannot be used is asked for again, not replayed: a
-                # rerun after a broken server must be able to get a usable one.
+            if completion.cached and self.retry_failed:
+                # --retry-failed: a stored reply that cannot be used is asked for again,
+                # not replayed (a rerun after a broken server can get a usable one).
                 reply = (await self.acomplete(conversation, params, fresh=True)).text
                 try:
                     return parse(reply)
@@ -262,7 +287,7 @@ class LLMClient:
         raise StructuredOutputError(
             redact(
                 f"{self.backend.describe()}: no valid reply after {attempts} attempts "
-                f"(expected {what.split(':')[0]}): {error}"
+                f"(expected {expected or what}): {error}"
             ),
             last_reply=reply,
             attempts=attempts,
@@ -276,12 +301,16 @@ class LLMClient:
         params: GenerationParams | None = None,
         *,
         attempts: int | None = None,
+        expected: str | None = None,
     ) -> T:
         """A reply read by ``parse``, which raises ``ValueError`` to reject it: rejected
         replies are re-asked with the error and ``what`` was expected, up to ``attempts``
-        asks; then :class:`StructuredOutputError`. For replies that JSON schemas cannot
-        describe (e.g. a label to be salvaged from a reply cut at ``max_tokens``)."""
-        return await self._astructured(messages, parse, what, params, attempts)
+        asks; then :class:`StructuredOutputError`, which names what was expected as
+        ``expected`` words it (``what`` itself by default). For replies that JSON schemas
+        cannot describe (e.g. a label to be salvaged from a reply cut at ``max_tokens``).
+        ``what`` is an instruction the model is given: a reply that follows it to the
+        letter must be one ``parse`` accepts."""
+        return await self._astructured(messages, parse, what, params, attempts, expected)
 
     async def acomplete_json(
         self,
@@ -305,8 +334,9 @@ class LLMClient:
                     f"the JSON does not match the schema: {_short_errors(exc)}"
                 ) from None
 
-        what = f"JSON matching this JSON schema: {schema_text}"
-        return await self._astructured(messages, parse, what, params, attempts)
+        return await self._astructured(
+            messages, parse, json_schema_request(schema_text), params, attempts, "JSON"
+        )
 
     def complete_json(
         self,

@@ -213,7 +213,9 @@ def _document_half(
     start = time.perf_counter()
     try:
         with Session(config, run, hooks) as session:
-            stats = generate_from_documents(session, options)
+            stats = generate_from_documents(
+                session, options, progress=with_prefix(progress, "documents: ")
+            )
     except UserError as err:  # said in the timings' note, which the demo prints
         note = f"none kept ({err}); the SQL half alone"
     else:

@@ -8,9 +8,13 @@ configuration and the layers above the documents hold (the styles' instructions 
 checks, the dense question encoder, BM25 over the corpus), then writes every candidate
 into ``candidates.jsonl`` with its ratings and, when dropped, the check it failed; an
 accepted one becomes a semantic group: the generated question and its verified wordings.
+While it runs, each candidate is appended to ``candidates.jsonl.partial`` as it is
+decided, so that a user can watch the drops; ``candidates.jsonl`` itself is written whole
+at the end, so that it is never a part presented as the whole.
 
 Resumable: every LLM call is cached and every choice is seeded, so a killed generation
-asks again only what had not been answered.
+asks again only what had not been answered (it decides again, from the cache, the
+candidates its partial file held, and writes that file anew).
 """
 
 from __future__ import annotations
@@ -32,8 +36,8 @@ from ragaudit.documents.options import DocumentOptions
 from ragaudit.errors import UserError
 from ragaudit.generate.text.llm import STYLE_INSTRUCTIONS, style_problem
 from ragaudit.generate.text.templates import near_duplicate_key
-from ragaudit.progress import SILENT, Progress
-from ragaudit.records.io import atomic_write_json, write_jsonl_atomic
+from ragaudit.progress import SILENT, Progress, show_counts
+from ragaudit.records.io import JsonlAppender, atomic_write_json, write_jsonl_atomic
 from ragaudit.records.models import CandidateRecord
 from ragaudit.steps.generate import other_half
 from ragaudit.steps.session import Session
@@ -180,7 +184,10 @@ def generate_from_documents(
     half of dataset.jsonl (the SQL half is kept) and documents.stats.json. Nothing accepted
     is a :class:`UserError` that says why (candidates.jsonl is still written, so the reasons
     can be read), and the dataset is left as it was. ``progress`` shows the pairs accepted
-    (``pairs accepted``)."""
+    (``pairs accepted``, with the candidates accepted and dropped so far), then the
+    accepted questions worded in every style (``wording pairs``). Each candidate is
+    appended to candidates.jsonl.partial as it is decided, and that file is removed when
+    candidates.jsonl is written."""
     config = session.config
     run = session.run_dir
     contexts, short = corpus_contexts(config)
@@ -205,12 +212,18 @@ def generate_from_documents(
             "near-duplicates found by word overlap: install the dense extra for embeddings"
         )
     accepting = progress.task("pairs accepted", options.size)
+    decided: Counter[str] = Counter()
+    run.candidates_partial.unlink(missing_ok=True)  # a killed run's: decided again below
+    partial = JsonlAppender(run.candidates_partial)
 
     def on_candidate(record: CandidateRecord) -> None:
+        partial.append(record)  # durable: a user can read the drops as they come
+        decided["accepted" if record.accepted else "dropped"] += 1
+        show_counts(accepting, accepted=decided["accepted"], dropped=decided["dropped"])
         if record.accepted:
             accepting.advance()
 
-    with session.llm("generate-documents") as llm:
+    with session.llm("generate-documents") as llm, partial:
         assert llm is not None
         generator = DocumentGenerator(
             llm,
@@ -225,10 +238,19 @@ def generate_from_documents(
         stats.requested = {str(k): v for k, v in generator.wanted.items() if k is not None}
         written = session.run(generator.generate())
         # Each accepted pair worded, its wordings' requests added to its cost.
-        records = [session.run(generator.worded(r)) if r.accepted else r for r in written]
+        to_word = sum(1 for r in written if r.accepted)
+        wording = progress.task("wording pairs", to_word) if to_word else None
+        records = []
+        for r in written:
+            if r.accepted:
+                r = session.run(generator.worded(r))
+                if wording is not None:
+                    wording.advance()
+            records.append(r)
     accepted = [r for r in records if r.accepted]
     wordings = {r.candidate_id: r.wordings for r in accepted}
     write_jsonl_atomic(run.candidates, records)
+    run.candidates_partial.unlink(missing_ok=True)
     stats.candidates = len(records)
     stats.accepted = len(accepted)
     stats.dropped = dict(Counter(drop_kind(r.dropped) for r in records if r.dropped))

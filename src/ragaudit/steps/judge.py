@@ -70,6 +70,9 @@ class JudgeEntry(BaseModel):
     retrieval_rule: str | None = None
     rule_warnings: list[str] = Field(default_factory=list)
     audit: AuditResult | None = None  # absent from the file when no audit was run
+    # Of the answers judged before, those the LLM judge decided: a rerun that judges again
+    # only the failed ones, and fails on them again, has not failed on everything.
+    llm_judged_before: int = 0
 
 
 @dataclass
@@ -161,12 +164,13 @@ def judge_run(
                 twice = next(q for q, n in Counter(ids).items() if n > 1)
                 raise UserError(f"{path}: {duplicate_message('response', twice, name)}")
             out = run.judgements(name)
-            done = _decided(
+            kept = _decided(
                 out,
                 {r.query_id for r in responses if r.error is None},
                 redo_unmatched=use_llm,
                 digests={r.query_id: r.digest for r in responses},
             )
+            done = {j.query_id for j in kept}
             todo = [r for r in responses if r.query_id not in done]
             unknown = [r.query_id for r in todo if r.query_id not in queries]
             if unknown:
@@ -199,6 +203,7 @@ def judge_run(
                 # What the stored retrieval verdicts mean, for the analysis to say so.
                 retrieval_rule=rule,
                 rule_warnings=fit.warnings(),
+                llm_judged_before=sum(j.method.startswith("llm") for j in kept),
             )
             report.warnings.extend(entry.rule_warnings)
             if audit and llm is not None:
@@ -215,8 +220,8 @@ def _decided(
     *,
     redo_unmatched: bool = False,
     digests: dict[str, str] | None = None,
-) -> set[str]:
-    """Query ids already judged in ``path``. Some judgements are dropped from the file
+) -> list[Judgement]:
+    """The judgements already made in ``path`` that stand. Some are dropped from the file
     (rewritten whole, atomically) so that this run judges them again: those the LLM judge
     failed to give (a judge that failed for a passing reason must not fail for good),
     those of a system error whose query has an answer now (``answered``: after ``ragaudit
@@ -225,7 +230,7 @@ def _decided(
     those of a response that has changed since (``digests``: query id -> the current
     response's fingerprint; the system was run again)."""
     if not path.exists():
-        return set()
+        return []
     judgements = list(read_jsonl(path, Judgement))
     ids = Counter(j.query_id for j in judgements)
     twice = next((q for q, n in ids.items() if n > 1), None)
@@ -245,7 +250,7 @@ def _decided(
     ]
     if len(kept) < len(judgements):
         write_jsonl_atomic(path, kept)
-    return {j.query_id for j in kept}
+    return kept
 
 
 def _audit(
@@ -301,12 +306,14 @@ def _audit(
 
 
 def require_judged(report: JudgeReport) -> None:
-    """A judge run whose LLM judge failed on every answer it was asked about has judged
-    nothing with the LLM: an error that names the first failure, not a silent success."""
+    """A judge run whose LLM judge failed on every answer it was asked about, and never
+    decided one before, has judged nothing with the LLM: an error that names the first
+    failure, not a silent success. (A rerun that judges again only the answers it failed
+    on, and fails on them again, reports them as the first run did.)"""
     failed = sum(e.judge_failed for e in report.systems.values())
     asked = sum(
         n for e in report.systems.values() for m, n in e.methods.items() if m.startswith("llm")
-    )
+    ) + sum(e.llm_judged_before for e in report.systems.values())
     if failed and not asked:
         first = next(
             (

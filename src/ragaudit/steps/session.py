@@ -48,7 +48,8 @@ class SessionHooks:
 
 class Session:
     """One command's LLM work over ``run``. Use it as a context manager: leaving it closes
-    the event loop."""
+    the event loop. ``retry_failed``: its clients ask again the replies stored unusable
+    (malformed, cut inside what was asked) instead of replaying them from the cache."""
 
     def __init__(
         self,
@@ -56,12 +57,16 @@ class Session:
         run: RunDir,
         hooks: SessionHooks | None = None,
         backends: dict[str, Backend] | None = None,
+        *,
+        retry_failed: bool = False,
     ) -> None:
         self.config = config
         self.run_dir = run
         self.hooks = hooks or SessionHooks()
         # Backends the caller made (a ra.llm.Scripted), by the model name that means them.
         self.backends = dict(backends or {})
+        # --retry-failed: replies stored unusable are asked again, not replayed.
+        self.retry_failed = retry_failed
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
 
@@ -120,6 +125,7 @@ class Session:
                     meter=meter,
                     loop=self.loop,
                     backend=self.backends.get(model),
+                    retry_failed=self.retry_failed,
                 )
             with meter.step(step):
                 yield made
