@@ -9,7 +9,7 @@ import pytest
 
 from ragaudit.generate import load_templates
 from ragaudit.generate.sql.templates import TemplateFileError
-from tests.support.cli import ragaudit
+from tests.support.cli import ragaudit, without_progress
 
 
 def _make(tmp_path: Path, *args: str):  # type: ignore[no-untyped-def]
@@ -25,7 +25,7 @@ def test_offline_path_from_schema_to_dataset(tmp_path: Path) -> None:
     refused = _make(tmp_path, "generate", "--balanced")
     assert refused.returncode == 2
     assert "no query generated" in refused.stderr and "not verified" in refused.stderr
-    assert len(refused.stderr.strip().splitlines()) == 1
+    assert len(without_progress(refused.stderr).strip().splitlines()) == 1
     assert not (tmp_path / "runs/default/dataset.jsonl").exists()
     result = _make(tmp_path, "generate", "--balanced", "--unverified")
     assert result.returncode == 0, result.stderr

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.cli import ragaudit
+from tests.support.cli import ragaudit, without_progress
 
 pytest.importorskip("llama_index.retrievers.bm25", reason="needs ragaudit[dev] (LlamaIndex BM25)")
 
@@ -128,7 +128,7 @@ def test_a_gold_rule_naming_a_missing_column_is_an_error(trial: dict[str, Any]) 
     """It used to give every query [] ("no document holds the answer") and recall 1.00."""
     result = trial["wrong_rule"]
     assert result.returncode == 2
-    assert result.stderr.strip().splitlines() == [
+    assert without_progress(result.stderr).strip().splitlines() == [
         "error: generate.gold_ids[0]: Project has no column Title (columns: Name, Location, "
         "StartDate, EndDate, Client, ProjectDirector, ProjectManager)"
     ]
@@ -265,7 +265,7 @@ def test_k_that_a_system_cannot_take_is_an_error(trial: dict[str, Any]) -> None:
     finally:
         config.write_text(saved)
     assert result.returncode == 2
-    assert result.stderr.strip().splitlines() == [
+    assert without_progress(result.stderr).strip().splitlines() == [
         "error: system fixed: k is set, but FixedDepth has no similarity_top_k to set; remove "
         "k and set the depth in the system itself, or make it accept one"
     ]

@@ -16,7 +16,7 @@ from ragaudit.config import LLMConfig
 from ragaudit.errors import LLMError
 from ragaudit.llm import make_llm, user
 from ragaudit.llm.backends.openai_http import OpenAIBackend
-from tests.support.cli import ragaudit
+from tests.support.cli import ragaudit, without_progress
 
 BANNER = b"SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n"
 
@@ -104,7 +104,7 @@ def test_doctor_reports_a_server_that_does_not_speak_http_in_one_line(
     result = ragaudit("doctor", "--example", cwd=tmp_path, env={"OPENAI_API_KEY": "sk-x"})
     assert "Traceback" not in result.stderr, result.stderr[-2000:]
     assert result.returncode == 1  # doctor's "a check failed", as for a refused connection
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    lines = [line for line in without_progress(result.stderr).splitlines() if line.strip()]
     assert len(lines) == 1 and "LLM check failed" in lines[0]
     assert "no valid HTTP reply (HttpProcessingError: Bad status line)" in lines[0]
 
@@ -143,6 +143,6 @@ def test_generate_documents_stops_in_one_line_when_the_server_does_not_speak_htt
     )  # fmt: skip
     assert "Traceback" not in result.stderr, result.stderr[-2000:]
     assert result.returncode == 2
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    lines = [line for line in without_progress(result.stderr).splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: no pair accepted")
     assert not (tmp_path / "runs/default/dataset.jsonl").exists()
