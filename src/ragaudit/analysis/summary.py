@@ -581,7 +581,8 @@ class Summary(_Model):
     warnings: list[str] = Field(
         default_factory=list,
         description="where the figures need care: a rule that cannot fit the retrievals, "
-        "variants without retrieval figures",
+        "variants without retrieval figures, variants whose R cannot be measured (one query "
+        "per group), said once",
     )
     systems: dict[str, SystemFigures] = Field(description="figures per system, by name")
     judge_failed: dict[str, int] = Field(
