@@ -12,8 +12,21 @@ from functools import cached_property
 from pathlib import Path
 from typing import TypeVar
 
-from ragaudit.records.io import RecordFileError, read_jsonl, read_jsonl_numbered
-from ragaudit.records.models import FreeScoreRecord, Judgement, QueryRecord, ResponseRecord
+from ragaudit.records.io import (
+    RecordFileError,
+    iter_jsonl_dicts,
+    read_jsonl,
+    read_jsonl_numbered,
+    validate_record,
+)
+from ragaudit.records.models import (
+    FreeScoreRecord,
+    Judgement,
+    QueryRecord,
+    RefreshedGroup,
+    ResponseRecord,
+    StaleDocument,
+)
 from ragaudit.rundir import RunDir
 
 RunRecord = TypeVar("RunRecord", ResponseRecord, Judgement, FreeScoreRecord)
@@ -187,13 +200,30 @@ def read_retrieved_ids(
     return out
 
 
-def check_fresh(run: RunDir, judgements: list[Judgement], digests: Mapping[str, str]) -> None:
+def stale_reference(judgement: Judgement, queries: Mapping[str, QueryRecord]) -> bool:
+    """Whether ``judgement`` was given against another reference than its question has
+    now (``queries``: the dataset by id). One written before judgements kept the
+    reference's fingerprint, or of a question no longer in the dataset, is not."""
+    if judgement.reference_digest is None:
+        return False
+    query = queries.get(judgement.query_id)
+    return query is not None and query.reference.digest != judgement.reference_digest
+
+
+def check_fresh(
+    run: RunDir,
+    judgements: list[Judgement],
+    digests: Mapping[str, str],
+    queries: Mapping[str, QueryRecord] | None = None,
+) -> None:
     """Refuse judgements made of other responses than the run holds now (``digests``: query
     id -> the current response's fingerprint): a system run again after its responses file
     was deleted keeps its old verdicts otherwise, and a broken candidate would be scored
-    by its predecessor's. ``ragaudit judge`` judges such responses anew. A judgement
-    written before judgements kept a fingerprint, or whose response is gone, is not
-    checked."""
+    by its predecessor's. With ``queries`` (the dataset by id), refuse also those given
+    against another reference than the question has now: a dataset generated again on
+    changed data would otherwise keep verdicts against answers that are no longer true.
+    ``ragaudit judge`` judges such responses anew. A judgement written before judgements
+    kept a fingerprint, or whose response is gone, is not checked."""
     for j in judgements:
         now = digests.get(j.query_id)
         if j.response_digest is not None and now is not None and now != j.response_digest:
@@ -209,6 +239,18 @@ def check_fresh(run: RunDir, judgements: list[Judgement], digests: Mapping[str, 
                 "holds now (the system was run again): run ragaudit judge, which judges "
                 "them anew"
             )
+    if queries is None:
+        return
+    stale_ones = [j for j in judgements if stale_reference(j, queries)]
+    if stale_ones:
+        first = stale_ones[0]
+        raise RecordFileError(
+            f"{run.judgements(first.system)}: {len(stale_ones)} judgement(s) of "
+            f"{first.system} (query {first.query_id} first) were given against another "
+            f"reference than {run.dataset} holds now (the dataset was generated again on "
+            "changed data; generate --refresh gives changed questions new ids instead): run "
+            "ragaudit judge, which judges them anew"
+        )
 
 
 def read_responses(
@@ -224,3 +266,19 @@ def read_responses(
         for r in read_jsonl(path, ResponseRecord)
         if only is None or r.query_id in only
     }
+
+
+def read_refresh_log(run: RunDir) -> tuple[list[RefreshedGroup], list[StaleDocument]]:
+    """What the last ``generate --refresh`` listed in refresh.jsonl: the groups that moved
+    and the documents stating facts no longer true (both empty when the run was never
+    refreshed). A bad line is a :class:`RecordFileError` naming it."""
+    groups: list[RefreshedGroup] = []
+    documents: list[StaleDocument] = []
+    if not run.refresh_log.exists():
+        return groups, documents
+    for number, obj in iter_jsonl_dicts(run.refresh_log):
+        if obj.get("kind") == "document":
+            documents.append(validate_record(run.refresh_log, number, obj, StaleDocument))
+        else:
+            groups.append(validate_record(run.refresh_log, number, obj, RefreshedGroup))
+    return groups, documents

@@ -1,0 +1,319 @@
+"""The ``generate --refresh`` step: the dataset's references executed again on the
+database as it is now (:mod:`ragaudit.generate.refresh`), dataset.jsonl written again,
+what moved in refresh.jsonl and refresh.stats.json, and the records of every question
+that left the dataset moved to ``retired/``.
+
+Files are replaced in an order that leaves a usable run wherever a process is killed:
+the records of the questions that leave are copied to ``retired/`` and taken out of
+``responses/``, ``judgements/`` and ``scores/`` first (a question without a response is
+one still to ask), then dataset.jsonl is replaced, then refresh.jsonl and
+refresh.stats.json. A refresh run again after a kill finds the same changes and finishes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field
+
+from ragaudit.config import Config, GenerateOptions
+from ragaudit.errors import UserError
+from ragaudit.generate.dataset import TextConflicts
+from ragaudit.generate.refresh import Refresher, RefreshTally, stale_cells, stale_documents
+from ragaudit.generate.sql.templates import TemplateFileError, load_templates
+from ragaudit.generate.text.templates import load_text_templates
+from ragaudit.progress import SILENT, Progress
+from ragaudit.records.io import (
+    JsonlAppender,
+    atomic_write_json,
+    read_jsonl,
+    write_jsonl_atomic,
+)
+from ragaudit.records.models import QueryRecord, RefreshedGroup, StaleDocument
+from ragaudit.rundir import RunDir
+from ragaudit.steps.generate import usable_texts
+from ragaudit.steps.templates import check, open_database
+from ragaudit.store.answers import refresh_answer_table
+from ragaudit.systems.corpus import load_corpus
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# The options of dataset.stats.json that shaped the dataset: a refresh words and keeps new
+# groups as the generation did, whatever flags it was given.
+SHAPING = (
+    "allow_multi",
+    "include_unanswerable",
+    "include_null",
+    "max_groups_per_template",
+    "balanced",
+    "unverified",
+    "seed",
+    "styles",
+)
+
+# The run's record folders whose records of a question that left are retired.
+RECORD_KINDS = ("responses", "judgements", "scores")
+
+
+class RefreshCount(BaseModel):
+    """Semantic groups and their questions in one class."""
+
+    groups: int = Field(0, description="Semantic groups.")
+    queries: int = Field(0, description="Their questions (one per wording).")
+
+
+class RefreshReport(BaseModel):
+    """What a refresh found and did (refresh.stats.json, and what ``Project.refresh``
+    returns): each class counted, the questions left as they are with why, the records
+    retired, and every group that moved (``moved``, as refresh.jsonl lists them) with the
+    documents that state facts no longer true (``stale``)."""
+
+    unchanged: RefreshCount = Field(description="Same answers: questions, ids, records kept.")
+    changed: RefreshCount = Field(
+        description="Other answers: new reference, new question ids; old records retired."
+    )
+    vanished: RefreshCount = Field(
+        description="A value the group names is gone: its questions left the dataset."
+    )
+    new: RefreshCount = Field(description="Groups the dataset lacked, added (with --new).")
+    new_not_added: int = Field(
+        0, description="Groups the dataset lacks that --new would add (counted, not added)."
+    )
+    new_asked: bool = Field(False, description="Whether new groups were asked for (--new).")
+    dropped_new: int = Field(
+        0, description="New groups left out: a question reads as another group's."
+    )
+    left_as_is: dict[str, int] = Field(
+        default_factory=dict, description="Questions not refreshed, per reason."
+    )
+    retired: dict[str, int] = Field(
+        default_factory=dict,
+        description="Records of questions that left (responses, judgements, scores) moved "
+        "to retired/, per kind.",
+    )
+    stale_documents: int = Field(0, description="Documents stating a fact no longer true.")
+    notes: list[str] = Field(default_factory=list, description="What the user should know.")
+    moved: list[RefreshedGroup] = Field(
+        default_factory=list, exclude=True, description="Every group that moved."
+    )
+    stale: list[StaleDocument] = Field(
+        default_factory=list, exclude=True, description="The stale documents."
+    )
+
+    @property
+    def asks(self) -> int:
+        """Questions ``run`` asks next: the changed and the new."""
+        return self.changed.queries + self.new.queries
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row per group that moved: status, template, bindings, the old and new
+        answers (display strings), and how many questions it has now."""
+        import pandas as pd
+
+        rows = [
+            {
+                "status": m.status,
+                "template_id": m.template_id,
+                "group_id": m.group_id,
+                "bindings": m.bindings,
+                "old": m.old.display if m.old is not None else None,
+                "new": m.new.display if m.new is not None else None,
+                "queries": len(m.new_query_ids) or len(m.old_query_ids),
+                "stale_documents": m.stale_documents,
+            }
+            for m in self.moved
+        ]
+        columns = [
+            "status",
+            "template_id",
+            "group_id",
+            "bindings",
+            "old",
+            "new",
+            "queries",
+            "stale_documents",
+        ]
+        return pd.DataFrame(rows, columns=columns)
+
+
+def _options(config: Config, run: RunDir) -> GenerateOptions:
+    """The generation's options: the configuration's, with those that shaped the dataset
+    (styles, balance, what was kept) as dataset.stats.json recorded them, and the facts
+    ``generate.gold_rows`` derived into the run."""
+    options = config.generate
+    if run.dataset_stats.is_file():
+        try:
+            recorded = json.loads(run.dataset_stats.read_text(encoding="utf-8")).get("options")
+        except (ValueError, OSError):
+            recorded = None
+        if isinstance(recorded, dict):
+            shaped = {k: recorded[k] for k in SHAPING if k in recorded}
+            options = GenerateOptions.model_validate(options.model_dump() | shaped)
+    if options.gold_rows is not None:
+        facts = run.gold_facts if run.gold_facts.is_file() else None
+        options = options.model_copy(update={"gold_facts": facts, "gold_rows": None})
+    return options
+
+
+def _retire(run: RunDir, query_ids: set[str]) -> dict[str, int]:
+    """Move the records of ``query_ids`` out of every file of responses/, judgements/ and
+    scores/ into the file of the same name under retired/ (appended: nothing is lost),
+    each source rewritten atomically without them, its other lines as they were."""
+    moved: dict[str, int] = {}
+    if not query_ids:
+        return moved
+    for kind in RECORD_KINDS:
+        folder = run.root / kind
+        for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
+            kept: list[str] = []
+            gone: list[dict[str, Any]] = []
+            with path.open(encoding="utf-8") as handle:
+                for line in handle:
+                    if not line.strip():
+                        continue
+                    try:
+                        data = json.loads(line)
+                    except ValueError:  # a torn or hand-broken line: its reader says so
+                        kept.append(line)
+                        continue
+                    if isinstance(data, dict) and data.get("query_id") in query_ids:
+                        gone.append(data)
+                    else:
+                        kept.append(line)
+            if not gone:
+                continue
+            with JsonlAppender(run.retired_dir / kind / path.name) as sink:
+                sink.append_many(gone)
+            write_jsonl_atomic(path, kept)
+            moved[kind] = moved.get(kind, 0) + len(gone)
+    return moved
+
+
+def _conflicting_new(path: Path, refresher: Refresher) -> set[str]:
+    """The new groups of the dataset at ``path`` whose question reads the same as another
+    group's with another answer (neither answer could be known): left out, as
+    ``generate`` leaves such groups out."""
+    conflicts = TextConflicts()
+    for _ in conflicts.watch(q for q in read_jsonl(path, QueryRecord) if q.source == "sql"):
+        pass
+    bad = conflicts.conflicting_groups()
+    if not bad:
+        return set()
+    return {m.group_id for m in refresher.moved if m.status == "new" and hash(m.group_id) in bad}
+
+
+def _without(path: Path, groups: set[str]) -> Iterator[QueryRecord]:
+    for q in read_jsonl(path, QueryRecord):
+        if q.group_id not in groups:
+            yield q
+
+
+def _dumped(records: Iterator[QueryRecord]) -> Iterator[str]:
+    """Each record as its line, with the fields its line had (a line written by hand keeps
+    its shape)."""
+    for q in records:
+        yield q.model_dump_json(exclude_unset=True)
+
+
+def refresh_dataset(
+    config: Config, run: RunDir, *, new: bool = False, progress: Progress = SILENT
+) -> RefreshReport:
+    """Execute every grounded group's SQL again with its bindings on the database as it is
+    now, and classify it: unchanged (kept as it is, ids and records too), changed (the new
+    reference under new question ids; the old questions' records retired), vanished (a
+    value it names is gone: it leaves the dataset, its records retired), new (bindings the
+    dataset lacks; added only with ``new``, worded as ``generate`` words them). Questions
+    with no SQL (from documents, imported) are left as they are and counted. Where the
+    configuration names the facts each document states (``generate.gold_facts``, as a
+    generated world does), the documents stating a fact no longer true are listed. Writes
+    dataset.jsonl, refresh.jsonl and refresh.stats.json; ``progress`` shows the templates
+    executed (``refreshing``)."""
+    if not run.dataset.exists():
+        raise UserError(f"nothing to refresh: no dataset at {run.dataset} (run ragaudit generate)")
+    problems = check(config, run)
+    if problems:
+        more = f" (and {len(problems) - 1} more; see ragaudit templates check)"
+        raise TemplateFileError(problems[0] + (more if len(problems) > 1 else ""))
+    options = _options(config, run)
+    templates = load_templates(run.templates_sql).templates
+    loaded = load_text_templates(run.templates_text)
+    texts, _dropped = usable_texts(
+        loaded.templates, loaded.verdicts, templates, unverified=options.unverified
+    )
+    db, schema = open_database(config)
+    partial = run.dataset.with_name(run.dataset.name + ".partial")
+    try:
+        stale: list[StaleDocument] = []
+        stale_notes: list[str] = []
+        if options.gold_facts is not None:
+            corpus = config.corpus.path
+
+            def corpus_texts() -> dict[str, str]:
+                return {d.id: d.text for d in load_corpus(corpus)} if corpus else {}
+
+            stale, stale_notes = stale_documents(db, schema, options.gold_facts, corpus_texts)
+        refresher = Refresher(
+            db, schema, templates, texts, options, new=new, stale=stale_cells(stale)
+        )
+        for query in read_jsonl(run.dataset, QueryRecord):
+            refresher.observe(query)
+        task = progress.task("refreshing", max(1, len(templates)))
+        refresher.execute(on_template=lambda _tid: task.advance())
+        write_jsonl_atomic(
+            partial, _dumped(refresher.rewrite(read_jsonl(run.dataset, QueryRecord)))
+        )
+        dropped = _conflicting_new(partial, refresher) if new else set()
+        if dropped:
+            write_jsonl_atomic(partial, _dumped(_without(partial, dropped)))
+            refresher.drop_new(dropped)
+        retired = _retire(run, refresher.retired)
+        os.replace(partial, run.dataset)
+    finally:
+        partial.unlink(missing_ok=True)
+        db.dispose()
+    moved = refresher.moved
+    write_jsonl_atomic(run.refresh_log, [*moved, *stale])
+    report = _report(refresher.tally, moved, stale, retired, new, len(dropped))
+    report.notes.extend(stale_notes)
+    atomic_write_json(run.refresh_stats, report.model_dump(mode="json"))
+    refresh_answer_table(run)
+    return report
+
+
+def _report(
+    tally: RefreshTally,
+    moved: list[RefreshedGroup],
+    stale: list[StaleDocument],
+    retired: dict[str, int],
+    new: bool,
+    dropped: int,
+) -> RefreshReport:
+    def count(c: Any) -> RefreshCount:
+        return RefreshCount(groups=c.groups, queries=c.queries)
+
+    notes = list(tally.notes)
+    if dropped:
+        notes.append(
+            f"{dropped} new groups left out: a question of theirs reads as another group's "
+            "with another answer"
+        )
+    return RefreshReport(
+        unchanged=count(tally.unchanged),
+        changed=count(tally.changed),
+        vanished=count(tally.vanished),
+        new=count(tally.new),
+        new_not_added=tally.new_not_added,
+        new_asked=new,
+        dropped_new=dropped,
+        left_as_is=dict(tally.left_as_is),
+        retired=retired,
+        stale_documents=len(stale),
+        notes=notes,
+        moved=moved,
+        stale=stale,
+    )
