@@ -339,6 +339,14 @@ def test_refresh_counts_every_class_as_planted_and_asks_only_what_changed(
     ) in result.stdout
     assert f"({report.unchanged.queries} / " in result.stdout  # the queries paired
 
+    # The report shows the refresh: its counts, what moved, the stale documents.
+    project.analyze()
+    html = project.report().read_text()
+    assert "Refresh: references executed again" in html
+    assert f'<td>changed</td><td class="num">{expected["changed"]}</td>' in html
+    first = report.stale[0].document
+    assert f"<code>{first}</code>" in html
+
     # A second refresh finds nothing more to move, and changes nothing.
     text = run.dataset.read_text()
     again = project.refresh(new=True)
@@ -537,6 +545,8 @@ def test_a_dataset_generated_again_on_changed_data_never_keeps_old_verdicts(
     assert moved
     with pytest.raises(ra.UserError, match="against another reference than"):
         project.analyze()
+    with pytest.raises(ra.UserError, match="against another reference than"):
+        project.compare(by="variant")
     report = project.judge(llm=None).systems["oracle"]
     assert report.judged_now == len(moved)
     verdicts = {j.query_id: j for j in read_jsonl(run.judgements("oracle"), Judgement)}

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from ragaudit.steps.judge import JudgeReport
     from ragaudit.steps.label import LabelResult
     from ragaudit.steps.reference_free import ScoreEntry
-    from ragaudit.steps.refresh import RefreshReport
+    from ragaudit.generate.refresh import RefreshReport
     from ragaudit.steps.templates import SqlTemplatesResult, TextTemplatesResult
 
 

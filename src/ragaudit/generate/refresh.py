@@ -30,7 +30,9 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field
 
 from ragaudit.db.engine import Database
 from ragaudit.db.schema import SchemaInfo
@@ -68,6 +70,9 @@ from ragaudit.records.models import (
     StaleFact,
     stable_id,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # Why records were left as they are, as the result counts them.
 NO_SQL = {
@@ -139,12 +144,85 @@ class _Moved:
         )
 
 
-@dataclass
-class RefreshCounts:
-    """Groups and questions of one class."""
+class RefreshCount(BaseModel):
+    """Semantic groups and their questions in one class."""
 
-    groups: int = 0
-    queries: int = 0
+    groups: int = Field(0, description="Semantic groups.")
+    queries: int = Field(0, description="Their questions (one per wording).")
+
+
+class RefreshReport(BaseModel):
+    """What a refresh found and did (refresh.stats.json, and what ``Project.refresh``
+    returns): each class counted, the questions left as they are with why, the records
+    retired, and every group that moved (``moved``, as refresh.jsonl lists them) with the
+    documents that state facts no longer true (``stale``)."""
+
+    unchanged: RefreshCount = Field(description="Same answers: questions, ids, records kept.")
+    changed: RefreshCount = Field(
+        description="Other answers: new reference, new question ids; old records retired."
+    )
+    vanished: RefreshCount = Field(
+        description="A value the group names is gone: its questions left the dataset."
+    )
+    new: RefreshCount = Field(description="Groups the dataset lacked, added (with --new).")
+    new_not_added: int = Field(
+        0, description="Groups the dataset lacks that --new would add (counted, not added)."
+    )
+    new_asked: bool = Field(False, description="Whether new groups were asked for (--new).")
+    dropped_new: int = Field(
+        0, description="New groups left out: a question reads as another group's."
+    )
+    left_as_is: dict[str, int] = Field(
+        default_factory=dict, description="Questions not refreshed, per reason."
+    )
+    retired: dict[str, int] = Field(
+        default_factory=dict,
+        description="Records of questions that left (responses, judgements, scores) moved "
+        "to retired/, per kind.",
+    )
+    stale_documents: int = Field(0, description="Documents stating a fact no longer true.")
+    notes: list[str] = Field(default_factory=list, description="What the user should know.")
+    moved: list[RefreshedGroup] = Field(
+        default_factory=list, exclude=True, description="Every group that moved."
+    )
+    stale: list[StaleDocument] = Field(
+        default_factory=list, exclude=True, description="The stale documents."
+    )
+
+    @property
+    def asks(self) -> int:
+        """Questions ``run`` asks next: the changed and the new."""
+        return self.changed.queries + self.new.queries
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row per group that moved: status, template, bindings, the old and new
+        answers (display strings), and how many questions it has now."""
+        import pandas as pd
+
+        rows = [
+            {
+                "status": m.status,
+                "template_id": m.template_id,
+                "group_id": m.group_id,
+                "bindings": m.bindings,
+                "old": m.old.display if m.old is not None else None,
+                "new": m.new.display if m.new is not None else None,
+                "queries": len(m.new_query_ids) or len(m.old_query_ids),
+                "stale_documents": m.stale_documents,
+            }
+            for m in self.moved
+        ]
+        columns = [
+            "status",
+            "template_id",
+            "group_id",
+            "bindings",
+            "old",
+            "new",
+            "queries",
+            "stale_documents",
+        ]
+        return pd.DataFrame(rows, columns=columns)
 
 
 @dataclass
@@ -152,10 +230,10 @@ class RefreshTally:
     """What the refresh found, per class; the questions left as they are, by why; the
     groups found new but not added (without ``new``); and what the user should know."""
 
-    unchanged: RefreshCounts = field(default_factory=RefreshCounts)
-    changed: RefreshCounts = field(default_factory=RefreshCounts)
-    vanished: RefreshCounts = field(default_factory=RefreshCounts)
-    new: RefreshCounts = field(default_factory=RefreshCounts)
+    unchanged: RefreshCount = field(default_factory=RefreshCount)
+    changed: RefreshCount = field(default_factory=RefreshCount)
+    vanished: RefreshCount = field(default_factory=RefreshCount)
+    new: RefreshCount = field(default_factory=RefreshCount)
     new_not_added: int = 0
     left_as_is: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -542,3 +620,12 @@ def stale_documents(
 def stale_cells(documents: Iterable[StaleDocument]) -> StaleCells:
     """Every (document, table, row key, column) the documents state wrongly now."""
     return {(d.document, f.table, f.row_key, f.column.lower()) for d in documents for f in d.facts}
+
+
+def read_refresh_stats(path: Path) -> RefreshReport | None:
+    """The counts of the last refresh (refresh.stats.json), None when there is none or it
+    cannot be read as one."""
+    try:
+        return RefreshReport.model_validate_json(path.read_bytes())
+    except (OSError, ValueError):
+        return None

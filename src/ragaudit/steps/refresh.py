@@ -16,14 +16,18 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-from pydantic import BaseModel, Field
+from typing import Any
 
 from ragaudit.config import Config, GenerateOptions
 from ragaudit.errors import UserError
 from ragaudit.generate.dataset import TextConflicts
-from ragaudit.generate.refresh import Refresher, RefreshTally, stale_cells, stale_documents
+from ragaudit.generate.refresh import (
+    Refresher,
+    RefreshReport,
+    RefreshTally,
+    stale_cells,
+    stale_documents,
+)
 from ragaudit.generate.sql.templates import TemplateFileError, load_templates
 from ragaudit.generate.text.templates import load_text_templates
 from ragaudit.progress import SILENT, Progress
@@ -40,9 +44,6 @@ from ragaudit.steps.templates import check, open_database
 from ragaudit.store.answers import refresh_answer_table
 from ragaudit.systems.corpus import load_corpus
 
-if TYPE_CHECKING:
-    import pandas as pd
-
 # The options of dataset.stats.json that shaped the dataset: a refresh words and keeps new
 # groups as the generation did, whatever flags it was given.
 SHAPING = (
@@ -58,87 +59,6 @@ SHAPING = (
 
 # The run's record folders whose records of a question that left are retired.
 RECORD_KINDS = ("responses", "judgements", "scores")
-
-
-class RefreshCount(BaseModel):
-    """Semantic groups and their questions in one class."""
-
-    groups: int = Field(0, description="Semantic groups.")
-    queries: int = Field(0, description="Their questions (one per wording).")
-
-
-class RefreshReport(BaseModel):
-    """What a refresh found and did (refresh.stats.json, and what ``Project.refresh``
-    returns): each class counted, the questions left as they are with why, the records
-    retired, and every group that moved (``moved``, as refresh.jsonl lists them) with the
-    documents that state facts no longer true (``stale``)."""
-
-    unchanged: RefreshCount = Field(description="Same answers: questions, ids, records kept.")
-    changed: RefreshCount = Field(
-        description="Other answers: new reference, new question ids; old records retired."
-    )
-    vanished: RefreshCount = Field(
-        description="A value the group names is gone: its questions left the dataset."
-    )
-    new: RefreshCount = Field(description="Groups the dataset lacked, added (with --new).")
-    new_not_added: int = Field(
-        0, description="Groups the dataset lacks that --new would add (counted, not added)."
-    )
-    new_asked: bool = Field(False, description="Whether new groups were asked for (--new).")
-    dropped_new: int = Field(
-        0, description="New groups left out: a question reads as another group's."
-    )
-    left_as_is: dict[str, int] = Field(
-        default_factory=dict, description="Questions not refreshed, per reason."
-    )
-    retired: dict[str, int] = Field(
-        default_factory=dict,
-        description="Records of questions that left (responses, judgements, scores) moved "
-        "to retired/, per kind.",
-    )
-    stale_documents: int = Field(0, description="Documents stating a fact no longer true.")
-    notes: list[str] = Field(default_factory=list, description="What the user should know.")
-    moved: list[RefreshedGroup] = Field(
-        default_factory=list, exclude=True, description="Every group that moved."
-    )
-    stale: list[StaleDocument] = Field(
-        default_factory=list, exclude=True, description="The stale documents."
-    )
-
-    @property
-    def asks(self) -> int:
-        """Questions ``run`` asks next: the changed and the new."""
-        return self.changed.queries + self.new.queries
-
-    def to_pandas(self) -> pd.DataFrame:
-        """One row per group that moved: status, template, bindings, the old and new
-        answers (display strings), and how many questions it has now."""
-        import pandas as pd
-
-        rows = [
-            {
-                "status": m.status,
-                "template_id": m.template_id,
-                "group_id": m.group_id,
-                "bindings": m.bindings,
-                "old": m.old.display if m.old is not None else None,
-                "new": m.new.display if m.new is not None else None,
-                "queries": len(m.new_query_ids) or len(m.old_query_ids),
-                "stale_documents": m.stale_documents,
-            }
-            for m in self.moved
-        ]
-        columns = [
-            "status",
-            "template_id",
-            "group_id",
-            "bindings",
-            "old",
-            "new",
-            "queries",
-            "stale_documents",
-        ]
-        return pd.DataFrame(rows, columns=columns)
 
 
 def _options(config: Config, run: RunDir) -> GenerateOptions:
@@ -293,9 +213,6 @@ def _report(
     new: bool,
     dropped: int,
 ) -> RefreshReport:
-    def count(c: Any) -> RefreshCount:
-        return RefreshCount(groups=c.groups, queries=c.queries)
-
     notes = list(tally.notes)
     if dropped:
         notes.append(
@@ -303,10 +220,10 @@ def _report(
             "with another answer"
         )
     return RefreshReport(
-        unchanged=count(tally.unchanged),
-        changed=count(tally.changed),
-        vanished=count(tally.vanished),
-        new=count(tally.new),
+        unchanged=tally.unchanged,
+        changed=tally.changed,
+        vanished=tally.vanished,
+        new=tally.new,
         new_not_added=tally.new_not_added,
         new_asked=new,
         dropped_new=dropped,
