@@ -33,6 +33,7 @@ from ragaudit.yamlfile import validate_model
 if TYPE_CHECKING:
     from ragaudit.analysis.ranking import RankingStudy
     from ragaudit.analysis.summary import Summary, WeightScan
+    from ragaudit.generate.refresh import RefreshReport
     from ragaudit.llm.client import Backend
     from ragaudit.run.harness import SystemRunStats
     from ragaudit.steps.doctor import DoctorReport
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
     from ragaudit.steps.judge import JudgeReport
     from ragaudit.steps.label import LabelResult
     from ragaudit.steps.reference_free import ScoreEntry
-    from ragaudit.generate.refresh import RefreshReport
     from ragaudit.steps.templates import SqlTemplatesResult, TextTemplatesResult
 
 
