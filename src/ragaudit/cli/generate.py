@@ -122,16 +122,19 @@ def _documents(
 
 
 def _bindings(values: Mapping[str, object]) -> str:
-    """A group's bindings on one line: ``Client.Name=Rousque Holdings``."""
-    return ", ".join(f"{k}={v}" for k, v in values.items())
+    """A group's placeholder values on one line (its template names the placeholders)."""
+    return ", ".join(str(v) for v in values.values())
 
 
 SHOWN = 20  # groups that moved, listed on the terminal (refresh.jsonl lists every one)
+SHOWN_STALE = 5  # stale documents, likewise
 
 
 def _refresh(config_path: Path | None, example: bool, db: str | None, new: bool) -> None:
     """``generate --refresh``: the references executed again; the classes counted, what
     moved (old and new answers), the stale documents, and what to run next."""
+    from ragaudit.generate.refresh import describe_stale
+
     project = project_for(config_path, example, db)
     report = project.refresh(new=new)
     run = RunDir(project.run_dir)
@@ -157,33 +160,27 @@ def _refresh(config_path: Path | None, example: bool, db: str | None, new: bool)
     console.print(table)
     moved = [m for m in report.moved if m.status != "new" or report.new_asked]
     if moved:
-        listing = Table(title="What moved", title_justify="left")
-        for column in ("status", "template", "bindings", "old answer", "new answer"):
-            listing.add_column(column)
+        # One line a group: the template ids are too long for a table's column.
+        console.print(
+            "What moved (status, template [values]: old answer -> new answer):", markup=False
+        )
         for m in moved[:SHOWN]:
-            listing.add_row(
-                m.status,
-                escape(m.template_id),
-                escape(_bindings(m.bindings)),
-                escape(m.old.display) if m.old is not None else "",
-                escape(m.new.display) if m.new is not None else "",
+            old = m.old.display if m.old is not None else ""
+            new_answer = m.new.display if m.new is not None else ""
+            answers = f"{old} -> {new_answer}" if m.old and m.new else old or new_answer
+            console.print(
+                f"  {m.status:<8}  {m.template_id} [{_bindings(m.bindings)}]: {answers}",
+                markup=False,
             )
-        console.print(listing)
         more = f" ({len(moved) - SHOWN} more)" if len(moved) > SHOWN else ""
         console.print(f"every group that moved{more}: {run.refresh_log}", markup=False)
-    for doc in report.stale[:5]:
-        facts = "; ".join(
-            f"{f.table} {f.row_key} {f.column}: "
-            + (
-                "row gone"
-                if f.gone
-                else f"states {f.stated!r}, now {f.now!r}"
-                if f.stated
-                else f"now {f.now!r}"
-            )
-            for f in doc.facts
+    for doc in report.stale[:SHOWN_STALE]:
+        err_console.print(f"stale document {doc.document}: {describe_stale(doc)}", markup=False)
+    if len(report.stale) > SHOWN_STALE:
+        err_console.print(
+            f"and {len(report.stale) - SHOWN_STALE} more stale documents: {run.refresh_log}",
+            markup=False,
         )
-        err_console.print(f"stale document {doc.document}: {facts}", markup=False)
     for note in report.notes:
         err_console.print(f"note: {note}", markup=False, style="yellow")
     if report.retired:

@@ -518,9 +518,12 @@ class Refresher:
 
     @property
     def moved(self) -> list[RefreshedGroup]:
-        """Every group that moved, as the lines of refresh.jsonl (vanished and changed ones
-        in the dataset's order, then the new)."""
-        return [m.record() for m in self._moved.values()]
+        """Every group that moved, as the lines of refresh.jsonl: the changed ones first
+        (old and new answers side by side), then the vanished, then the new, each in the
+        dataset's order."""
+        order = {"changed": 0, "vanished": 1, "new": 2}
+        moved = sorted(self._moved.values(), key=lambda m: order[m.status])
+        return [m.record() for m in moved]
 
 
 def _facts_of(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -615,6 +618,30 @@ def stale_documents(
             "they state and their document is not in the corpus: not checked"
         )
     return [StaleDocument(document=doc, facts=f) for doc, f in found.items()], notes
+
+
+def describe_stale(document: StaleDocument) -> str:
+    """What a stale document states wrongly, in one line: a row that is gone once, else
+    each fact with what it states and what the database holds now.
+
+    >>> describe_stale(StaleDocument(document="d1", facts=[
+    ...     StaleFact(table="Client", row_key="Acme", column="Industry", stated="Water",
+    ...               now="Energy"),
+    ...     StaleFact(table="Project", row_key="Dam", column="Name", gone=True),
+    ...     StaleFact(table="Project", row_key="Dam", column="Location", gone=True)]))
+    "Client Acme Industry: states 'Water', now 'Energy'; Project Dam: its row is gone"
+    """
+    parts: list[str] = []
+    rows_gone: list[tuple[str, str]] = []
+    for fact in document.facts:
+        if fact.gone:
+            if (fact.table, fact.row_key) not in rows_gone:
+                rows_gone.append((fact.table, fact.row_key))
+            continue
+        stated = f"states {fact.stated!r}, " if fact.stated is not None else ""
+        parts.append(f"{fact.table} {fact.row_key} {fact.column}: {stated}now {fact.now!r}")
+    parts += [f"{table} {key}: its row is gone" for table, key in rows_gone]
+    return "; ".join(parts)
 
 
 def stale_cells(documents: Iterable[StaleDocument]) -> StaleCells:

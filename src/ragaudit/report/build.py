@@ -35,7 +35,7 @@ from ragaudit.analysis.summary import (
 )
 from ragaudit.documents.checks import CRITIQUES
 from ragaudit.generate.dataset import DatasetOverview, read_overview
-from ragaudit.generate.refresh import RefreshReport, read_refresh_stats
+from ragaudit.generate.refresh import RefreshReport, describe_stale, read_refresh_stats
 from ragaudit.records.io import atomic_write_text
 from ragaudit.records.models import LABELS
 from ragaudit.report import charts
@@ -802,18 +802,7 @@ def _refresh(run: RunDir) -> RefreshSection | None:
         ]
         for g in groups
     ]
-    stale = [
-        (
-            d.document,
-            "; ".join(
-                f"{f.table} {f.row_key} {f.column}: "
-                + ("its row is gone" if f.gone else f"now {f.now!r}")
-                + (f" (states {f.stated!r})" if f.stated else "")
-                for f in d.facts
-            ),
-        )
-        for d in documents
-    ]
+    stale = [(d.document, describe_stale(d)) for d in documents]
     return RefreshSection(
         counts=counts,
         moved=moved[:REFRESH_SHOWN],

@@ -16,7 +16,6 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from ragaudit.config import Config, GenerateOptions
 from ragaudit.errors import UserError
@@ -32,7 +31,6 @@ from ragaudit.generate.sql.templates import TemplateFileError, load_templates
 from ragaudit.generate.text.templates import load_text_templates
 from ragaudit.progress import SILENT, Progress
 from ragaudit.records.io import (
-    JsonlAppender,
     atomic_write_json,
     read_jsonl,
     write_jsonl_atomic,
@@ -42,6 +40,7 @@ from ragaudit.rundir import RunDir
 from ragaudit.steps.generate import usable_texts
 from ragaudit.steps.templates import check, open_database
 from ragaudit.store.answers import refresh_answer_table
+from ragaudit.store.records import remove_records
 from ragaudit.systems.corpus import load_corpus
 
 # The options of dataset.stats.json that shaped the dataset: a refresh words and keeps new
@@ -56,9 +55,6 @@ SHAPING = (
     "seed",
     "styles",
 )
-
-# The run's record folders whose records of a question that left are retired.
-RECORD_KINDS = ("responses", "judgements", "scores")
 
 
 def _options(config: Config, run: RunDir) -> GenerateOptions:
@@ -78,40 +74,6 @@ def _options(config: Config, run: RunDir) -> GenerateOptions:
         facts = run.gold_facts if run.gold_facts.is_file() else None
         options = options.model_copy(update={"gold_facts": facts, "gold_rows": None})
     return options
-
-
-def _retire(run: RunDir, query_ids: set[str]) -> dict[str, int]:
-    """Move the records of ``query_ids`` out of every file of responses/, judgements/ and
-    scores/ into the file of the same name under retired/ (appended: nothing is lost),
-    each source rewritten atomically without them, its other lines as they were."""
-    moved: dict[str, int] = {}
-    if not query_ids:
-        return moved
-    for kind in RECORD_KINDS:
-        folder = run.root / kind
-        for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
-            kept: list[str] = []
-            gone: list[dict[str, Any]] = []
-            with path.open(encoding="utf-8") as handle:
-                for line in handle:
-                    if not line.strip():
-                        continue
-                    try:
-                        data = json.loads(line)
-                    except ValueError:  # a torn or hand-broken line: its reader says so
-                        kept.append(line)
-                        continue
-                    if isinstance(data, dict) and data.get("query_id") in query_ids:
-                        gone.append(data)
-                    else:
-                        kept.append(line)
-            if not gone:
-                continue
-            with JsonlAppender(run.retired_dir / kind / path.name) as sink:
-                sink.append_many(gone)
-            write_jsonl_atomic(path, kept)
-            moved[kind] = moved.get(kind, 0) + len(gone)
-    return moved
 
 
 def _conflicting_new(path: Path, refresher: Refresher) -> set[str]:
@@ -191,7 +153,7 @@ def refresh_dataset(
         if dropped:
             write_jsonl_atomic(partial, _dumped(_without(partial, dropped)))
             refresher.drop_new(dropped)
-        retired = _retire(run, refresher.retired)
+        retired = remove_records(run, refresher.retired, run.retired_dir)
         os.replace(partial, run.dataset)
     finally:
         partial.unlink(missing_ok=True)

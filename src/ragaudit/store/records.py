@@ -13,11 +13,13 @@ from pathlib import Path
 from typing import TypeVar
 
 from ragaudit.records.io import (
+    JsonlAppender,
     RecordFileError,
     iter_jsonl_dicts,
     read_jsonl,
     read_jsonl_numbered,
     validate_record,
+    write_jsonl_atomic,
 )
 from ragaudit.records.models import (
     FreeScoreRecord,
@@ -282,3 +284,38 @@ def read_refresh_log(run: RunDir) -> tuple[list[RefreshedGroup], list[StaleDocum
         else:
             groups.append(validate_record(run.refresh_log, number, obj, RefreshedGroup))
     return groups, documents
+
+
+# The folder of each kind of per-query record, as remove_records counts them.
+RECORD_FOLDERS: dict[str, RecordModel] = {
+    "responses": ResponseRecord,
+    "judgements": Judgement,
+    "scores": FreeScoreRecord,
+}
+
+
+def remove_records(run: RunDir, gone: set[str], retired: Path | None = None) -> dict[str, int]:
+    """Remove the records of the queries ``gone`` from every per-query file (responses,
+    judgements, reference-free scores; each file rewritten atomically, and only when it
+    holds one); how many were removed, per kind (``responses``, ``judgements``,
+    ``scores``). A record of a query the dataset no longer holds would be read as stale,
+    or refused. With ``retired`` (a folder), each removed record is first appended to the
+    file of the same name under ``retired/<kind>/``: kept, and never read again."""
+    removed: dict[str, int] = {}
+    for kind, model in RECORD_FOLDERS.items():
+        for path in record_files(run, model):
+            kept = []
+            dropped = []
+            for record in read_jsonl(path, model):  # ragaudit's own appended files
+                if record.query_id in gone:
+                    dropped.append(record)
+                else:
+                    kept.append(record)
+            if not dropped:
+                continue
+            if retired is not None:
+                with JsonlAppender(retired / kind / path.name) as sink:
+                    sink.append_many(dropped)
+            write_jsonl_atomic(path, kept)
+            removed[kind] = removed.get(kind, 0) + len(dropped)
+    return removed
