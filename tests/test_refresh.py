@@ -553,3 +553,28 @@ def test_a_dataset_generated_again_on_changed_data_never_keeps_old_verdicts(
     # The old answers (given before the change) are wrong against the new reference.
     assert all(verdicts[q.query_id].correct is False for q in moved)
     assert project.analyze().systems["oracle"].variants
+
+
+def test_a_new_group_whose_question_reads_as_another_groups_is_left_out(
+    sqlite_world: tuple[ra.Project, Path],
+) -> None:
+    """As generate leaves out groups whose question reads the same as another's with
+    another answer, --new adds no such group; the group the dataset held stays."""
+    project, database = sqlite_world
+    run = RunDir(project.run_dir)
+    held = next(
+        q
+        for q in read_jsonl(run.dataset, QueryRecord)
+        if q.template_id == "industry-by-client-name"
+    )
+    name = held.bindings["Client.Name"]
+    _sql(database, f"INSERT INTO Client VALUES ('{name.upper()}', 'Shipbuilding', 'Nowhere')")
+    report = project.refresh(new=True)
+    assert report.dropped_new >= 1  # its industry question reads as the held client's
+    assert any("new groups left out" in note for note in report.notes)
+    after = list(read_jsonl(run.dataset, QueryRecord))
+    assert not any(q.reference.values == ["Shipbuilding"] for q in after)
+    assert held in after
+    added = {m.group_id for m in report.moved if m.status == "new"}
+    assert {q.group_id for q in after if q.bindings.get("Client.Name") == name.upper()} == added
+    assert report.new.groups == len(added)

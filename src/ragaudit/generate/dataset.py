@@ -219,10 +219,14 @@ class TextConflicts:
     def watch(self, records: Iterable[QueryRecord]) -> Iterator[QueryRecord]:
         """Pass ``records`` through, noting each one."""
         for record in records:
-            self._text.append(hash(near_duplicate_key(record.query)))
-            self._reference.append(hash(tuple(str(v).casefold() for v in record.reference.values)))
-            self._group.append(hash(record.group_id))
+            self.note(record)
             yield record
+
+    def note(self, record: QueryRecord) -> None:
+        """Note one record (its text, reference and group, as hashes)."""
+        self._text.append(hash(near_duplicate_key(record.query)))
+        self._reference.append(hash(tuple(str(v).casefold() for v in record.reference.values)))
+        self._group.append(hash(record.group_id))
 
     def conflicting_groups(self) -> set[int]:
         """Hashes (``hash(group_id)``) of every group with a conflicting question."""

@@ -76,13 +76,20 @@ def _options(config: Config, run: RunDir) -> GenerateOptions:
     return options
 
 
-def _conflicting_new(path: Path, refresher: Refresher) -> set[str]:
-    """The new groups of the dataset at ``path`` whose question reads the same as another
-    group's with another answer (neither answer could be known): left out, as
-    ``generate`` leaves such groups out."""
-    conflicts = TextConflicts()
-    for _ in conflicts.watch(q for q in read_jsonl(path, QueryRecord) if q.source == "sql"):
-        pass
+def _grounded_noted(
+    records: Iterator[QueryRecord], conflicts: TextConflicts | None
+) -> Iterator[QueryRecord]:
+    """Pass ``records`` through, noting the grounded ones in ``conflicts`` (when given)."""
+    for q in records:
+        if conflicts is not None and q.source == "sql":
+            conflicts.note(q)
+        yield q
+
+
+def _conflicting_new(conflicts: TextConflicts, refresher: Refresher) -> set[str]:
+    """The new groups whose question reads the same as another group's with another
+    answer (neither answer could be known): left out, as ``generate`` leaves such groups
+    out."""
     bad = conflicts.conflicting_groups()
     if not bad:
         return set()
@@ -146,10 +153,12 @@ def refresh_dataset(
             refresher.observe(query)
         task = progress.task("refreshing", max(1, len(templates)))
         refresher.execute(on_template=lambda _tid: task.advance())
-        write_jsonl_atomic(
-            partial, _dumped(refresher.rewrite(read_jsonl(run.dataset, QueryRecord)))
-        )
-        dropped = _conflicting_new(partial, refresher) if new else set()
+        # New groups are checked as generate checks its groups: a question that reads as
+        # another group's with another answer leaves (rare: the file is read once more).
+        conflicts = TextConflicts() if new else None
+        rewritten = refresher.rewrite(read_jsonl(run.dataset, QueryRecord))
+        write_jsonl_atomic(partial, _dumped(_grounded_noted(rewritten, conflicts)))
+        dropped = _conflicting_new(conflicts, refresher) if conflicts is not None else set()
         if dropped:
             write_jsonl_atomic(partial, _dumped(_without(partial, dropped)))
             refresher.drop_new(dropped)
