@@ -206,6 +206,11 @@ def read_overview(path: Path) -> DatasetOverview | None:
     return None if found is None else DatasetOverview.model_validate(found)
 
 
+def _reference_hash(record: QueryRecord) -> int:
+    """A reference as TextConflicts compares it: its values as text, case folded."""
+    return hash(tuple(str(v).casefold() for v in record.reference.values))
+
+
 class TextConflicts:
     """Finds the groups of a streamed dataset whose question text (normalized) is also
     another group's question with a different reference: a reader cannot tell which answer
@@ -225,8 +230,17 @@ class TextConflicts:
     def note(self, record: QueryRecord) -> None:
         """Note one record (its text, reference and group, as hashes)."""
         self._text.append(hash(near_duplicate_key(record.query)))
-        self._reference.append(hash(tuple(str(v).casefold() for v in record.reference.values)))
+        self._reference.append(_reference_hash(record))
         self._group.append(hash(record.group_id))
+
+    def revise(self, position: int, record: QueryRecord) -> None:
+        """The record noted at ``position`` (in the order noted) has another reference
+        now: ``record``'s."""
+        self._reference[position] = _reference_hash(record)
+
+    def forget(self, position: int) -> None:
+        """The record noted at ``position`` left the dataset: it conflicts with none."""
+        self._text[position] = hash(("left the dataset", position))
 
     def conflicting_groups(self) -> set[int]:
         """Hashes (``hash(group_id)``) of every group with a conflicting question."""

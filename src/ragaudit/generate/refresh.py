@@ -26,7 +26,7 @@ longer holds (``generate.gold_facts``; a generated world writes one): their text
 
 from __future__ import annotations
 
-import json
+from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +40,7 @@ from ragaudit.errors import ConfigError, looked_in
 from ragaudit.generate.dataset import (
     FactGold,
     GoldResolver,
+    TextConflicts,
     Wordings,
     group_gold,
     group_id_of,
@@ -83,9 +84,20 @@ TEMPLATE_GONE = "its template is no longer in templates/sql.yaml"
 TEMPLATE_EDITED = "its template's SQL was edited since the dataset was generated"
 
 
+# What the key of a line of the dataset says when it names no group (observe, rewrite).
+AS_IS = 0  # a question left as it is
+BLANK = 1  # a blank line
+
+
+def _key_of(group_id: str) -> int:
+    """A group's key: a hash of its id that is never :data:`AS_IS` or :data:`BLANK`."""
+    h = hash(group_id)
+    return h if h > BLANK or h < AS_IS else h + 2
+
+
 def _values_key(values: list[Scalar]) -> int:
-    """A hash of a reference's values, their types included (12 and 12.0 differ)."""
-    return hash(json.dumps(values, ensure_ascii=False))
+    """A hash of a reference's values, their types included (12, 12.0 and True differ)."""
+    return hash(tuple((v.__class__, v) for v in values))
 
 
 def revised_query_id(query: QueryRecord, reference: Reference) -> str:
@@ -272,9 +284,13 @@ class Refresher:
         self._sql = {t.id: t for t in templates}
         self._texts = texts
         self._templates: dict[str, _Template] = {}
-        self._stored: dict[int, int] = {}  # hash(group id) -> hash of its answers
-        self._as_is: dict[str, str] = {}  # group id -> why it is left as it is
-        self._last: tuple[str, str | None] | None = None  # the last group observed
+        self._stored: dict[int, int] = {}  # group key -> hash of its answers
+        self._as_is: dict[str, str] = {}  # template id -> why its questions are left as is
+        self._keys = array("q")  # per line of the dataset: its group's key, AS_IS or BLANK
+        self._last = AS_IS  # the group of the last question observed
+        # New groups are checked as generate checks its groups (a question that reads as
+        # another group's with another answer): every grounded question is noted.
+        self.conflicts = TextConflicts() if new else None
         self._changed: dict[int, Group] = {}
         self._vanished: set[int] = set()
         self._new: list[tuple[_Template, str, Group]] = []
@@ -285,27 +301,49 @@ class Refresher:
 
     # -- pass 1: the dataset -------------------------------------------------------------
 
-    def observe(self, query: QueryRecord) -> None:
-        """Note what ``query``'s group answered (every question of the dataset, in order)."""
+    def observe(self, number: int, query: QueryRecord) -> None:
+        """Note what the question on line ``number`` of the dataset asks (every question,
+        in the file's order): its group and what the group answered, or why it is left as
+        it is. One hash per line is kept, so that the dataset can be written again from
+        its lines without reading them as records (:meth:`rewrite`)."""
+        keys = self._keys
+        while len(keys) < number - 1:
+            keys.append(BLANK)
+        why = self._left_as_is(query)
+        if why is not None:
+            self.tally.left_as_is[why] = self.tally.left_as_is.get(why, 0) + 1
+            keys.append(AS_IS)
+            return
+        h = _key_of(query.group_id)
+        keys.append(h)
+        if self.conflicts is not None:
+            self.conflicts.note(query)
+        if h != self._last:
+            self._last = h
+            self._stored[h] = _values_key(query.reference.values)
+
+    def _left_as_is(self, query: QueryRecord) -> str | None:
+        """Why ``query`` cannot be refreshed, or None: no SQL (from documents, imported),
+        its template gone from templates/sql.yaml or its SQL edited since (its first group
+        is checked: an edited SQL makes every group of the template another group)."""
         if query.source != "sql":
-            return
-        gid = query.group_id
-        if self._last is not None and self._last[0] == gid:
-            return
-        self._last = (gid, query.template_id)
-        if gid in self._as_is:
-            return
-        template = self._sql.get(query.template_id or "")
+            return NO_SQL.get(query.source, query.source)
+        tid = query.template_id or ""
+        known = self._templates.get(tid)
+        if known is not None:
+            return None
+        if tid in self._as_is:
+            return self._as_is[tid]
+        template = self._sql.get(tid)
         if template is None:
-            self._as_is[gid] = TEMPLATE_GONE
-            return
-        known = self._templates.get(template.id)
-        if known is None:
-            known = self._templates[template.id] = self._prepare(template)
-        if group_id_of(known.normalized, query.bindings) != gid:
-            self._as_is[gid] = TEMPLATE_EDITED
-            return
-        self._stored[hash(gid)] = _values_key(query.reference.values)
+            self._as_is[tid] = TEMPLATE_GONE
+            return TEMPLATE_GONE
+        prepared = self._prepare(template)
+        if group_id_of(prepared.normalized, query.bindings) != query.group_id:
+            self._as_is[tid] = TEMPLATE_EDITED
+            return TEMPLATE_EDITED
+        self._templates[tid] = prepared
+        return None
 
     def _prepare(self, template: SqlTemplate) -> _Template:
         return _Template(
@@ -334,7 +372,7 @@ class Refresher:
             unanswerable = look_for_new and self.options.include_unanswerable
             for group in iter_groups(self.db, known.plan, keyed=keyed):
                 gid = group_id_of(known.normalized, group.bindings)
-                h = hash(gid)
+                h = _key_of(gid)
                 if unanswerable:
                     answered.add(tuple(group.bindings.values()))
                 stored = self._stored.pop(h, None)
@@ -342,12 +380,12 @@ class Refresher:
                     if look_for_new and is_asked(group, self.options):
                         self._found_new(known, gid, group)
                     continue
-                if stored != _values_key(Reference.from_values(group.answers).values):
+                if stored != _values_key(group.answers):
                     self._changed[h] = group
             if unanswerable:
                 for bindings in iter_unanswered(self.db, known.plan, answered):
                     gid = group_id_of(known.normalized, bindings)
-                    if hash(gid) not in self._stored:  # a group the dataset lacks
+                    if _key_of(gid) not in self._stored:  # a group the dataset lacks
                         self._found_new(known, gid, Group(bindings=bindings, answers=[]))
             if on_template is not None:
                 on_template(known.template.id)
@@ -368,40 +406,51 @@ class Refresher:
 
     # -- pass 3: the dataset written again -----------------------------------------------
 
-    def rewrite(self, queries: Iterable[QueryRecord]) -> Iterator[QueryRecord]:
-        """The dataset after the refresh, in its order: unchanged questions and those left
-        as they are, then changed ones revised (new reference, new id; vanished ones
-        leave), then the new groups' questions."""
+    def rewrite(self, lines: Iterable[str]) -> Iterator[str]:
+        """The dataset after the refresh, line by line from its lines as :meth:`observe`
+        saw them: unchanged questions and those left as they are as they were (not read
+        again), changed ones revised (new reference, new id), vanished ones left out, then
+        the new groups' questions. Blank lines are dropped."""
         tally = self.tally
-        last_unchanged: str | None = None
-        for query in queries:
-            why = (
-                NO_SQL.get(query.source, query.source)
-                if query.source != "sql"
-                else self._as_is.get(query.group_id)
-            )
-            if why is not None:
-                tally.left_as_is[why] = tally.left_as_is.get(why, 0) + 1
-                yield query
+        keys = self._keys
+        noted = -1  # the position of the question among those noted for conflicts
+        last_unchanged = AS_IS
+        for number, line in enumerate(lines, start=1):
+            if number > len(keys):  # a torn last line the reader skipped, or blanks
+                break
+            h = keys[number - 1]
+            if h == BLANK:
                 continue
-            h = hash(query.group_id)
+            if h == AS_IS:
+                yield line
+                continue
+            noted += 1
             if h in self._stored:  # not returned: vanished, or no answer now
-                self._resolve_missing(h, query)
+                self._resolve_missing(h, QueryRecord.model_validate_json(line))
             if h in self._vanished:
+                query = QueryRecord.model_validate_json(line)
                 self._moved[h].old_query_ids.append(query.query_id)
                 self.retired.add(query.query_id)
                 tally.vanished.queries += 1
+                if self.conflicts is not None:
+                    self.conflicts.forget(noted)
                 continue
             group = self._changed.get(h)
             if group is not None:
-                yield self._revise(h, query, group)
+                revised = self._revise(h, QueryRecord.model_validate_json(line), group)
+                if self.conflicts is not None:
+                    self.conflicts.revise(noted, revised)
+                yield revised.model_dump_json(exclude_unset=True)
                 continue
             tally.unchanged.queries += 1
-            if query.group_id != last_unchanged:
+            if h != last_unchanged:
                 tally.unchanged.groups += 1
-                last_unchanged = query.group_id
-            yield query
-        yield from self._new_queries()
+                last_unchanged = h
+            yield line
+        for query in self._new_queries():
+            if self.conflicts is not None:
+                self.conflicts.note(query)
+            yield query.model_dump_json(exclude_unset=True)
 
     def _resolve_missing(self, h: int, query: QueryRecord) -> None:
         """A group the database no longer returns: vanished when a value it names is gone
@@ -496,7 +545,7 @@ class Refresher:
             gold_ids, gold_kind = group_gold(group, known.plan, self.facts, self.gold)
             reference = Reference.from_values(group.answers)
             moved = _Moved("new", gid, known.template.id, dict(group.bindings), None, reference)
-            self._moved[hash(gid)] = moved
+            self._moved[_key_of(gid)] = moved
             self.tally.new.groups += 1
             for query in known.wordings.queries(
                 gid, group.bindings, reference, gold_ids, gold_kind
@@ -510,7 +559,7 @@ class Refresher:
         """Forget new groups the caller left out of the dataset (their questions read as
         another group's with another answer), taking them out of the counts."""
         for gid in group_ids:
-            moved = self._moved.pop(hash(gid), None)
+            moved = self._moved.pop(_key_of(gid), None)
             if moved is None or moved.status != "new":
                 continue
             self.tally.new.groups -= 1

@@ -33,13 +33,13 @@ from ragaudit.progress import SILENT, Progress
 from ragaudit.records.io import (
     atomic_write_json,
     read_jsonl,
+    read_jsonl_numbered,
     write_jsonl_atomic,
 )
 from ragaudit.records.models import QueryRecord, RefreshedGroup, StaleDocument
 from ragaudit.rundir import RunDir
 from ragaudit.steps.generate import usable_texts
 from ragaudit.steps.templates import check, open_database
-from ragaudit.store.answers import refresh_answer_table
 from ragaudit.store.records import remove_records
 from ragaudit.systems.corpus import load_corpus
 
@@ -74,16 +74,6 @@ def _options(config: Config, run: RunDir) -> GenerateOptions:
         facts = run.gold_facts if run.gold_facts.is_file() else None
         options = options.model_copy(update={"gold_facts": facts, "gold_rows": None})
     return options
-
-
-def _grounded_noted(
-    records: Iterator[QueryRecord], conflicts: TextConflicts | None
-) -> Iterator[QueryRecord]:
-    """Pass ``records`` through, noting the grounded ones in ``conflicts`` (when given)."""
-    for q in records:
-        if conflicts is not None and q.source == "sql":
-            conflicts.note(q)
-        yield q
 
 
 def _conflicting_new(conflicts: TextConflicts, refresher: Refresher) -> set[str]:
@@ -149,15 +139,14 @@ def refresh_dataset(
         refresher = Refresher(
             db, schema, templates, texts, options, new=new, stale=stale_cells(stale)
         )
-        for query in read_jsonl(run.dataset, QueryRecord):
-            refresher.observe(query)
+        for number, query in read_jsonl_numbered(run.dataset, QueryRecord):
+            refresher.observe(number, query)
         task = progress.task("refreshing", max(1, len(templates)))
         refresher.execute(on_template=lambda _tid: task.advance())
-        # New groups are checked as generate checks its groups: a question that reads as
-        # another group's with another answer leaves (rare: the file is read once more).
-        conflicts = TextConflicts() if new else None
-        rewritten = refresher.rewrite(read_jsonl(run.dataset, QueryRecord))
-        write_jsonl_atomic(partial, _dumped(_grounded_noted(rewritten, conflicts)))
+        # Written again from its lines: only the questions that moved are read as records.
+        with run.dataset.open(encoding="utf-8", newline="") as lines:
+            write_jsonl_atomic(partial, refresher.rewrite(lines))
+        conflicts = refresher.conflicts
         dropped = _conflicting_new(conflicts, refresher) if conflicts is not None else set()
         if dropped:
             write_jsonl_atomic(partial, _dumped(_without(partial, dropped)))
@@ -172,7 +161,8 @@ def refresh_dataset(
     report = _report(refresher.tally, moved, stale, retired, new, len(dropped))
     report.notes.extend(stale_notes)
     atomic_write_json(run.refresh_stats, report.model_dump(mode="json"))
-    refresh_answer_table(run)
+    # answers.parquet is not built here: its fingerprint no longer matches the dataset, so
+    # the next reader (or run, or judge) builds it, as after generate.
     return report
 
 
