@@ -45,7 +45,8 @@ start = time.perf_counter()
 if {refresh!r}:
     from ragaudit.steps.refresh import refresh_dataset
     report = refresh_dataset(config, run, new=True)
-    out = {{k: getattr(report, k).model_dump() for k in ("unchanged", "changed", "vanished", "new")}}
+    classes = ("unchanged", "changed", "vanished", "new")
+    out = {{k: getattr(report, k).model_dump() for k in classes}}
 else:
     from ragaudit.steps.generate import generate_dataset
     stats = generate_dataset(config, run, config.generate)
