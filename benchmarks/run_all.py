@@ -23,6 +23,7 @@ from benchmarks import (  # noqa: E402
     bench_llm_client,
     bench_ragas,
     bench_reference_free,
+    bench_refresh,
     bench_systems,
     bench_wordings,
     bench_world,
@@ -31,6 +32,7 @@ from benchmarks import (  # noqa: E402
 BENCHMARKS = {
     "llm_client": bench_llm_client.run,
     "generate": bench_generate.run,
+    "refresh": bench_refresh.run,
     "analysis": bench_analysis.run,
     "systems": bench_systems.run,
     "grid": bench_grid.run,

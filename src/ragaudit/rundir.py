@@ -11,6 +11,7 @@ Layout (DESIGN.md)::
       answers.parquet          the joined answer table (built from the JSON Lines above)
       summary.json             summary.md    drilldown.jsonl    report.html
       run.stats.json           judge.stats.json   gold_facts.jsonl (generate.gold_rows)
+      refresh.jsonl            refresh.stats.json retired/ (generate --refresh)
       labels.jsonl             labels/pairs.jsonl labels/contexts.jsonl    scan.json
       compare.json             compare.md   (ragaudit compare)
       usage.json               LLM usage per step
@@ -144,6 +145,24 @@ class RunDir:
     def judge_stats(self) -> Path:
         """Per system: how the last ``judge`` decided, its retrieval rule and warnings."""
         return self.root / "judge.stats.json"
+
+    @property
+    def refresh_log(self) -> Path:
+        """What the last ``generate --refresh`` moved: every group whose answer changed,
+        that vanished or that is new, with its old and new references, and the documents
+        stating facts no longer true (``refresh.jsonl``)."""
+        return self.root / "refresh.jsonl"
+
+    @property
+    def refresh_stats(self) -> Path:
+        """The last refresh's counts per class, the records it retired, its notes."""
+        return self.root / "refresh.stats.json"
+
+    @property
+    def retired_dir(self) -> Path:
+        """Where a refresh moves the responses, judgements and scores of questions that
+        left the dataset (``retired/<kind>/<system>.jsonl``): kept, never read again."""
+        return self.root / "retired"
 
     @property
     def gold_facts(self) -> Path:

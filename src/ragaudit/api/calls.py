@@ -32,6 +32,7 @@ _ADVICE = {
     "ragaudit judge --reference-free": "project.score()",
     "ragaudit generate --import": "project.import_questions(path)",
     "ragaudit generate --documents": "project.generate_documents()",
+    "ragaudit generate --refresh": "project.refresh()",
     "ragaudit templates": "project.templates_sql() and project.templates_text()",
     "ragaudit generate": "project.generate()",
     "ragaudit judge": "project.judge()",

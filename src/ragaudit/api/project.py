@@ -33,6 +33,7 @@ from ragaudit.yamlfile import validate_model
 if TYPE_CHECKING:
     from ragaudit.analysis.ranking import RankingStudy
     from ragaudit.analysis.summary import Summary, WeightScan
+    from ragaudit.generate.refresh import RefreshReport
     from ragaudit.llm.client import Backend
     from ragaudit.run.harness import SystemRunStats
     from ragaudit.steps.doctor import DoctorReport
@@ -352,6 +353,26 @@ class Project:
         with self._step("generate", config=config) as run, self._progress() as display:
             stats = generate_dataset(self.config, run, options, progress=display)
             return Dataset.read(run, stats)
+
+    @step
+    def refresh(self, *, new: bool = False) -> RefreshReport:
+        """Execute every grounded question's SQL again on the database as it is now
+        (``ragaudit generate --refresh``) and classify each semantic group: unchanged (its
+        questions, ids and records stay, so earlier verdicts stay valid), changed (the new
+        reference under new question ids; the old ones' responses, judgements and scores
+        move to ``retired/``, so no verdict is kept against a reference that is no longer
+        true), vanished (a value it names is gone: it leaves the dataset), new (bindings
+        the dataset lacks; added only with ``new=True``). ``run`` and ``judge`` then ask and
+        judge only what changed. Questions from documents or imported ones have no SQL and
+        are left as they are. Returns the counts and every group that moved (``.moved``,
+        ``.to_pandas()``), and the documents stating facts no longer true (``.stale``)."""
+        from ragaudit.steps.refresh import refresh_dataset
+
+        with (
+            self._step("generate", {"refresh": True, "new": new}) as run,
+            self._progress() as display,
+        ):
+            return refresh_dataset(self.config, run, new=new, progress=display)
 
     @step
     def generate_documents(
@@ -818,6 +839,7 @@ class Project:
     atemplates_text = twin(templates_text)
     averify_templates = twin(verify_templates)
     agenerate = twin(generate)
+    arefresh = twin(refresh)
     agenerate_documents = twin(generate_documents)
     aimport_questions = twin(import_questions)
     ause_dataset = twin(use_dataset)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -124,6 +125,79 @@ def _documents(
     console.print(f"every candidate, with why it was dropped: {run.candidates}", markup=False)
 
 
+def _bindings(values: Mapping[str, object]) -> str:
+    """A group's placeholder values on one line (its template names the placeholders)."""
+    return ", ".join(str(v) for v in values.values())
+
+
+SHOWN = 20  # groups that moved, listed on the terminal (refresh.jsonl lists every one)
+SHOWN_STALE = 5  # stale documents, likewise
+
+
+def _refresh(config_path: Path | None, example: bool, db: str | None, new: bool) -> None:
+    """``generate --refresh``: the references executed again; the classes counted, what
+    moved (old and new answers), the stale documents, and what to run next."""
+    from ragaudit.generate.refresh import describe_stale
+
+    project = project_for(config_path, example, db)
+    report = project.refresh(new=new)
+    run = RunDir(project.run_dir)
+    table = Table(title=f"Refresh of {run.dataset}", title_justify="left")
+    table.add_column("")
+    table.add_column("groups", justify="right")
+    table.add_column("queries", justify="right")
+    rows = [
+        ("unchanged (ids and records kept)", report.unchanged),
+        ("changed (new answer, new ids)", report.changed),
+        ("vanished (left the dataset)", report.vanished),
+    ]
+    for label, count in rows:
+        table.add_row(label, str(count.groups), str(count.queries))
+    if report.new_asked:
+        table.add_row("new (added)", str(report.new.groups), str(report.new.queries))
+    else:
+        table.add_row("new (not added: --new adds them)", str(report.new_not_added), "")
+    for why, n in report.left_as_is.items():
+        table.add_row(f"left as they are: {escape(why)}", "", str(n))
+    if report.stale_documents:
+        table.add_row("documents stating a fact no longer true", str(report.stale_documents), "")
+    console.print(table)
+    moved = [m for m in report.moved if m.status != "new" or report.new_asked]
+    if moved:
+        # One line a group: the template ids are too long for a table's column.
+        console.print(
+            "What moved (status, template [values]: old answer -> new answer):", markup=False
+        )
+        for m in moved[:SHOWN]:
+            old = m.old.display if m.old is not None else ""
+            new_answer = m.new.display if m.new is not None else ""
+            answers = f"{old} -> {new_answer}" if m.old and m.new else old or new_answer
+            console.print(
+                f"  {m.status:<8}  {m.template_id} [{_bindings(m.bindings)}]: {answers}",
+                markup=False,
+            )
+        more = f" ({len(moved) - SHOWN} more)" if len(moved) > SHOWN else ""
+        console.print(f"every group that moved{more}: {run.refresh_log}", markup=False)
+    for doc in report.stale[:SHOWN_STALE]:
+        err_console.print(f"stale document {doc.document}: {describe_stale(doc)}", markup=False)
+    if len(report.stale) > SHOWN_STALE:
+        err_console.print(
+            f"and {len(report.stale) - SHOWN_STALE} more stale documents: {run.refresh_log}",
+            markup=False,
+        )
+    for note in report.notes:
+        err_console.print(f"note: {note}", markup=False, style="yellow")
+    if report.retired:
+        listed = ", ".join(f"{n} {kind}" for kind, n in report.retired.items())
+        console.print(f"retired (moved to {run.retired_dir}): {listed}", markup=False)
+    if report.asks:
+        console.print(
+            f"next: ragaudit run and ragaudit judge ask and judge the {report.asks} "
+            "changed and new queries only",
+            markup=False,
+        )
+
+
 def generate_cmd(
     config_path: ConfigOption = None,
     example: ExampleOption = False,
@@ -171,6 +245,19 @@ def generate_cmd(
             "imported/contexts.jsonl.",
         ),
     ] = None,
+    refresh: Annotated[
+        bool,
+        typer.Option(
+            "--refresh",
+            help="Execute every grounded question's SQL again on the database as it is now: "
+            "unchanged groups keep their ids and records, changed ones get the new answer "
+            "and new ids, vanished ones leave; refresh.jsonl lists what moved.",
+        ),
+    ] = False,
+    new: Annotated[
+        bool,
+        typer.Option("--new", help="With --refresh: also add the groups the dataset lacks."),
+    ] = False,
     strategy: Annotated[
         Strategy | None,
         typer.Option("--strategy", help="With --documents: statements or simple."),
@@ -200,6 +287,22 @@ def generate_cmd(
     With --documents, write checked question-answer pairs from the corpus instead."""
     if documents and imported is not None:
         raise UserError("--documents and --import are two steps: run them one after the other")
+    if refresh and (documents or imported is not None):
+        raise UserError(
+            "--refresh re-executes the grounded questions' SQL; --documents and --import "
+            "have none: run them on their own"
+        )
+    if new and not refresh:
+        raise UserError("--new goes with --refresh (it adds the groups the dataset lacks)")
+    if refresh:
+        shaping = [balanced, allow_multi, include_unanswerable, include_null, unverified]
+        if any(v is not None for v in shaping) or max_groups_per_template or seed is not None:
+            raise UserError(
+                "--refresh keeps the options the dataset was generated with "
+                "(dataset.stats.json): give none of its own"
+            )
+        _refresh(config_path, example, db, new)
+        return
     if documents:
         _documents(config_path, example, strategy, size, mix, seed, retry_failed)
         return

@@ -206,6 +206,11 @@ def read_overview(path: Path) -> DatasetOverview | None:
     return None if found is None else DatasetOverview.model_validate(found)
 
 
+def _reference_hash(record: QueryRecord) -> int:
+    """A reference as TextConflicts compares it: its values as text, case folded."""
+    return hash(tuple(str(v).casefold() for v in record.reference.values))
+
+
 class TextConflicts:
     """Finds the groups of a streamed dataset whose question text (normalized) is also
     another group's question with a different reference: a reader cannot tell which answer
@@ -219,10 +224,23 @@ class TextConflicts:
     def watch(self, records: Iterable[QueryRecord]) -> Iterator[QueryRecord]:
         """Pass ``records`` through, noting each one."""
         for record in records:
-            self._text.append(hash(near_duplicate_key(record.query)))
-            self._reference.append(hash(tuple(str(v).casefold() for v in record.reference.values)))
-            self._group.append(hash(record.group_id))
+            self.note(record)
             yield record
+
+    def note(self, record: QueryRecord) -> None:
+        """Note one record (its text, reference and group, as hashes)."""
+        self._text.append(hash(near_duplicate_key(record.query)))
+        self._reference.append(_reference_hash(record))
+        self._group.append(hash(record.group_id))
+
+    def revise(self, position: int, record: QueryRecord) -> None:
+        """The record noted at ``position`` (in the order noted) has another reference
+        now: ``record``'s."""
+        self._reference[position] = _reference_hash(record)
+
+    def forget(self, position: int) -> None:
+        """The record noted at ``position`` left the dataset: it conflicts with none."""
+        self._text[position] = hash(("left the dataset", position))
 
     def conflicting_groups(self) -> set[int]:
         """Hashes (``hash(group_id)``) of every group with a conflicting question."""
@@ -246,7 +264,14 @@ class TextConflicts:
 
 def group_id(template: SqlTemplate, bindings: dict[str, Scalar]) -> str:
     """Stable id of a semantic group: the template's SQL and the bound values."""
-    return "g-" + stable_id(normalize_sql(template.sql), sorted(bindings.items()))
+    return group_id_of(normalize_sql(template.sql), bindings)
+
+
+def group_id_of(normalized_sql: str, bindings: dict[str, Scalar]) -> str:
+    """:func:`group_id` of a template whose SQL is already normalized
+    (:func:`~ragaudit.generate.sql.templates.normalize_sql`), as a caller that ids many
+    groups of one template computes it once."""
+    return "g-" + stable_id(normalized_sql, sorted(bindings.items()))
 
 
 class GoldResolver:
@@ -397,6 +422,95 @@ def _sample(groups: Iterator[Group], limit: int | None, rng: random.Random) -> I
     return [g for _, g in sorted(reservoir, key=lambda item: item[0])]
 
 
+def is_asked(group: Group, options: GenerateOptions) -> bool:
+    """Whether ``generate`` asks a group the database returned: a multi-answer group only
+    with ``allow_multi``, a NULL answer only with ``include_null`` (the row exists but its
+    value is not recorded, and most systems cannot say "not recorded" in a way anyone can
+    check)."""
+    if group.is_multi:
+        return options.allow_multi
+    if group.answers == [None]:
+        return options.include_null
+    return True
+
+
+def query_label(reference: Reference) -> str | None:
+    """The label ``generate`` gives a grounded query by its reference: ``unanswerable``
+    (no answer in the data), ``null`` (the answer cell is NULL) or none."""
+    if not reference.values:
+        return "unanswerable"
+    return "null" if reference.is_null else None
+
+
+@dataclass(frozen=True)
+class Wordings:
+    """The wordings one SQL template's groups are asked in, per style, with their text
+    template ids: what ``generate`` (and ``generate --refresh`` for a new group) turns a
+    group into."""
+
+    template: SqlTemplate
+    styles: dict[str, list[str]]
+    text_ids: dict[tuple[str, str], str]
+
+    def queries(
+        self,
+        gid: str,
+        bindings: dict[str, Scalar],
+        reference: Reference,
+        gold_ids: list[str] | None,
+        gold_kind: GoldKind | None,
+    ) -> Iterator[QueryRecord]:
+        """The group's questions, one per wording of every style; each query id is a
+        stable hash of the group and the wording, so the same group worded alike gets the
+        same ids in every run."""
+        label = query_label(reference)
+        for style, wordings in self.styles.items():
+            for wording in wordings:
+                yield QueryRecord(
+                    query_id="q-" + stable_id(gid, style, wording),
+                    group_id=gid,
+                    template_id=self.template.id,
+                    text_template_id=self.text_ids[(style, wording)],
+                    variant=style,
+                    query=fill(wording, bindings),
+                    reference=reference,
+                    bindings=bindings,
+                    gold_ids=gold_ids,
+                    gold_kind=gold_kind,
+                    label=label,
+                    source="sql",
+                )
+
+
+def template_wordings(
+    template: SqlTemplate, texts: TextTemplates, options: GenerateOptions
+) -> Wordings | None:
+    """The wordings of ``template`` that ``generate`` asks (the options' styles, the same
+    number per style when ``balanced``); None when there is none. A wording whose
+    placeholders do not match the template's is a :class:`TemplateFileError`."""
+    styles = texts.get(template.id, {})
+    if options.styles is not None:
+        styles = {s: styles.get(s, []) for s in options.styles}
+    if not any(styles.values()):
+        return None
+    for style, wordings in styles.items():
+        for wording in wordings:
+            problem = placeholder_problem(wording, template.placeholder_list)
+            if problem:
+                raise TemplateFileError(
+                    f"text template of {template.id} ({style}): {problem}: {wording!r}"
+                )
+    if options.balanced:
+        n = min(len(w) for w in styles.values())
+        styles = {s: w[:n] for s, w in styles.items()}
+    text_ids = {
+        (style, wording): f"{template.id}:{style}:{stable_id(wording, length=8)}"
+        for style, wordings in styles.items()
+        for wording in wordings
+    }
+    return Wordings(template, styles, text_ids)
+
+
 def generate(
     db: Database,
     schema: SchemaInfo,
@@ -417,24 +531,13 @@ def generate(
         used.update(p.key.lower() for p in template.placeholder_list)
         tstats = TemplateStats(template_id=template.id)
         stats.templates.append(tstats)
-        styles = texts.get(template.id, {})
-        if options.styles is not None:
-            styles = {s: styles.get(s, []) for s in options.styles}
-        if not any(styles.values()):
+        wordings = template_wordings(template, texts, options)
+        if wordings is None:
             tstats.skipped = "no wording to ask (none written, or none verified)"
             if on_template:
                 on_template(template, tstats)
             continue
-        for style, wordings in styles.items():
-            for wording in wordings:
-                problem = placeholder_problem(wording, template.placeholder_list)
-                if problem:
-                    raise TemplateFileError(
-                        f"text template of {template.id} ({style}): {problem}: {wording!r}"
-                    )
-        if options.balanced:
-            n = min(len(w) for w in styles.values())
-            styles = {s: w[:n] for s, w in styles.items()}
+        styles = wordings.styles
         tstats.text_templates = {s: len(w) for s, w in styles.items()}
         tstats.queries = {s: 0 for s in styles}
         plan_ = plan_template(template.sql, schema, dialect=dialect)
@@ -453,15 +556,10 @@ def generate(
                     answered.add(tuple(group.bindings.values()))
                 if group.is_multi:
                     tstats.multi_answer_groups += 1
-                    if not options.allow_multi:
-                        continue
                 elif group.answers == [None]:
-                    # The row exists but its value is not recorded: by default not asked,
-                    # since most systems cannot say "not recorded" in a way anyone can check.
                     tstats.null_answer_groups += 1
-                    if not options.include_null:
-                        continue
-                yield group
+                if is_asked(group, options):
+                    yield group
 
         kept: Iterable[Group] = _sample(
             counted(iter_groups(db, plan_, keyed=facts is not None)),
@@ -485,16 +583,9 @@ def generate(
                     yield group
 
             kept = itertools.chain(kept, unanswered())
-        text_ids = {
-            (style, wording): f"{template.id}:{style}:{stable_id(wording, length=8)}"
-            for style, wordings in styles.items()
-            for wording in wordings
-        }
         for group in kept:
             tstats.kept_groups += 1
-            gid = group_id(template, group.bindings)
-            reference = Reference.from_values(group.answers)
-            gold_ids, gold_kind = _gold(group, plan_, facts, gold)
+            gold_ids, gold_kind = group_gold(group, plan_, facts, gold)
             part = (
                 "unknown"
                 if gold_kind is None
@@ -503,30 +594,12 @@ def generate(
                 else "holes"
             )
             tstats.gold[part] = tstats.gold.get(part, 0) + 1
-            for style, wordings in styles.items():
-                for wording in wordings:
-                    text_id = text_ids[(style, wording)]
-                    yield QueryRecord(
-                        query_id="q-" + stable_id(gid, style, wording),
-                        group_id=gid,
-                        template_id=template.id,
-                        text_template_id=text_id,
-                        variant=style,
-                        query=fill(wording, group.bindings),
-                        reference=reference,
-                        bindings=group.bindings,
-                        gold_ids=gold_ids,
-                        gold_kind=gold_kind,
-                        label=(
-                            "unanswerable"
-                            if not group.answers
-                            else "null"
-                            if reference.is_null
-                            else None
-                        ),
-                        source="sql",
-                    )
-                    tstats.queries[style] += 1
+            reference = Reference.from_values(group.answers)
+            for record in wordings.queries(
+                group_id(template, group.bindings), group.bindings, reference, gold_ids, gold_kind
+            ):
+                tstats.queries[record.variant] += 1
+                yield record
         if on_template:
             on_template(template, tstats)
     for i, rule in enumerate(options.gold_ids):
@@ -537,7 +610,7 @@ def generate(
             )
 
 
-def _gold(
+def group_gold(
     group: Group, plan_: Plan, facts: FactGold | None, rules: GoldResolver
 ) -> tuple[list[str] | None, GoldKind | None]:
     """A group's gold ids and what they mean: the documents that state its answer where

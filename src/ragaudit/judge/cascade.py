@@ -120,6 +120,7 @@ async def judge_one(
         retrieval_correct=retrieval,
         rationale=rationale,
         response_digest=response.digest,
+        reference_digest=query.reference.digest,
     )
 
 

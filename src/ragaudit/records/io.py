@@ -453,7 +453,7 @@ def iter_jsonl_dicts(
                 yield number, obj  # type: ignore[misc]  # a dict: the only other outcome
 
 
-def _record(path: Path, number: int, obj: dict[str, Any], model: type[M]) -> M:
+def validate_record(path: Path, number: int, obj: dict[str, Any], model: type[M]) -> M:
     """``obj``, line ``number`` of ``path``, as a ``model`` record; a record that is not
     one is a :class:`RecordFileError` naming the line and the field."""
     try:
@@ -490,7 +490,7 @@ def read_jsonl_numbered(
             if obj is _END:
                 return
             if obj is not _BLANK:
-                yield number, _record(path, number, obj, model)  # type: ignore[arg-type]
+                yield number, validate_record(path, number, obj, model)  # type: ignore[arg-type]
 
 
 def read_jsonl(path: Path, model: type[M]) -> Iterator[M]:

@@ -72,6 +72,12 @@ class Reference(BaseModel):
         """The data holds the row but the answer cell is NULL."""
         return self.values == [None]
 
+    @property
+    def digest(self) -> str:
+        """What a judgement records of the reference it judged against
+        (:func:`reference_digest`)."""
+        return reference_digest(self.values, self.display)
+
     @classmethod
     def from_values(cls, values: list[Scalar]) -> Reference:
         """Build a reference with the conventional display string (``a; b`` for sets)."""
@@ -169,6 +175,21 @@ def response_digest(response: str | None, retrieved_ids: Sequence[str], error: s
     return f"{zlib.crc32(data.encode('utf-8', 'surrogatepass')):08x}"
 
 
+def reference_digest(values: Sequence[Scalar], display: str) -> str:
+    """A short fingerprint of the reference an answer was judged against: its values
+    (types included) and its display string. A judgement keeps it, so that a dataset
+    generated again on changed data (the same question, another answer) never keeps a
+    verdict given against the old answer.
+
+    >>> reference_digest([12], "12") == reference_digest([12], "12")
+    True
+    >>> reference_digest([12], "12") == reference_digest([13], "13")
+    False
+    """
+    data = json.dumps([list(values), display], ensure_ascii=False)
+    return f"{zlib.crc32(data.encode('utf-8', 'surrogatepass')):08x}"
+
+
 # The method of a judgement the LLM judge could not give (after its retries): undecided.
 JUDGE_FAILED = "judge-failed"
 
@@ -190,6 +211,13 @@ class Judgement(_Record):
         description="the judged response's fingerprint (text, retrieved ids, error); a "
         "judgement whose response has changed since is stale. Absent in judgements written "
         "before it existed: those are not checked.",
+    )
+    reference_digest: str | None = Field(
+        None,
+        description="the fingerprint of the reference it was judged against (values and "
+        "display); a judgement whose question's reference has changed since (the dataset "
+        "generated again on changed data) is stale. Absent in judgements written before it "
+        "existed: those are not checked.",
     )
 
     @model_validator(mode="after")
@@ -358,3 +386,60 @@ class FreeScoreRecord(_Record):
     query_id: str = Field(min_length=1)
     system: str = Field(min_length=1)
     metrics: dict[FreeMetric, MetricScore]
+
+
+# What became of a semantic group when its SQL was executed again (generate --refresh).
+RefreshStatus = Literal["changed", "vanished", "new"]
+
+
+class RefreshedGroup(_Record):
+    """One semantic group that moved when ``generate --refresh`` executed its SQL again on
+    the database as it is now (a ``group`` line of ``refresh.jsonl``): its answer changed
+    (``changed``: the old and the new reference, and its questions under new ids), a value
+    it names no longer exists (``vanished``: its questions left the dataset), or its
+    bindings are new (``new``: asked only with ``--new``)."""
+
+    kind: Literal["group"] = "group"
+    status: RefreshStatus
+    group_id: str = Field(min_length=1)
+    template_id: str = Field(min_length=1)
+    bindings: dict[str, Scalar] = Field(default_factory=dict)
+    old: Reference | None = Field(None, description="the reference before; null: new")
+    new: Reference | None = Field(None, description="the reference now; null: vanished")
+    old_query_ids: list[str] = Field(
+        default_factory=list,
+        description="its questions' ids before; their responses, judgements and scores "
+        "moved to retired/",
+    )
+    new_query_ids: list[str] = Field(
+        default_factory=list, description="its questions' ids now (none when vanished)"
+    )
+    stale_documents: list[str] = Field(
+        default_factory=list,
+        description="of the documents that stated its old answer, those that state a fact "
+        "that is no longer true",
+    )
+
+
+class StaleFact(BaseModel):
+    """One fact a document states that the database no longer holds: its row is gone
+    (``now`` null, ``gone``), or its value is another than the document states."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    table: str
+    row_key: str
+    column: str
+    stated: str | None = Field(None, description="what the document states, when known")
+    now: Scalar = Field(None, description="the value in the database now")
+    gone: bool = Field(False, description="the row is no longer in the database")
+
+
+class StaleDocument(_Record):
+    """A document of the corpus that states facts the database no longer holds (a
+    ``document`` line of ``refresh.jsonl``): its text is stale, and a system that
+    retrieves it answers with the old value."""
+
+    kind: Literal["document"] = "document"
+    document: str = Field(min_length=1)
+    facts: list[StaleFact] = Field(min_length=1)

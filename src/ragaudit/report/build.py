@@ -35,6 +35,7 @@ from ragaudit.analysis.summary import (
 )
 from ragaudit.documents.checks import CRITIQUES
 from ragaudit.generate.dataset import DatasetOverview, read_overview
+from ragaudit.generate.refresh import RefreshReport, describe_stale, read_refresh_stats
 from ragaudit.records.io import atomic_write_text
 from ragaudit.records.models import LABELS
 from ragaudit.report import charts
@@ -60,7 +61,7 @@ from ragaudit.report.text import (
 )
 from ragaudit.rundir import RunDir
 from ragaudit.store.files import DrilldownRow, read_drilldown, read_usage
-from ragaudit.store.records import read_responses
+from ragaudit.store.records import read_refresh_log, read_responses
 from ragaudit.world.build import WorldRewrite, read_world_file
 
 DRILL_GROUPS = 20  # per system, variant and tag
@@ -227,6 +228,19 @@ class WorldSection:
     rewrite: WorldRewrite | None
 
 
+@dataclass(frozen=True)
+class RefreshSection:
+    """The last ``generate --refresh``: its counts, the first groups that moved (status,
+    template, bindings, old and new answer) and the documents stating facts no longer
+    true (document, then each fact as a sentence)."""
+
+    counts: RefreshReport
+    moved: list[list[str]]
+    more: int
+    stale: list[tuple[str, str]]
+    more_stale: int
+
+
 @dataclass
 class ReportData:
     """Everything the template shows."""
@@ -252,6 +266,7 @@ class ReportData:
     documents: DocumentsSection | None = None
     reliability: ReliabilitySection | None = None
     rankings: list[RankingSection] = field(default_factory=list)
+    refresh: RefreshSection | None = None
 
 
 @dataclass(frozen=True)
@@ -804,6 +819,36 @@ def _world(run: RunDir) -> WorldSection | None:
     )
 
 
+REFRESH_SHOWN = 50  # groups that moved, listed in the report (refresh.jsonl has them all)
+
+
+def _refresh(run: RunDir) -> RefreshSection | None:
+    """What the last refresh of the dataset moved (refresh.stats.json and refresh.jsonl),
+    if the run was ever refreshed."""
+    counts = read_refresh_stats(run.refresh_stats)
+    if counts is None:
+        return None
+    groups, documents = read_refresh_log(run)
+    moved = [
+        [
+            g.status,
+            g.template_id,
+            ", ".join(f"{k}={v}" for k, v in g.bindings.items()),
+            g.old.display if g.old is not None else "",
+            g.new.display if g.new is not None else "",
+        ]
+        for g in groups
+    ]
+    stale = [(d.document, describe_stale(d)) for d in documents]
+    return RefreshSection(
+        counts=counts,
+        moved=moved[:REFRESH_SHOWN],
+        more=max(0, len(moved) - REFRESH_SHOWN),
+        stale=stale[:REFRESH_SHOWN],
+        more_stale=max(0, len(stale) - REFRESH_SHOWN),
+    )
+
+
 def collect(run: RunDir) -> ReportData:
     """Read the run's files into what the report shows."""
     summary = read_summary(run.summary)
@@ -835,6 +880,7 @@ def collect(run: RunDir) -> ReportData:
         documents=_documents(summary.documents),
         reliability=_reliability(summary.reference_free),
         rankings=_rankings(run),
+        refresh=_refresh(run),
     )
 
 

@@ -15,19 +15,16 @@ from typing import Any
 from ragaudit.config import Config
 from ragaudit.documents.pairs import read_input
 from ragaudit.errors import UserError
-from ragaudit.records.io import atomic_write_text, read_jsonl, write_jsonl_atomic
+from ragaudit.records.io import atomic_write_text, write_jsonl_atomic
 from ragaudit.records.models import (
-    FreeScoreRecord,
-    Judgement,
     LabelPair,
     QueryRecord,
     Reference,
-    ResponseRecord,
     stable_id,
 )
 from ragaudit.rundir import RunDir
 from ragaudit.steps.generate import gold_outside_corpus, other_half
-from ragaudit.store.records import RecordModel, read_queries, record_files
+from ragaudit.store.records import read_queries, remove_records
 from ragaudit.systems.corpus import load_corpus
 
 IMPORTED_VARIANT = "imported"
@@ -81,28 +78,6 @@ def query_of(pair: LabelPair, contexts: Mapping[str, str]) -> QueryRecord:
         gold_kind="states",
         source="imported",
     )
-
-
-def _remove_records(run: RunDir, gone: set[str]) -> int:
-    """Remove the records of the queries ``gone`` from every per-query file (responses,
-    judgements, reference-free scores; each file rewritten atomically, and only when it
-    holds one); return how many were removed. A record of a query the dataset no longer
-    holds would be read as stale, or refused."""
-    removed = 0
-    model: RecordModel
-    for model in (ResponseRecord, Judgement, FreeScoreRecord):
-        for path in record_files(run, model):
-            kept = []
-            dropped = 0
-            for record in read_jsonl(path, model):  # ragaudit's own appended files
-                if record.query_id in gone:
-                    dropped += 1
-                else:
-                    kept.append(record)
-            if dropped:
-                write_jsonl_atomic(path, kept)
-                removed += dropped
-    return removed
 
 
 # The fields every imported query has from the import itself; the others (a label, ...)
@@ -216,7 +191,7 @@ def import_questions(config: Config, run: RunDir, path: Path) -> ImportStats:
     # Stale records go first: a crash after this leaves questions to ask again, never
     # answers to questions that are not asked any more.
     stats.replaced = len(gone)
-    stats.records_removed = _remove_records(run, gone) if gone else 0
+    stats.records_removed = sum(remove_records(run, gone).values()) if gone else 0
     if stats.records_removed:
         stats.warnings.append(
             f"{len(gone)} questions changed or left the set since the last import: their "

@@ -27,7 +27,7 @@ from ragaudit.records.models import Judgement, QueryRecord, ResponseRecord
 from ragaudit.rundir import RunDir, safe_filename
 from ragaudit.steps.session import Session
 from ragaudit.store.answers import refresh_answer_table
-from ragaudit.store.records import duplicate_message, read_dataset
+from ragaudit.store.records import duplicate_message, read_dataset, stale_reference
 
 BATCH = 200
 
@@ -169,6 +169,7 @@ def judge_run(
                 {r.query_id for r in responses if r.error is None},
                 redo_unmatched=use_llm,
                 digests={r.query_id: r.digest for r in responses},
+                references=queries,
             )
             done = {j.query_id for j in kept}
             todo = [r for r in responses if r.query_id not in done]
@@ -220,15 +221,18 @@ def _decided(
     *,
     redo_unmatched: bool = False,
     digests: dict[str, str] | None = None,
+    references: Mapping[str, QueryRecord] | None = None,
 ) -> list[Judgement]:
     """The judgements already made in ``path`` that stand. Some are dropped from the file
     (rewritten whole, atomically) so that this run judges them again: those the LLM judge
     failed to give (a judge that failed for a passing reason must not fail for good),
     those of a system error whose query has an answer now (``answered``: after ``ragaudit
     run --retry-errors``), and, when an LLM judges this time (``redo_unmatched``), those
-    the matchers alone could not decide (``unmatched``, from ``judge --no-llm``); and
-    those of a response that has changed since (``digests``: query id -> the current
-    response's fingerprint; the system was run again)."""
+    the matchers alone could not decide (``unmatched``, from ``judge --no-llm``); those
+    of a response that has changed since (``digests``: query id -> the current
+    response's fingerprint; the system was run again); and those given against another
+    reference than the question has now (``references``: the dataset by query id; it was
+    generated again on changed data)."""
     if not path.exists():
         return []
     judgements = list(read_jsonl(path, Judgement))
@@ -247,6 +251,7 @@ def _decided(
             and j.response_digest is not None
             and digests.get(j.query_id) not in (None, j.response_digest)
         )
+        and not (references is not None and stale_reference(j, references))
     ]
     if len(kept) < len(judgements):
         write_jsonl_atomic(path, kept)

@@ -42,8 +42,9 @@ if TYPE_CHECKING:
 # Raised whenever the table's columns or how they are computed change: a file of another
 # version is rebuilt. 2: a judgement of another response than the table's is refused;
 # 3: ``where`` counts a refusal to an unanswerable question, and any right answer, as
-# correct (issue 41).
-TABLE_VERSION = 3
+# correct (issue 41); 4: a judgement given against another reference than the question
+# has now is refused (issue 38).
+TABLE_VERSION = 4
 FINGERPRINT_KEY = b"ragaudit.fingerprint"
 
 # The columns, in order, and what each holds (docs/records.md describes them).
@@ -186,7 +187,7 @@ def build_answer_table(run: RunDir, mark: str | None = None) -> pa.Table:
     # its fingerprint names, so a response changed since makes it stale and rebuilt here.
     for judgements in judgement_files:
         if judgements:
-            check_fresh(run, judgements, digests.get(judgements[0].system, {}))
+            check_fresh(run, judgements, digests.get(judgements[0].system, {}), index)
     where = _where(judged_examples(index, judgement_files, retrieved)) if judged else {}
     columns["where"] = [where.get(key) for key in keys]
     schema = _schema()

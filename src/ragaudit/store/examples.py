@@ -160,7 +160,7 @@ def answer_examples(
         for _, records in read_run_records(run, Judgement, files):
             judgements = list(records)
             if judgements:
-                check_fresh(run, judgements, digests.get(judgements[0].system, {}))
+                check_fresh(run, judgements, digests.get(judgements[0].system, {}), queries.by_id)
             yield judgements
 
     return judged_examples(queries.by_id, fresh(), retrieved, undecided, judge_failed)

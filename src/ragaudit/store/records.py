@@ -12,8 +12,23 @@ from functools import cached_property
 from pathlib import Path
 from typing import TypeVar
 
-from ragaudit.records.io import RecordFileError, read_jsonl, read_jsonl_numbered
-from ragaudit.records.models import FreeScoreRecord, Judgement, QueryRecord, ResponseRecord
+from ragaudit.records.io import (
+    JsonlAppender,
+    RecordFileError,
+    iter_jsonl_dicts,
+    read_jsonl,
+    read_jsonl_numbered,
+    validate_record,
+    write_jsonl_atomic,
+)
+from ragaudit.records.models import (
+    FreeScoreRecord,
+    Judgement,
+    QueryRecord,
+    RefreshedGroup,
+    ResponseRecord,
+    StaleDocument,
+)
 from ragaudit.rundir import RunDir
 
 RunRecord = TypeVar("RunRecord", ResponseRecord, Judgement, FreeScoreRecord)
@@ -187,13 +202,30 @@ def read_retrieved_ids(
     return out
 
 
-def check_fresh(run: RunDir, judgements: list[Judgement], digests: Mapping[str, str]) -> None:
+def stale_reference(judgement: Judgement, queries: Mapping[str, QueryRecord]) -> bool:
+    """Whether ``judgement`` was given against another reference than its question has
+    now (``queries``: the dataset by id). One written before judgements kept the
+    reference's fingerprint, or of a question no longer in the dataset, is not."""
+    if judgement.reference_digest is None:
+        return False
+    query = queries.get(judgement.query_id)
+    return query is not None and query.reference.digest != judgement.reference_digest
+
+
+def check_fresh(
+    run: RunDir,
+    judgements: list[Judgement],
+    digests: Mapping[str, str],
+    queries: Mapping[str, QueryRecord] | None = None,
+) -> None:
     """Refuse judgements made of other responses than the run holds now (``digests``: query
     id -> the current response's fingerprint): a system run again after its responses file
     was deleted keeps its old verdicts otherwise, and a broken candidate would be scored
-    by its predecessor's. ``ragaudit judge`` judges such responses anew. A judgement
-    written before judgements kept a fingerprint, or whose response is gone, is not
-    checked."""
+    by its predecessor's. With ``queries`` (the dataset by id), refuse also those given
+    against another reference than the question has now: a dataset generated again on
+    changed data would otherwise keep verdicts against answers that are no longer true.
+    ``ragaudit judge`` judges such responses anew. A judgement written before judgements
+    kept a fingerprint, or whose response is gone, is not checked."""
     for j in judgements:
         now = digests.get(j.query_id)
         if j.response_digest is not None and now is not None and now != j.response_digest:
@@ -209,6 +241,18 @@ def check_fresh(run: RunDir, judgements: list[Judgement], digests: Mapping[str, 
                 "holds now (the system was run again): run ragaudit judge, which judges "
                 "them anew"
             )
+    if queries is None:
+        return
+    stale_ones = [j for j in judgements if stale_reference(j, queries)]
+    if stale_ones:
+        first = stale_ones[0]
+        raise RecordFileError(
+            f"{run.judgements(first.system)}: {len(stale_ones)} judgement(s) of "
+            f"{first.system} (query {first.query_id} first) were given against another "
+            f"reference than {run.dataset} holds now (the dataset was generated again on "
+            "changed data; generate --refresh gives changed questions new ids instead): run "
+            "ragaudit judge, which judges them anew"
+        )
 
 
 def read_responses(
@@ -224,3 +268,54 @@ def read_responses(
         for r in read_jsonl(path, ResponseRecord)
         if only is None or r.query_id in only
     }
+
+
+def read_refresh_log(run: RunDir) -> tuple[list[RefreshedGroup], list[StaleDocument]]:
+    """What the last ``generate --refresh`` listed in refresh.jsonl: the groups that moved
+    and the documents stating facts no longer true (both empty when the run was never
+    refreshed). A bad line is a :class:`RecordFileError` naming it."""
+    groups: list[RefreshedGroup] = []
+    documents: list[StaleDocument] = []
+    if not run.refresh_log.exists():
+        return groups, documents
+    for number, obj in iter_jsonl_dicts(run.refresh_log):
+        if obj.get("kind") == "document":
+            documents.append(validate_record(run.refresh_log, number, obj, StaleDocument))
+        else:
+            groups.append(validate_record(run.refresh_log, number, obj, RefreshedGroup))
+    return groups, documents
+
+
+# The folder of each kind of per-query record, as remove_records counts them.
+RECORD_FOLDERS: dict[str, RecordModel] = {
+    "responses": ResponseRecord,
+    "judgements": Judgement,
+    "scores": FreeScoreRecord,
+}
+
+
+def remove_records(run: RunDir, gone: set[str], retired: Path | None = None) -> dict[str, int]:
+    """Remove the records of the queries ``gone`` from every per-query file (responses,
+    judgements, reference-free scores; each file rewritten atomically, and only when it
+    holds one); how many were removed, per kind (``responses``, ``judgements``,
+    ``scores``). A record of a query the dataset no longer holds would be read as stale,
+    or refused. With ``retired`` (a folder), each removed record is first appended to the
+    file of the same name under ``retired/<kind>/``: kept, and never read again."""
+    removed: dict[str, int] = {}
+    for kind, model in RECORD_FOLDERS.items():
+        for path in record_files(run, model):
+            kept = []
+            dropped = []
+            for record in read_jsonl(path, model):  # ragaudit's own appended files
+                if record.query_id in gone:
+                    dropped.append(record)
+                else:
+                    kept.append(record)
+            if not dropped:
+                continue
+            if retired is not None:
+                with JsonlAppender(retired / kind / path.name) as sink:
+                    sink.append_many(dropped)
+            write_jsonl_atomic(path, kept)
+            removed[kind] = removed.get(kind, 0) + len(dropped)
+    return removed

@@ -351,16 +351,23 @@ def iter_groups(
         yield _group(keys, current, answers, single, rows)
 
 
-def iter_unanswered(
-    db: Database, plan_: Plan, answered: set[tuple[Scalar, ...]]
-) -> Iterator[dict[str, Scalar]]:
-    """Bindings of the combinations without an answer (Cartesian product minus answered)."""
+def placeholder_domains(db: Database, plan_: Plan) -> list[list[Scalar]]:
+    """Per placeholder, the distinct non-NULL values of its column, as bindings hold them:
+    what a question of the template can name. One statement per placeholder."""
     domains = []
     for sql in plan_.count_sql:
         distinct = sql.replace("SELECT COUNT(DISTINCT ", "SELECT DISTINCT ", 1).replace(
             ") FROM ", " FROM ", 1
         )
         domains.append([to_scalar(r[0]) for r in db.stream(distinct) if r[0] is not None])
+    return domains
+
+
+def iter_unanswered(
+    db: Database, plan_: Plan, answered: set[tuple[Scalar, ...]]
+) -> Iterator[dict[str, Scalar]]:
+    """Bindings of the combinations without an answer (Cartesian product minus answered)."""
+    domains = placeholder_domains(db, plan_)
     keys = [ph.key for ph in plan_.placeholders]
     for combo in itertools.product(*(sorted(d, key=_sort_key) for d in domains)):
         if combo not in answered:

@@ -1,0 +1,197 @@
+"""The ``generate --refresh`` step: the dataset's references executed again on the
+database as it is now (:mod:`ragaudit.generate.refresh`), dataset.jsonl written again,
+what moved in refresh.jsonl and refresh.stats.json, and the records of every question
+that left the dataset moved to ``retired/``.
+
+Files are replaced in an order that leaves a usable run wherever a process is killed:
+the records of the questions that leave are copied to ``retired/`` and taken out of
+``responses/``, ``judgements/`` and ``scores/`` first (a question without a response is
+one still to ask), then dataset.jsonl is replaced, then refresh.jsonl and
+refresh.stats.json. A refresh run again after a kill finds the same changes and finishes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from ragaudit.config import Config, GenerateOptions
+from ragaudit.errors import UserError
+from ragaudit.generate.dataset import TextConflicts
+from ragaudit.generate.refresh import (
+    Refresher,
+    RefreshReport,
+    RefreshTally,
+    stale_cells,
+    stale_documents,
+)
+from ragaudit.generate.sql.templates import TemplateFileError, load_templates
+from ragaudit.generate.text.templates import load_text_templates
+from ragaudit.progress import SILENT, Progress
+from ragaudit.records.io import (
+    atomic_write_json,
+    read_jsonl,
+    read_jsonl_numbered,
+    write_jsonl_atomic,
+)
+from ragaudit.records.models import QueryRecord, RefreshedGroup, StaleDocument
+from ragaudit.rundir import RunDir
+from ragaudit.steps.generate import usable_texts
+from ragaudit.steps.templates import check, open_database
+from ragaudit.store.records import remove_records
+from ragaudit.systems.corpus import load_corpus
+
+# The options of dataset.stats.json that shaped the dataset: a refresh words and keeps new
+# groups as the generation did, whatever flags it was given.
+SHAPING = (
+    "allow_multi",
+    "include_unanswerable",
+    "include_null",
+    "max_groups_per_template",
+    "balanced",
+    "unverified",
+    "seed",
+    "styles",
+)
+
+
+def _options(config: Config, run: RunDir) -> GenerateOptions:
+    """The generation's options: the configuration's, with those that shaped the dataset
+    (styles, balance, what was kept) as dataset.stats.json recorded them, and the facts
+    ``generate.gold_rows`` derived into the run."""
+    options = config.generate
+    if run.dataset_stats.is_file():
+        try:
+            recorded = json.loads(run.dataset_stats.read_text(encoding="utf-8")).get("options")
+        except (ValueError, OSError):
+            recorded = None
+        if isinstance(recorded, dict):
+            shaped = {k: recorded[k] for k in SHAPING if k in recorded}
+            options = GenerateOptions.model_validate(options.model_dump() | shaped)
+    if options.gold_rows is not None:
+        facts = run.gold_facts if run.gold_facts.is_file() else None
+        options = options.model_copy(update={"gold_facts": facts, "gold_rows": None})
+    return options
+
+
+def _conflicting_new(conflicts: TextConflicts, refresher: Refresher) -> set[str]:
+    """The new groups whose question reads the same as another group's with another
+    answer (neither answer could be known): left out, as ``generate`` leaves such groups
+    out."""
+    bad = conflicts.conflicting_groups()
+    if not bad:
+        return set()
+    return {m.group_id for m in refresher.moved if m.status == "new" and hash(m.group_id) in bad}
+
+
+def _without(path: Path, groups: set[str]) -> Iterator[QueryRecord]:
+    for q in read_jsonl(path, QueryRecord):
+        if q.group_id not in groups:
+            yield q
+
+
+def _dumped(records: Iterator[QueryRecord]) -> Iterator[str]:
+    """Each record as its line, with the fields its line had (a line written by hand keeps
+    its shape)."""
+    for q in records:
+        yield q.model_dump_json(exclude_unset=True)
+
+
+def refresh_dataset(
+    config: Config, run: RunDir, *, new: bool = False, progress: Progress = SILENT
+) -> RefreshReport:
+    """Execute every grounded group's SQL again with its bindings on the database as it is
+    now, and classify it: unchanged (kept as it is, ids and records too), changed (the new
+    reference under new question ids; the old questions' records retired), vanished (a
+    value it names is gone: it leaves the dataset, its records retired), new (bindings the
+    dataset lacks; added only with ``new``, worded as ``generate`` words them). Questions
+    with no SQL (from documents, imported) are left as they are and counted. Where the
+    configuration names the facts each document states (``generate.gold_facts``, as a
+    generated world does), the documents stating a fact no longer true are listed. Writes
+    dataset.jsonl, refresh.jsonl and refresh.stats.json; ``progress`` shows the templates
+    executed (``refreshing``)."""
+    if not run.dataset.exists():
+        raise UserError(f"nothing to refresh: no dataset at {run.dataset} (run ragaudit generate)")
+    problems = check(config, run)
+    if problems:
+        more = f" (and {len(problems) - 1} more; see ragaudit templates check)"
+        raise TemplateFileError(problems[0] + (more if len(problems) > 1 else ""))
+    options = _options(config, run)
+    templates = load_templates(run.templates_sql).templates
+    loaded = load_text_templates(run.templates_text)
+    texts, _dropped = usable_texts(
+        loaded.templates, loaded.verdicts, templates, unverified=options.unverified
+    )
+    db, schema = open_database(config)
+    partial = run.dataset.with_name(run.dataset.name + ".partial")
+    try:
+        stale: list[StaleDocument] = []
+        stale_notes: list[str] = []
+        if options.gold_facts is not None:
+            corpus = config.corpus.path
+
+            def corpus_texts() -> dict[str, str]:
+                return {d.id: d.text for d in load_corpus(corpus)} if corpus else {}
+
+            stale, stale_notes = stale_documents(db, schema, options.gold_facts, corpus_texts)
+        refresher = Refresher(
+            db, schema, templates, texts, options, new=new, stale=stale_cells(stale)
+        )
+        for number, query in read_jsonl_numbered(run.dataset, QueryRecord):
+            refresher.observe(number, query)
+        task = progress.task("refreshing", max(1, len(templates)))
+        refresher.execute(on_template=lambda _tid: task.advance())
+        # Written again from its lines: only the questions that moved are read as records.
+        with run.dataset.open(encoding="utf-8", newline="") as lines:
+            write_jsonl_atomic(partial, refresher.rewrite(lines))
+        conflicts = refresher.conflicts
+        dropped = _conflicting_new(conflicts, refresher) if conflicts is not None else set()
+        if dropped:
+            write_jsonl_atomic(partial, _dumped(_without(partial, dropped)))
+            refresher.drop_new(dropped)
+        retired = remove_records(run, refresher.retired, run.retired_dir)
+        os.replace(partial, run.dataset)
+    finally:
+        partial.unlink(missing_ok=True)
+        db.dispose()
+    moved = refresher.moved
+    write_jsonl_atomic(run.refresh_log, [*moved, *stale])
+    report = _report(refresher.tally, moved, stale, retired, new, len(dropped))
+    report.notes.extend(stale_notes)
+    atomic_write_json(run.refresh_stats, report.model_dump(mode="json"))
+    # answers.parquet is not built here: its fingerprint no longer matches the dataset, so
+    # the next reader (or run, or judge) builds it, as after generate.
+    return report
+
+
+def _report(
+    tally: RefreshTally,
+    moved: list[RefreshedGroup],
+    stale: list[StaleDocument],
+    retired: dict[str, int],
+    new: bool,
+    dropped: int,
+) -> RefreshReport:
+    notes = list(tally.notes)
+    if dropped:
+        notes.append(
+            f"{dropped} new groups left out: a question of theirs reads as another group's "
+            "with another answer"
+        )
+    return RefreshReport(
+        unchanged=tally.unchanged,
+        changed=tally.changed,
+        vanished=tally.vanished,
+        new=tally.new,
+        new_not_added=tally.new_not_added,
+        new_asked=new,
+        dropped_new=dropped,
+        left_as_is=dict(tally.left_as_is),
+        retired=retired,
+        stale_documents=len(stale),
+        notes=notes,
+        moved=moved,
+        stale=stale,
+    )

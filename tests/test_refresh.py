@@ -1,0 +1,580 @@
+"""``generate --refresh`` (issue 38, part 1): the references executed again when the
+database changes. On the demo company in SQLite, DuckDB and PostgreSQL, ten rows are
+updated (answers and keys), two deleted and three inserted; the refresh must count every
+class exactly as planted, and a judged run refreshed, run and judged again must ask its
+system only the changed and new questions, keeping every other verdict as it was."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ragaudit as ra
+from ragaudit.generate.sql.templates import load_templates, save_templates
+from ragaudit.generate.text.templates import load_text_templates, save_text_templates
+from ragaudit.records.io import read_jsonl
+from ragaudit.records.models import Judgement, QueryRecord
+from ragaudit.rundir import RunDir
+from ragaudit.store.records import read_refresh_log
+from ragaudit.world.company import SCHEMA
+from tests.support import postgres as pg
+from tests.support.cli import ragaudit
+
+# The questions of the test: two of a client, two of a project, one through the project's
+# client (a join), one of an employee. Each row changed below moves a known set of them.
+TEMPLATES = (
+    "industry-by-client-name",
+    "location-by-client-name",
+    "location-by-project-name",
+    "startdate-by-project-name",
+    "client-industry-by-project-name-via-client",
+    "jobtitle-by-employee-name",
+)
+CLIENT = ("industry-by-client-name", "location-by-client-name")
+PROJECT = (
+    "location-by-project-name",
+    "startdate-by-project-name",
+    "client-industry-by-project-name-via-client",
+)
+NEW_CLIENTS = ("Quarrow Partners", "Velmet Trust", "Obrin & Sons")
+
+
+# -- the demo company in each engine ------------------------------------------------------
+
+
+def _copy_to_postgres(sqlite_path: Path, server: pg.PostgresServer, dbname: str) -> str:
+    """The world's tables and rows in a fresh PostgreSQL database; its URL."""
+    import psycopg
+
+    with psycopg.connect(server.conninfo, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {dbname}")
+        admin.execute(f"CREATE DATABASE {dbname}")
+    source = sqlite3.connect(sqlite_path)
+    conninfo = server.conninfo.replace("dbname=postgres", f"dbname={dbname}")
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        # Names unquoted, as PostgreSQL users write them (folded to lower case). As the
+        # DuckDB world does, the supervisor's reference to its own table is left out, so
+        # that rows can go in in any order.
+        for table, columns in SCHEMA.items():
+            defs = [c.replace(" REFERENCES Employee(Name)", "") for c in columns]
+            conn.execute(f"CREATE TABLE {table} ({', '.join(defs)})")
+        for table in ("Department", "Employee", "Client", "Project"):
+            rows = source.execute(f'SELECT * FROM "{table}"').fetchall()
+            marks = ", ".join(["%s"] * len(SCHEMA[table]))
+            with conn.cursor() as cur:
+                cur.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)
+    source.close()
+    return server.url.rsplit("/", 1)[0] + f"/{dbname}"
+
+
+Execute = Callable[[str], list[tuple[Any, ...]]]
+
+
+def _executor(url: str) -> Callable[[], Iterator[Execute]]:
+    """A way to run plain SQL on the test's database (committed at the end)."""
+    from contextlib import contextmanager
+
+    @contextmanager
+    def connect() -> Iterator[Execute]:
+        if url.startswith("sqlite:///"):
+            conn: Any = sqlite3.connect(url.removeprefix("sqlite:///"))
+        elif url.startswith("duckdb:///"):
+            import duckdb
+
+            conn = duckdb.connect(url.removeprefix("duckdb:///"))
+        else:
+            import psycopg
+
+            conn = psycopg.connect(url.replace("postgresql://", "postgresql://", 1))
+
+        def execute(sql: str) -> list[tuple[Any, ...]]:
+            cur = conn.execute(sql)
+            try:
+                return list(cur.fetchall())
+            except Exception:  # a statement that returns no rows
+                return []
+
+        try:
+            yield execute
+            conn.commit()
+        finally:
+            conn.close()
+
+    return connect  # type: ignore[return-value]
+
+
+@pytest.fixture(params=["sqlite", "duckdb", "postgresql"])
+def world(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Path, str]:
+    """The demo company (``ragaudit world``) in each engine: its folder and database URL."""
+    engine = "duckdb" if request.param == "duckdb" else "sqlite"
+    built = ra.make_world(tmp_path / "world", size=60, seed=0, engine=engine, progress="none")
+    folder = built.path
+    if request.param == "sqlite":
+        return folder, f"sqlite:///{folder / 'company.sqlite'}"
+    if request.param == "duckdb":
+        return folder, f"duckdb:///{folder / 'company.duckdb'}"
+    server = request.getfixturevalue("postgres_server")
+    name = f"world_{abs(hash(request.node.name)) % 10**8}"
+    return folder, _copy_to_postgres(folder / "company.sqlite", server, name)
+
+
+def _project(folder: Path, url: str, run: str = "world") -> ra.Project:
+    """The world's project on ``url``, with the test's templates, verbalized (unverified),
+    and its dataset generated."""
+    project = ra.Project(folder / "ragaudit.yaml", root=folder, db=url, run=run, progress="none")
+    project.templates_sql()
+    path = RunDir(project.run_dir).templates_sql
+    by_id = {t.id.lower(): t for t in load_templates(path).templates}
+    save_templates(path, [by_id[t] for t in TEMPLATES])
+    project.templates_text(verify=False)
+    project.generate(unverified=True)
+    return project
+
+
+# -- what is planted -----------------------------------------------------------------------
+
+
+def _plant(execute: Execute) -> dict[str, Any]:
+    """Update ten rows (six answers: two client industries, two project locations, two
+    job titles; four keys: two projects and two clients renamed), delete two projects and
+    insert three clients. Returns the rows chosen, by role."""
+    with_projects = [r[0] for r in execute("SELECT DISTINCT Client FROM Project ORDER BY Client")][
+        :2
+    ]
+    idle = [
+        r[0]
+        for r in execute(
+            "SELECT Name FROM Client WHERE Name NOT IN (SELECT Client FROM Project) ORDER BY Name"
+        )
+    ][:2]
+    quoted = ", ".join(f"'{c}'" for c in with_projects)
+    others = [
+        r[0]
+        for r in execute(f"SELECT Name FROM Project WHERE Client NOT IN ({quoted}) ORDER BY Name")
+    ]
+    moved, renamed, deleted = others[:2], others[2:4], others[4:6]
+    employees = [r[0] for r in execute("SELECT Name FROM Employee ORDER BY Name")][:2]
+    affected = execute(f"SELECT COUNT(*) FROM Project WHERE Client IN ({quoted})")[0][0]
+    assert len(with_projects) == len(idle) == len(moved) == len(renamed) == len(deleted) == 2
+    for client in with_projects:
+        execute(f"UPDATE Client SET Industry = Industry || ' and Mining' WHERE Name = '{client}'")
+    for project in moved:
+        execute(f"UPDATE Project SET Location = 'Far ' || Location WHERE Name = '{project}'")
+    for employee in employees:
+        execute(f"UPDATE Employee SET JobTitle = 'Senior ' || JobTitle WHERE Name = '{employee}'")
+    for project in renamed:
+        execute(f"UPDATE Project SET Name = Name || ' Two' WHERE Name = '{project}'")
+    for client in idle:
+        execute(f"UPDATE Client SET Name = Name || ' Group' WHERE Name = '{client}'")
+    for project in deleted:
+        execute(f"DELETE FROM Project WHERE Name = '{project}'")
+    for client in NEW_CLIENTS:
+        execute(f"INSERT INTO Client VALUES ('{client}', 'Energy', 'Lornhaven, Ziosland')")
+    return {
+        "clients_with_projects": with_projects,
+        "projects_of_those": int(affected),
+        "idle_clients": idle,
+        "moved": moved,
+        "renamed": renamed,
+        "deleted": deleted,
+        "employees": employees,
+    }
+
+
+def _expected(planted: dict[str, Any]) -> dict[str, int]:
+    """The groups of each class the plan makes, counted from the plan alone."""
+    return {
+        # two industries (and every project of those clients, through the join), two
+        # locations, two job titles
+        "changed": 2 + planted["projects_of_those"] + 2 + 2,
+        # a renamed or deleted project: each of its three questions; a renamed client: two
+        "vanished": 4 * len(PROJECT) + 2 * len(CLIENT),
+        # a renamed project or client under its new name, and the three clients inserted
+        "new": 2 * len(PROJECT) + 2 * len(CLIENT) + 3 * len(CLIENT),
+    }
+
+
+def _stale_expected(folder: Path, planted: dict[str, Any]) -> set[str]:
+    """The reports stating a cell the plan changed or a row it renamed or deleted, read
+    from the world's own facts file."""
+    changed = {("Client", c, "industry") for c in planted["clients_with_projects"]}
+    changed |= {("Project", p, "location") for p in planted["moved"]}
+    gone = {("Project", p) for p in planted["renamed"] + planted["deleted"]}
+    gone |= {("Client", c) for c in planted["idle_clients"]}
+    stale = set()
+    for line in (folder / "document_facts.jsonl").read_text().splitlines():
+        doc = json.loads(line)
+        for fact in doc["facts"]:
+            cell = (fact["table"], fact["row_key"], fact["column"].lower())
+            if cell in changed or cell[:2] in gone:
+                stale.add(doc["id"])
+    return stale
+
+
+# -- the acceptance test -------------------------------------------------------------------
+
+
+def test_refresh_counts_every_class_as_planted_and_asks_only_what_changed(
+    world: tuple[Path, str], tmp_path: Path
+) -> None:
+    folder, url = world
+    project = _project(folder, url)
+    run = RunDir(project.run_dir)
+    before = list(read_jsonl(run.dataset, QueryRecord))
+    per_group = {
+        t: c // len({q.group_id for q in before if q.template_id.lower() == t})
+        for t, c in Counter(q.template_id.lower() for q in before).items()
+    }
+    assert set(per_group) == set(TEMPLATES)
+
+    calls: list[str] = []
+
+    def answers(question: str, record: QueryRecord) -> str:
+        calls.append(record.query_id)
+        return record.reference.display
+
+    system = ra.system(answers, name="oracle")
+    project.run([system])
+    assert len(calls) == len(before)
+    project.judge(llm=None)
+    judged_before = {j.query_id: j for j in read_jsonl(run.judgements("oracle"), Judgement)}
+    assert all(j.correct for j in judged_before.values())
+    unrefreshed = tmp_path / "unrefreshed"
+    shutil.copytree(run.root, unrefreshed)
+
+    with _executor(url)() as execute:
+        planted = _plant(execute)
+    expected = _expected(planted)
+
+    report = project.refresh(new=True)
+    assert report.changed.groups == expected["changed"]
+    assert report.vanished.groups == expected["vanished"]
+    assert report.new.groups == expected["new"]
+    groups_before = len({q.group_id for q in before})
+    assert report.unchanged.groups == groups_before - expected["changed"] - expected["vanished"]
+    # Questions: each group has its template's wordings.
+    moved = {m.group_id: m for m in report.moved}
+    for status in ("changed", "vanished", "new"):
+        counted = getattr(report, status).queries
+        assert counted == sum(
+            per_group[m.template_id.lower()] for m in moved.values() if m.status == status
+        )
+    assert report.unchanged.queries + report.changed.queries + report.vanished.queries == len(
+        before
+    )
+    # Every changed group holds its old and new answers; the new ones are the database's.
+    for m in moved.values():
+        if m.status == "changed":
+            assert m.old is not None and m.new is not None and m.old != m.new
+            assert len(m.old_query_ids) == len(m.new_query_ids)
+            assert not set(m.old_query_ids) & set(m.new_query_ids)
+        elif m.status == "vanished":
+            assert m.new is None and m.old_query_ids and not m.new_query_ids
+        else:
+            assert m.old is None and m.new is not None and m.new_query_ids
+    renamed_new = {
+        value
+        for m in moved.values()
+        if m.status == "new"
+        for key, value in m.bindings.items()
+        if key.lower() == "project.name"
+    }
+    assert {f"{p} Two" for p in planted["renamed"]} <= renamed_new
+    # The stale reports are those stating a changed cell or a row renamed or deleted.
+    assert {d.document for d in report.stale} == _stale_expected(folder, planted)
+    assert report.stale_documents == len(report.stale)
+    # refresh.jsonl holds the same.
+    logged, documents = read_refresh_log(run)
+    assert [g.group_id for g in logged] == list(moved)
+    assert len(documents) == report.stale_documents
+
+    # The dataset: unchanged questions as they were, changed ones under new ids.
+    after = {q.query_id: q for q in read_jsonl(run.dataset, QueryRecord)}
+    retired = {i for m in moved.values() for i in m.old_query_ids}
+    for q in before:
+        if q.query_id in retired:
+            assert q.query_id not in after
+        else:
+            assert after[q.query_id] == q
+    assert len(after) == len(before) - report.vanished.queries + report.new.queries
+
+    # Run and judge again: only the changed and new questions are asked and judged.
+    calls.clear()
+    project.run([system])
+    assert sorted(calls) == sorted(
+        i for m in moved.values() if m.status != "vanished" for i in m.new_query_ids
+    )
+    assert len(calls) == report.changed.queries + report.new.queries == report.asks
+    judged = project.judge(llm=None).systems["oracle"]
+    assert judged.judged_now == report.asks
+    assert judged.already_judged == report.unchanged.queries
+    now = {j.query_id: j for j in read_jsonl(run.judgements("oracle"), Judgement)}
+    assert set(now) == set(after)  # no verdict of a question that left
+    for query_id, verdict in now.items():
+        if query_id in judged_before:
+            assert verdict == judged_before[query_id]  # kept as it was
+        assert verdict.reference_digest == after[query_id].reference.digest
+    old = list(read_jsonl(run.retired_dir / "judgements" / "oracle.jsonl", Judgement))
+    assert {j.query_id for j in old} == retired
+    assert report.retired == {"responses": len(retired), "judgements": len(retired)}
+
+    # The gate pairs only groups whose references are the same on both runs, and says
+    # how many differ (a changed group keeps its id, with other questions and answers);
+    # the run not refreshed lacks the questions asked since, which its coverage counts.
+    result = ragaudit(
+        "gate", str(run.root), str(unrefreshed), "--min-coverage", "0.5", cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    groups_now = groups_before - expected["vanished"] + expected["new"]
+    assert (
+        f"{expected['changed']} of the baseline's {groups_now} groups ask other questions "
+        "or have other references on the candidate"
+    ) in result.stdout
+    assert f"({report.unchanged.queries} / " in result.stdout  # the queries paired
+
+    # The report shows the refresh: its counts, what moved, the stale documents.
+    project.analyze()
+    html = project.report().read_text()
+    assert "Refresh: references executed again" in html
+    assert f'<td>changed</td><td class="num">{expected["changed"]}</td>' in html
+    first = report.stale[0].document
+    assert f"<code>{first}</code>" in html
+
+    # A second refresh finds nothing more to move, and changes nothing.
+    text = run.dataset.read_text()
+    again = project.refresh(new=True)
+    assert (again.changed.groups, again.vanished.groups, again.new.groups) == (0, 0, 0)
+    assert run.dataset.read_text() == text
+
+
+# -- what a refresh leaves alone, and how it says so ---------------------------------------
+
+
+@pytest.fixture
+def sqlite_world(tmp_path: Path) -> tuple[ra.Project, Path]:
+    """The demo company in SQLite with the test's templates and a generated dataset; its
+    project and database file."""
+    built = ra.make_world(tmp_path / "world", size=60, seed=0, progress="none")
+    database = built.path / "company.sqlite"
+    return _project(built.path, f"sqlite:///{database}"), database
+
+
+def _sql(database: Path, statement: str) -> None:
+    conn = sqlite3.connect(database)
+    conn.execute(statement)
+    conn.commit()
+    conn.close()
+
+
+def test_a_group_whose_answer_is_gone_while_its_values_remain_changes_to_no_answer(
+    sqlite_world: tuple[ra.Project, Path],
+) -> None:
+    """A project that loses its client still exists: its question through the client has
+    no answer now (changed, labelled unanswerable), not vanished; its other questions stay."""
+    project, database = sqlite_world
+    run = RunDir(project.run_dir)
+    target = next(
+        q.bindings
+        for q in read_jsonl(run.dataset, QueryRecord)
+        if q.template_id == "client-industry-by-project-name-via-client"
+    )["Project.Name"]
+    _sql(database, f"UPDATE Project SET Client = NULL WHERE Name = '{target}'")
+    report = project.refresh()
+    assert (report.changed.groups, report.vanished.groups) == (1, 0)
+    (moved,) = report.moved
+    assert moved.template_id == "client-industry-by-project-name-via-client"
+    assert moved.new is not None and moved.new.values == [] and moved.old is not None
+    revised = [q for q in read_jsonl(run.dataset, QueryRecord) if q.group_id == moved.group_id]
+    assert revised and all(q.label == "unanswerable" for q in revised)
+    assert all(q.reference.display == "(no answer)" for q in revised)
+    # The report's stale document: the project's own report names the client it lost.
+    stale = {d.document: d for d in report.stale}
+    assert [f.column for f in stale[target].facts] == ["Client"]
+    assert stale[target].facts[0].now is None
+
+
+def test_questions_without_sql_and_of_a_template_removed_are_left_as_they_are(
+    sqlite_world: tuple[ra.Project, Path],
+) -> None:
+    project, database = sqlite_world
+    run = RunDir(project.run_dir)
+    imported = QueryRecord(
+        query_id="imp-1",
+        group_id="imp-g1",
+        variant="short",
+        query="Who audits the accounts?",
+        reference={"values": ["Brightwell"], "display": "Brightwell"},  # type: ignore[arg-type]
+        source="imported",
+    )
+    with run.dataset.open("a") as handle:
+        handle.write(imported.model_dump_json(exclude_unset=True) + "\n")
+    # The job-title template leaves templates/sql.yaml: its questions cannot be re-derived.
+    kept = [t for t in load_templates(run.templates_sql).templates if not t.id.startswith("job")]
+    save_templates(run.templates_sql, kept)
+    texts = load_text_templates(run.templates_text)
+    wordings = {tid: w for tid, w in texts.templates.items() if not tid.startswith("job")}
+    save_text_templates(run.templates_text, wordings, texts.verdicts)
+    jobs = [
+        q for q in read_jsonl(run.dataset, QueryRecord) if (q.template_id or "").startswith("job")
+    ]
+    employee = jobs[0].bindings["Employee.Name"]
+    _sql(database, f"UPDATE Employee SET JobTitle = 'Chief Auditor' WHERE Name = '{employee}'")
+    report = project.refresh()
+    assert report.left_as_is == {
+        "imported: no SQL to execute again": 1,
+        "its template is no longer in templates/sql.yaml": len(jobs),
+    }
+    assert report.changed.groups == report.vanished.groups == 0
+    after = list(read_jsonl(run.dataset, QueryRecord))
+    assert after[-1] == imported
+    assert [q for q in after if q.template_id and q.template_id.startswith("job")] == jobs
+
+
+def test_a_sampled_dataset_is_refreshed_but_gets_no_new_groups(tmp_path: Path) -> None:
+    """Where generate kept a sample of each template's groups, a group the dataset lacks
+    may be one the sample left out: --new adds none, and says why."""
+    built = ra.make_world(tmp_path / "world", size=60, seed=0, progress="none")
+    database = built.path / "company.sqlite"
+    project = ra.Project(built.path / "ragaudit.yaml", root=built.path, progress="none")
+    project.templates_sql()
+    project.templates_text(verify=False)
+    project.generate(unverified=True, max_groups_per_template=3)
+    _sql(database, "INSERT INTO Client VALUES ('Quarrow Partners', 'Energy', 'Lornhaven')")
+    report = project.refresh(new=True)
+    assert report.new.groups == 0
+    assert any("a sample (max_groups_per_template 3)" in note for note in report.notes)
+    assert report.unchanged.queries == len(
+        list(read_jsonl(RunDir(project.run_dir).dataset, QueryRecord))
+    )
+
+
+def test_the_command_line_refresh_prints_what_moved_and_refuses_mixed_options(
+    sqlite_world: tuple[ra.Project, Path],
+) -> None:
+    project, database = sqlite_world
+    folder = database.parent
+    run = RunDir(project.run_dir)
+    client = json.loads(
+        next(
+            line
+            for line in run.dataset.read_text().splitlines()
+            if '"industry-by-client-name"' in line
+        )
+    )["bindings"]["Client.Name"]
+    _sql(database, f"UPDATE Client SET Industry = 'Shipbuilding' WHERE Name = '{client}'")
+    args = ("--config", str(folder / "ragaudit.yaml"), "--db", f"sqlite:///{database}")
+    text = run.dataset.read_text()
+    for wrong, message in (
+        (("--new",), "--new goes with --refresh"),
+        (("--refresh", "--balanced"), "--refresh keeps the options the dataset was generated"),
+        (("--refresh", "--documents"), "--documents and --import have none"),
+    ):
+        result = ragaudit("generate", *args, *wrong, cwd=folder)
+        assert result.returncode == 2, result.stdout + result.stderr
+        assert message in result.stderr and "Traceback" not in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
+    assert run.dataset.read_text() == text  # nothing written
+    result = ragaudit("generate", *args, "--refresh", cwd=folder)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    # The counts printed are those of refresh.stats.json; a client's industry moves its
+    # own question and those through each of its projects.
+    stats = json.loads(run.refresh_stats.read_text())
+    projects = sum(
+        1
+        for q in read_jsonl(run.dataset, QueryRecord)
+        if q.template_id == "client-industry-by-project-name-via-client"
+        and q.reference.values == ["Shipbuilding"]
+    )
+    assert stats["changed"]["groups"] == 1 + projects // per_wording(run)
+    row = next(line for line in lines if "changed (new answer, new ids)" in line)
+    cells = [c.strip() for c in row.split("│") if c.strip()]
+    assert cells[1:] == [str(stats["changed"]["groups"]), str(stats["changed"]["queries"])]
+    assert any("industry-by-client-name" in line and "Shipbuilding" in line for line in lines)
+    assert "next: ragaudit run and ragaudit judge" in result.stdout
+    assert (
+        str(run.refresh_log.relative_to(folder)) in result.stdout
+        or str(run.refresh_log) in result.stdout
+    )
+
+
+def per_wording(run: RunDir) -> int:
+    """The questions of one group of the join template (its wordings)."""
+    counts = Counter(
+        q.group_id
+        for q in read_jsonl(run.dataset, QueryRecord)
+        if q.template_id == "client-industry-by-project-name-via-client"
+    )
+    return next(iter(counts.values()))
+
+
+def test_nothing_to_refresh_without_a_dataset(tmp_path: Path) -> None:
+    built = ra.make_world(tmp_path / "world", size=60, seed=0, progress="none")
+    project = ra.Project(built.path / "ragaudit.yaml", root=built.path, progress="none")
+    with pytest.raises(ra.UserError, match="nothing to refresh: no dataset"):
+        project.refresh()
+
+
+def test_a_dataset_generated_again_on_changed_data_never_keeps_old_verdicts(
+    sqlite_world: tuple[ra.Project, Path],
+) -> None:
+    """generate (not --refresh) gives a changed group's questions their old ids: the
+    verdicts remember the reference they were given against, so analyze refuses them and
+    judge judges exactly those again."""
+    project, database = sqlite_world
+    run = RunDir(project.run_dir)
+    project.run([ra.system(lambda q, record: record.reference.display, name="oracle")])
+    project.judge(llm=None)
+    client = next(
+        q.bindings["Client.Name"]
+        for q in read_jsonl(run.dataset, QueryRecord)
+        if q.template_id == "industry-by-client-name"
+    )
+    _sql(database, f"UPDATE Client SET Industry = 'Shipbuilding' WHERE Name = '{client}'")
+    project.generate(unverified=True)
+    moved = [
+        q for q in read_jsonl(run.dataset, QueryRecord) if q.reference.values == ["Shipbuilding"]
+    ]
+    assert moved
+    with pytest.raises(ra.UserError, match="against another reference than"):
+        project.analyze()
+    with pytest.raises(ra.UserError, match="against another reference than"):
+        project.compare(by="variant")
+    report = project.judge(llm=None).systems["oracle"]
+    assert report.judged_now == len(moved)
+    verdicts = {j.query_id: j for j in read_jsonl(run.judgements("oracle"), Judgement)}
+    # The old answers (given before the change) are wrong against the new reference.
+    assert all(verdicts[q.query_id].correct is False for q in moved)
+    assert project.analyze().systems["oracle"].variants
+
+
+def test_a_new_group_whose_question_reads_as_another_groups_is_left_out(
+    sqlite_world: tuple[ra.Project, Path],
+) -> None:
+    """As generate leaves out groups whose question reads the same as another's with
+    another answer, --new adds no such group; the group the dataset held stays."""
+    project, database = sqlite_world
+    run = RunDir(project.run_dir)
+    held = next(
+        q
+        for q in read_jsonl(run.dataset, QueryRecord)
+        if q.template_id == "industry-by-client-name"
+    )
+    name = held.bindings["Client.Name"]
+    _sql(database, f"INSERT INTO Client VALUES ('{name.upper()}', 'Shipbuilding', 'Nowhere')")
+    report = project.refresh(new=True)
+    assert report.dropped_new >= 1  # its industry question reads as the held client's
+    assert any("new groups left out" in note for note in report.notes)
+    after = list(read_jsonl(run.dataset, QueryRecord))
+    assert not any(q.reference.values == ["Shipbuilding"] for q in after)
+    assert held in after
+    added = {m.group_id for m in report.moved if m.status == "new"}
+    assert {q.group_id for q in after if q.bindings.get("Client.Name") == name.upper()} == added
+    assert report.new.groups == len(added)
