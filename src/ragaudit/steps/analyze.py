@@ -15,6 +15,7 @@ from ragaudit.analysis.comparisons import comparisons
 from ragaudit.analysis.documents import generation_figures, source_breakdown
 from ragaudit.analysis.metrics import gold_state, source_of, with_left_out
 from ragaudit.analysis.reliability import reference_free_figures
+from ragaudit.analysis.repeats import stability
 from ragaudit.analysis.retrieval_metrics import ranking_summary
 from ragaudit.analysis.summary import (
     DocumentFigures,
@@ -36,7 +37,7 @@ from ragaudit.steps.inputs import read_neutral
 from ragaudit.steps.judge import read_judge_stats
 from ragaudit.steps.label import read_label_figures
 from ragaudit.steps.scan import read_scan
-from ragaudit.store.examples import answer_examples, retrieval_examples
+from ragaudit.store.examples import answer_examples, repeat_attempts, retrieval_examples
 from ragaudit.store.files import DrilldownRow, read_documents_thresholds
 from ragaudit.store.records import (
     OneRecordEach,
@@ -283,6 +284,9 @@ def run_analysis(
         reference_free=None
         if neutral or outcome != "answer"
         else read_reference_free(run, examples, reference_free or ReferenceFreeOptions()),
+        # The repeats of run --repeat N: how stable each answer is, beside the figures of
+        # the first asking above.
+        stability=stability(repeat_attempts(run)) if not neutral and outcome == "answer" else {},
     )
     result = _write(run, summary)
     rows = _drilldown_rows(run, neutral, examples, analysis, dropped)

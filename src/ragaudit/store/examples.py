@@ -10,15 +10,23 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from ragaudit.analysis.metrics import Example, gold_state
+from ragaudit.analysis.repeats import Attempt
 from ragaudit.judge.retrieval import RetrievalRule, retrieval_correct
-from ragaudit.records.io import RecordFileError
-from ragaudit.records.models import Judgement, QueryRecord, ResponseRecord
+from ragaudit.records.io import RecordFileError, read_jsonl
+from ragaudit.records.models import (
+    Judgement,
+    QueryRecord,
+    RepeatJudgement,
+    RepeatResponse,
+    ResponseRecord,
+)
 from ragaudit.rundir import RunDir
 from ragaudit.store.records import (
     check_fresh,
     read_dataset,
     read_retrieved_ids,
     read_run_records,
+    record_files,
 )
 
 
@@ -156,3 +164,74 @@ def retrieval_examples(
     for _, responses in read_run_records(run, ResponseRecord, files):
         examples.extend(from_responses(queries.by_id, responses, rule, left_out))
     return examples
+
+
+def repeat_attempts(run: RunDir) -> list[Attempt]:
+    """Every judged asking of every query by each system that has repeats
+    (``repeats/judgements/``, from ``run --repeat N``): its first asking from
+    ``judgements/`` (repeat 0) and the others from the repeats' judgements, each once per
+    (system, query, repeat). Judgements the judge failed to give are left out; a judgement
+    of another answer than the run holds now (the system run again) is refused, as
+    :func:`answer_examples` refuses it. Empty when no system has repeats."""
+    files = record_files(run, RepeatJudgement)
+    if not files:
+        return []
+    queries = read_dataset(run).by_id
+    attempts: list[Attempt] = []
+
+    def add(judgements: list[Judgement], kind: str) -> None:
+        for j in judgements:
+            q = queries.get(j.query_id)
+            if q is None:
+                raise RecordFileError(f"{kind} for unknown query {j.query_id} ({j.system})")
+            if j.correct is not None:
+                repeat = getattr(j, "repeat", 0)
+                attempts.append(
+                    Attempt(j.system, j.query_id, q.group_id, q.variant, repeat, j.correct)
+                )
+
+    for _, records in read_run_records(run, RepeatJudgement, files):
+        repeats = list(records)
+        if not repeats:
+            continue
+        system = repeats[0].system
+        _check_fresh_repeats(run, system, repeats)
+        first = run.judgements(system)
+        if first.exists():
+            _, judged = next(read_run_records(run, Judgement, [first]))
+            judgements = list(judged)
+            check_fresh(run, judgements, _digests(run.responses(system)))
+            add(judgements, "judgement")
+        add(list(repeats), "repeat judgement")
+    return attempts
+
+
+def _digests(path: Path) -> dict[str, str]:
+    """Query id -> the fingerprint of its response in a responses file (none when it is
+    missing): what a judgement of it must have judged."""
+    if not path.exists():
+        return {}
+    return {r.query_id: r.digest for r in read_jsonl(path, ResponseRecord)}
+
+
+def _check_fresh_repeats(run: RunDir, system: str, judgements: list[RepeatJudgement]) -> None:
+    """Refuse judgements of repeats made of other answers than the repeats file holds now
+    (the system run again), as :func:`~ragaudit.store.records.check_fresh` refuses those
+    of first askings."""
+    path = run.repeat_responses(system)
+    if not path.exists():
+        return
+    digests = {(r.query_id, r.repeat): r.digest for r in read_jsonl(path, RepeatResponse)}
+    stale = [
+        j
+        for j in judgements
+        if j.response_digest is not None
+        and digests.get((j.query_id, j.repeat)) not in (None, j.response_digest)
+    ]
+    if stale:
+        raise RecordFileError(
+            f"{run.repeat_judgements(system)}: {len(stale)} judgement(s) of {system}'s "
+            f"repeats (query {stale[0].query_id}, repeat {stale[0].repeat} first) judged "
+            f"another answer than {path} holds now (the system was run again): run ragaudit "
+            "judge, which judges them anew"
+        )
