@@ -23,6 +23,7 @@ from ragaudit.records.models import (
 from ragaudit.rundir import RunDir
 from ragaudit.store.records import (
     check_fresh,
+    check_fresh_repeats,
     read_dataset,
     read_retrieved_ids,
     read_run_records,
@@ -195,7 +196,10 @@ def repeat_attempts(run: RunDir) -> list[Attempt]:
         if not repeats:
             continue
         system = repeats[0].system
-        _check_fresh_repeats(run, system, repeats)
+        path = run.repeat_responses(system)
+        if path.exists():
+            now = {(r.query_id, r.repeat): r.digest for r in read_jsonl(path, RepeatResponse)}
+            check_fresh_repeats(run, repeats, now)
         first = run.judgements(system)
         if first.exists():
             _, judged = next(read_run_records(run, Judgement, [first]))
@@ -212,26 +216,3 @@ def _digests(path: Path) -> dict[str, str]:
     if not path.exists():
         return {}
     return {r.query_id: r.digest for r in read_jsonl(path, ResponseRecord)}
-
-
-def _check_fresh_repeats(run: RunDir, system: str, judgements: list[RepeatJudgement]) -> None:
-    """Refuse judgements of repeats made of other answers than the repeats file holds now
-    (the system run again), as :func:`~ragaudit.store.records.check_fresh` refuses those
-    of first askings."""
-    path = run.repeat_responses(system)
-    if not path.exists():
-        return
-    digests = {(r.query_id, r.repeat): r.digest for r in read_jsonl(path, RepeatResponse)}
-    stale = [
-        j
-        for j in judgements
-        if j.response_digest is not None
-        and digests.get((j.query_id, j.repeat)) not in (None, j.response_digest)
-    ]
-    if stale:
-        raise RecordFileError(
-            f"{run.repeat_judgements(system)}: {len(stale)} judgement(s) of {system}'s "
-            f"repeats (query {stale[0].query_id}, repeat {stale[0].repeat} first) judged "
-            f"another answer than {path} holds now (the system was run again): run ragaudit "
-            "judge, which judges them anew"
-        )

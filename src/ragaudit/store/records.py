@@ -242,6 +242,27 @@ def check_fresh(run: RunDir, judgements: list[Judgement], digests: Mapping[str, 
             )
 
 
+def check_fresh_repeats(
+    run: RunDir, judgements: list[RepeatJudgement], digests: Mapping[tuple[str, int], str]
+) -> None:
+    """:func:`check_fresh` for the judgements of one system's repeats (``digests``: (query
+    id, repeat) -> the fingerprint of that repeat's answer now)."""
+    stale = [
+        j
+        for j in judgements
+        if j.response_digest is not None
+        and digests.get((j.query_id, j.repeat)) not in (None, j.response_digest)
+    ]
+    if stale:
+        first = stale[0]
+        raise RecordFileError(
+            f"{run.repeat_judgements(first.system)}: {len(stale)} judgement(s) of "
+            f"{first.system}'s repeats (query {first.query_id}, repeat {first.repeat} first) "
+            f"judged another answer than {run.repeat_responses(first.system)} holds now (the "
+            "system was run again): run ragaudit judge, which judges them anew"
+        )
+
+
 def read_responses(
     run: RunDir, system: str, only: set[str] | None = None
 ) -> dict[str, ResponseRecord]:
