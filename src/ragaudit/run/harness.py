@@ -116,11 +116,9 @@ async def _ask(
 ) -> ResponseRecord:
     start = time.perf_counter()
     try:
-        if seeded:  # the system takes ``repeat`` (takes_repeat): the protocol's optional part
-            call = system.answer(query, repeat=repeat)  # type: ignore[call-arg]
-        else:
-            call = system.answer(query)
-        answer = await asyncio.wait_for(call, timeout_s)
+        # ``repeat`` only to a system that takes it (takes_repeat): the protocol's option.
+        told: dict[str, int] = {"repeat": repeat} if seeded else {}
+        answer = await asyncio.wait_for(system.answer(query, **told), timeout_s)
     except TimeoutError:
         error = f"timed out after {timeout_s:g} s"
     except asyncio.CancelledError:

@@ -359,15 +359,15 @@ def _judge_repeats(
     todo = [r for r in responses if (r.query_id, r.repeat) not in done]
     # The verdicts already given, by (query, answer): the first askings' and the repeats'.
     known: dict[tuple[str, str], Judgement] = {}
-    earlier = [run.judgements(name), out]
-    for file, model in zip(earlier, (Judgement, RepeatJudgement), strict=True):
-        if file.exists():
-            for j in read_jsonl(file, model):
-                usable = j.correct is not None and not (
-                    redo_unmatched and j.method.startswith("unmatched")
-                )
-                if usable and j.response_digest is not None:
-                    known.setdefault((j.query_id, j.response_digest), j)
+    given: list[Judgement] = []
+    if run.judgements(name).exists():
+        given += read_jsonl(run.judgements(name), Judgement)
+    if out.exists():
+        given += read_jsonl(out, RepeatJudgement)
+    for j in given:
+        usable = j.correct is not None and not (redo_unmatched and j.method.startswith("unmatched"))
+        if usable and j.response_digest is not None:
+            known.setdefault((j.query_id, j.response_digest), j)
     stats = JudgeStats()
     methods: Counter[str] = Counter()
     reused = failed = 0
