@@ -338,9 +338,13 @@ def test_the_command_line_asks_repeats_from_the_option_or_the_system(tmp_path: P
     assert repeats == {1, 2}
     stats = json.loads(run.run_stats.read_text())
     assert stats["once"]["repeats"] == 3
-    for args in (["judge", "--no-llm"], ["analyze"]):
-        result = ragaudit(*args, cwd=tmp_path)
-        assert result.returncode == 0, (args, result.stderr)
+    judged = ragaudit("judge", "--no-llm", cwd=tmp_path)
+    assert judged.returncode == 0, judged.stderr
+    # Two distinct answers per query: the repeats take the verdicts of the first askings.
+    n = len(PLAN)
+    assert f"  repeats: judged {2 * n} now ({2 * n - n} took the verdict of" in judged.stdout
+    result = ragaudit("analyze", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
     assert "How stable the answers are" in result.stdout
     judged = list(read_jsonl(run.repeat_judgements("once"), RepeatJudgement))
     assert len(judged) == 2 * len(PLAN) and all(j.correct is False for j in judged)
