@@ -194,14 +194,21 @@ async def run_system(
         raise ValueError("repeats need a file for them (repeats_out)")
     done = answered_ids(out, retry_errors=retry_errors)
     first = list(pending(queries, done))
+    first_ids = {q.query_id for q in first}
     unique = list(pending(queries, set())) if repeats > 1 else first
     done_again = (
         answered_repeats(repeats_out, retry_errors=retry_errors)
         if repeats > 1 and repeats_out is not None
         else set()
     )
-    again = [(q, r) for r in range(1, repeats) for q in unique if (q.query_id, r) not in done_again]
-    todo_count = len(first) + len(again)
+
+    def to_ask(q: QueryRecord, repeat: int) -> bool:
+        """Whether the ``repeat``-th asking of ``q`` has no record yet."""
+        return q.query_id in first_ids if repeat == 0 else (q.query_id, repeat) not in done_again
+
+    # Counted, not listed: a million queries asked five times are not five million pairs.
+    again = sum(to_ask(q, r) for r in range(1, repeats) for q in unique)
+    todo_count = len(first) + again
     total = len(queries) + (repeats - 1) * len(unique)
     stats = SystemRunStats(system.name, already_done=total - todo_count, repeats=repeats)
     if on_start:
@@ -210,8 +217,7 @@ async def run_system(
         return stats
     # Every query with an asking to do, in dataset order, once: what the system prepares
     # and orders (its first askings, then each repeat, in that order).
-    asked_ids = {q.query_id for q in first} | {q.query_id for q, _ in again}
-    todo = first if not again else [q for q in unique if q.query_id in asked_ids]
+    todo = first if not again else [q for q in unique if any(to_ask(q, r) for r in range(repeats))]
     buffers: dict[int, list[ResponseRecord]] = {0: [], 1: []}  # the responses, the repeats
     start = time.perf_counter()
     prepare = getattr(system, "prepare", None)
@@ -220,18 +226,12 @@ async def run_system(
     order = getattr(system, "order", None)
     ordered = order(todo) if order is not None else todo
     seeded = repeats > 1 and takes_repeat(system)
-    first_ids = {q.query_id for q in first}
-    again_keys = {(q.query_id, r) for q, r in again}
 
     def jobs() -> Iterator[tuple[QueryRecord, int]]:
         # Shared by the workers, consumed without awaiting: each asking goes to one.
         for repeat in range(repeats):
             for q in ordered:
-                if (
-                    (q.query_id in first_ids)
-                    if repeat == 0
-                    else ((q.query_id, repeat) in again_keys)
-                ):
+                if to_ask(q, repeat):
                     yield q, repeat
 
     source = jobs()
