@@ -213,17 +213,31 @@ def test_repeats_resume_and_a_rerun_starts_them_over(tmp_path: Path) -> None:
     fn, asked = _scripted(queries)
     system = ra.system(fn, name="scripted")
     project.run([system], repeat=3)
+    project.judge(llm=None)
     asked.clear()
     more = project.run([system], repeat=5)["scripted"]
     # Only the repeats 3 and 4 are asked: the others are on file.
     assert sorted(asked) == sorted((q, r) for q in PLAN for r in (3, 4))
     assert more.asked == 2 * len(queries) and more.already_done == 3 * len(queries)
-    project.judge(llm=None)
+    judged = project.judge(llm=None).systems["scripted"].repeats
+    # Only the answers a query had not given in its first three askings are judged.
+    run = RunDir(project.run_dir)
+    firsts = read_jsonl(run.responses("scripted"), ResponseRecord)
+    repeats = read_jsonl(run.repeat_responses("scripted"), RepeatResponse)
+    answers = [(r.query_id, 0, r.response) for r in firsts]
+    answers += [(r.query_id, r.repeat, r.response) for r in repeats]
+    before = {(q, a) for q, r, a in answers if r < 3}
+    new = {(q, a) for q, r, a in answers if r >= 3} - before
+    assert judged is not None and judged.judged_now == 2 * len(queries)
+    assert judged.judged_now - judged.reused == len(new) > 0
+    verdicts = list(read_jsonl(run.repeat_judgements("scripted"), RepeatJudgement))
+    assert sorted((j.query_id, j.repeat) for j in verdicts) == sorted(
+        (q, r) for q in PLAN for r in range(1, 5)
+    )
     assert project.analyze().stability["scripted"].repeats == 5
     asked.clear()
     project.run([system], repeat=2, rerun=True)
     assert sorted(asked) == sorted((q, r) for q in PLAN for r in (0, 1))
-    run = RunDir(project.run_dir)
     assert {r.repeat for r in read_jsonl(run.repeat_responses("scripted"), RepeatResponse)} == {1}
 
 

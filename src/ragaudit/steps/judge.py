@@ -400,7 +400,7 @@ def _judge_repeats(
                     reused += 1
                 failed += verdict.correct is None
                 methods[verdict.method] += 1
-                fields = verdict.model_dump(exclude={"schema_version"})
+                fields = verdict.model_dump(exclude={"schema_version", "repeat"})
                 records.append(RepeatJudgement(**fields, repeat=r.repeat))
             for key, verdict in verdicts.items():
                 if verdict.correct is not None:
