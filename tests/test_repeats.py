@@ -193,6 +193,21 @@ def test_the_report_and_summary_tell_wordings_from_repeats(tmp_path: Path) -> No
     assert next(q.query for q in queries if q.query_id == flaky["query_id"]) in html
 
 
+def test_repeats_not_yet_judged_are_named_in_a_warning(tmp_path: Path) -> None:
+    project, queries = _project(tmp_path)
+    fn, _ = _scripted(queries)
+    system = ra.system(fn, name="scripted")
+    project.run([system], repeat=2)
+    project.judge(llm=None)
+    project.run([system], repeat=3)  # the third asking of every query, not judged yet
+    summary = project.analyze()
+    assert summary.stability["scripted"].repeats == 2
+    assert (
+        f"scripted: {len(queries)} of its {2 * len(queries)} repeats have no judgement, so its "
+        "stability figures leave them out: run ragaudit judge --system scripted"
+    ) in summary.warnings
+
+
 def test_a_run_without_repeats_writes_and_shows_none(tmp_path: Path) -> None:
     project, queries = _project(tmp_path)
     fn, asked = _scripted(queries)

@@ -29,7 +29,14 @@ from ragaudit.errors import UserError, check_seed
 from ragaudit.judge.options import ReferenceFreeOptions
 from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, RuleFit
 from ragaudit.records.io import atomic_write_text, read_jsonl, write_jsonl_atomic
-from ragaudit.records.models import CandidateRecord, FreeScoreRecord, Judgement, ResponseRecord
+from ragaudit.records.models import (
+    CandidateRecord,
+    FreeScoreRecord,
+    Judgement,
+    RepeatJudgement,
+    RepeatResponse,
+    ResponseRecord,
+)
 from ragaudit.report.summary_file import write_summary
 from ragaudit.report.text import summary_markdown
 from ragaudit.rundir import RunDir
@@ -259,6 +266,7 @@ def run_analysis(
         warnings += judged_warnings
         if outcome == "answer":
             warnings += _unjudged(run, {*analysis.systems, *undecided})
+            warnings += _unjudged_repeats(run)
     # Whether the retriever found the gold documents needs no judge: the same comparisons
     # on retrieval correctness say which half of the system breaks.
     both: tuple[Outcome, ...] = ("answer", "retrieval")
@@ -306,6 +314,27 @@ def _unjudged(run: RunDir, analyzed: set[str]) -> list[str]:
         and path.stat().st_size
         and not run.judgements(path.stem).exists()
     ]
+
+
+def _unjudged_repeats(run: RunDir) -> list[str]:
+    """A warning for each system whose repeats (``run --repeat N``) are not all judged:
+    its stability figures leave those out, which a reader would otherwise not notice."""
+    out = []
+    for path in record_files(run, RepeatResponse):
+        asked = {(r.query_id, r.repeat) for r in read_jsonl(path, RepeatResponse)}
+        verdicts = run.repeats_dir / "judgements" / path.name
+        judged = (
+            {(j.query_id, j.repeat) for j in read_jsonl(verdicts, RepeatJudgement)}
+            if verdicts.exists()
+            else set()
+        )
+        missing = len(asked - judged)
+        if missing:
+            out.append(
+                f"{path.stem}: {missing} of its {len(asked)} repeats have no judgement, so "
+                f"its stability figures leave them out: run ragaudit judge --system {path.stem}"
+            )
+    return out
 
 
 def read_reference_free(
