@@ -196,7 +196,8 @@ STABILITY_HEADERS = (
     "repeats",
     "queries",
     "mean pass rate",
-    "flaky queries",
+    "flaky",
+    "flaky share",
     "always right",
     "always wrong",
 )
@@ -209,8 +210,9 @@ def _repeats(low: int, high: int) -> str:
 
 def stability_rows(summary: Summary) -> list[list[str]]:
     """Per system asked each query several times (``run --repeat N``), and per variant:
-    the repeats, the queries, their mean pass rate with its interval, the flaky share
-    (with how many of how many), the queries right and wrong every time."""
+    the repeats, the queries, their mean pass rate with its interval, the flaky queries
+    (how many of how many, and their share with its interval), the queries right and
+    wrong every time."""
     rows = []
     for system, figures in summary.stability.items():
         repeats = _repeats(figures.min_repeats, figures.repeats)
@@ -222,7 +224,8 @@ def stability_rows(summary: Summary) -> list[list[str]]:
                     repeats,
                     str(core.queries),
                     show_mean(core.mean_pass_rate),
-                    f"{core.flaky} ({core.flaky.k} of {core.flaky.n})",
+                    f"{core.flaky.k} of {core.flaky.n}",
+                    str(core.flaky),
                     str(core.always_right),
                     str(core.always_wrong),
                 ]
