@@ -832,7 +832,6 @@ class Summary(_Model):
         frame = pd.DataFrame(rows, columns=columns)
         return frame.astype({"value": "Float64", "low": "Float64", "high": "Float64"})
 
-
     def stability_to_pandas(self) -> Any:
         """How stable each system's answers are over repeated askings (:attr:`stability`,
         ``run --repeat N``) as a pandas DataFrame, one row per system x variant (``all``
