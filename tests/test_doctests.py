@@ -56,9 +56,10 @@ DATA_CONTAINERS = {
     },
     "ragaudit.analysis.summary": {
         "AUROC", "Blame", "CritiqueStat", "DocumentFigures", "LabelFigures", "MeanInterval",
-        "MetricReliability", "PrecisionTarget", "RaterAgreement", "ReferenceFreeFigures",
-        "ReliabilityCore", "ScanRow", "Side", "SourceFigures", "StrategyFigures",
-        "SystemFigures", "SystemRanking", "VariantFigures", "WeightScan",
+        "MetricReliability", "PrecisionTarget", "QueryPassRate", "RaterAgreement",
+        "ReferenceFreeFigures", "ReliabilityCore", "ScanRow", "Side", "SourceFigures",
+        "StabilityCore", "StabilityFigures", "StrategyFigures", "SystemFigures",
+        "SystemRanking", "VariantFigures", "WeightScan",
     },
 }  # fmt: skip
 

@@ -20,7 +20,7 @@ import ragaudit as ra
 from ragaudit.generate.sql.templates import load_templates, save_templates
 from ragaudit.generate.text.templates import load_text_templates, save_text_templates
 from ragaudit.records.io import read_jsonl
-from ragaudit.records.models import Judgement, QueryRecord
+from ragaudit.records.models import Judgement, QueryRecord, RepeatJudgement, RepeatResponse
 from ragaudit.rundir import RunDir
 from ragaudit.store.records import read_refresh_log
 from ragaudit.world.company import SCHEMA
@@ -578,3 +578,42 @@ def test_a_new_group_whose_question_reads_as_another_groups_is_left_out(
     added = {m.group_id for m in report.moved if m.status == "new"}
     assert {q.group_id for q in after if q.bindings.get("Client.Name") == name.upper()} == added
     assert report.new.groups == len(added)
+
+
+def test_the_repeats_of_a_question_that_left_leave_with_it(
+    sqlite_world: tuple[ra.Project, Path],
+) -> None:
+    """run --repeat N keeps the other askings in repeats/: a refresh moves those of the
+    questions that left to retired/ too, so the next judge and analyze read no repeat of
+    a question the dataset no longer has, and only the new questions are asked again."""
+    project, database = sqlite_world
+    run = RunDir(project.run_dir)
+    project.run([ra.system(lambda q, record: record.reference.display, name="oracle")], repeat=3)
+    project.judge(llm=None)
+    client = next(
+        q.bindings["Client.Name"]
+        for q in read_jsonl(run.dataset, QueryRecord)
+        if q.template_id == "industry-by-client-name"
+    )
+    _sql(database, f"UPDATE Client SET Industry = 'Shipbuilding' WHERE Name = '{client}'")
+    report = project.refresh()
+    assert report.changed.groups >= 1
+    gone = {i for m in report.moved for i in m.old_query_ids}
+    assert report.retired == {
+        "responses": len(gone),
+        "judgements": len(gone),
+        "repeats/responses": 2 * len(gone),
+        "repeats/judgements": 2 * len(gone),
+    }
+    left = read_jsonl(run.repeat_responses("oracle"), RepeatResponse)
+    assert not {r.query_id for r in left} & gone
+    old = list(
+        read_jsonl(run.retired_dir / "repeats" / "judgements" / "oracle.jsonl", RepeatJudgement)
+    )
+    assert {(j.query_id, j.repeat) for j in old} == {(q, r) for q in gone for r in (1, 2)}
+    project.run([ra.system(lambda q, record: record.reference.display, name="oracle")], repeat=3)
+    judged = project.judge(llm=None).systems["oracle"]
+    assert judged.judged_now == report.asks
+    assert judged.repeats is not None and judged.repeats.judged_now == 2 * report.asks
+    stability = project.analyze().stability["oracle"]
+    assert stability.flaky_queries == []

@@ -8,6 +8,7 @@ Layout (DESIGN.md)::
       templates/sql.yaml       templates/text.yaml
       dataset.jsonl            dataset.stats.json
       responses/<system>.jsonl judgements/<system>.jsonl   scores/<system>.jsonl
+      repeats/responses/<system>.jsonl  repeats/judgements/<system>.jsonl  (run --repeat N)
       answers.parquet          the joined answer table (built from the JSON Lines above)
       summary.json             summary.md    drilldown.jsonl    report.html
       run.stats.json           judge.stats.json   gold_facts.jsonl (generate.gold_rows)
@@ -103,6 +104,22 @@ class RunDir:
     def scores(self, system: str) -> Path:
         """Reference-free metrics of one system's responses (judge --reference-free)."""
         return self.root / "scores" / f"{safe_filename(system)}.jsonl"
+
+    def repeat_responses(self, system: str) -> Path:
+        """The repeats of one system's answers (``run --repeat N``): its responses to every
+        query asked again, repeats 1 to N - 1 (the first asking is in :meth:`responses`)."""
+        return self.repeats_dir / "responses" / f"{safe_filename(system)}.jsonl"
+
+    def repeat_judgements(self, system: str) -> Path:
+        """The judgements of one system's repeats (:meth:`repeat_responses`)."""
+        return self.repeats_dir / "judgements" / f"{safe_filename(system)}.jsonl"
+
+    @property
+    def repeats_dir(self) -> Path:
+        """Where the repeats of every system are (``repeats/responses/`` and
+        ``repeats/judgements/``): beside ``responses/`` and ``judgements/``, which keep one
+        record per query, so that their readers read them as they did before repeats."""
+        return self.root / "repeats"
 
     @property
     def judgements_dir(self) -> Path:

@@ -19,6 +19,13 @@ correction) beyond. With m = 0 this is the paired permutation test of
 the gate's alpha (Bonferroni), so that the gate as a whole raises a false alarm at most
 alpha of the time.
 
+Repeats (``run --repeat N``): a group's numerator and denominator count every judged
+asking of its queries, so its contribution is its pass rate over all its repeats. The
+groups stay the unit the signs flip over (the repeats of one query are not independent
+evidence: a query its system cannot answer is wrong every time), so the repeats make each
+group's figure steadier instead of multiplying the evidence: a flaky system needs a real
+drop to fail, not one unlucky run, and a real drop shows through its flakiness.
+
 A check is only as good as its size, and the gate says how good:
 
 * **untestable**: on n paired groups no p-value is below 2^-n (a candidate wrong in every

@@ -18,10 +18,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ragaudit.records.models import supported_version
 
-SCHEMA_VERSION = 6  # 2: by_label, labels, weight_scan (issue 16); 3: by_source, documents;
+SCHEMA_VERSION = 7  # 2: by_label, labels, weight_scan (issue 16); 3: by_source, documents;
 # 4: reference_free (issue 18); 5: blame counts "system error" (a failed call, issue 36);
 # 6: robustness_undefined, R null where it cannot be measured, and the blame's correct is
 # the accuracy (issue 41)
+# 7: stability (run --repeat N: pass rates and flaky queries, issue 38)
 
 Outcome = Literal["answer", "retrieval"]
 Tag = Literal["gap", "robust", "non-robust"]
@@ -550,6 +551,78 @@ class ReferenceFreeFigures(_Model):
     )
 
 
+# How a semantic group's answers vary when every wording is asked several times.
+GroupStability = Literal[
+    "always right", "always wrong", "fails in some wordings", "fails in some repeats"
+]
+GROUP_STABILITY: tuple[GroupStability, ...] = (
+    "always right",
+    "always wrong",
+    "fails in some wordings",
+    "fails in some repeats",
+)
+
+
+class QueryPassRate(_Model):
+    """One query asked several times by one system (``run --repeat N``): how often its
+    answer was right."""
+
+    system: str = Field(description="the system")
+    query_id: str = Field(description="the query")
+    group_id: str = Field(description="its semantic group")
+    variant: str = Field(description="its wording style")
+    passes: int = Field(ge=0, description="judged askings whose answer was right")
+    repeats: int = Field(ge=1, description="judged askings of the query")
+    pass_rate: float = Field(ge=0, le=1, description="passes / repeats")
+    ci95: Interval = Field(description="95% Wilson interval of the pass rate")
+    flaky: bool = Field(description="right in some repeats and wrong in others")
+
+
+class StabilityCore(_Model):
+    """How stable one system's answers are over the queries of one variant, or of all
+    variants: every query asked several times (``run --repeat N``), each asking judged."""
+
+    queries: int = Field(ge=0, description="queries with at least one judged asking")
+    answers: int = Field(ge=0, description="judged askings of those queries")
+    mean_pass_rate: MeanInterval = Field(
+        description="the mean over the queries of each query's pass rate (every query weighs "
+        "the same), with a 95% interval that counts the semantic group as the unit (its "
+        "wordings share one fact): a t interval from the spread between groups; the Wilson "
+        "interval at the mean where that spread is nil or there is one group"
+    )
+    flaky: Proportion = Field(
+        description="flaky queries (right in some repeats, wrong in others) among the "
+        "queries judged at least twice"
+    )
+    always_right: int = Field(ge=0, description="queries right in every judged asking")
+    always_wrong: int = Field(ge=0, description="queries wrong in every judged asking")
+    groups: dict[GroupStability, int] = Field(
+        description="semantic groups by how their answers vary: always right, always wrong, "
+        "fails in some wordings (each wording gives the same verdict every time, but not "
+        "all wordings the same: what robustness across wordings measures), fails in some "
+        "repeats (some wording is flaky: the same question in the same words is right one "
+        "time and wrong another)"
+    )
+
+
+class StabilityFigures(StabilityCore):
+    """One system's answers asked several times (``run --repeat N``): over all its
+    queries, per variant, and the flaky queries themselves."""
+
+    system: str = Field(description="the system")
+    repeats: int = Field(ge=1, description="the most judged askings of any one query")
+    min_repeats: int = Field(
+        ge=1,
+        description="the fewest judged askings of any one query (below repeats where "
+        "askings failed to be judged, or a run was cut short)",
+    )
+    variants: dict[str, StabilityCore] = Field(description="the same figures per variant")
+    flaky_queries: list[QueryPassRate] = Field(
+        description="the flaky queries, those whose pass rate is nearest one half first (at "
+        "most 20; flaky.k says how many there are)"
+    )
+
+
 class SourceFigures(_Model):
     """The figures of the queries of one source (SQL-grounded or document-generated)."""
 
@@ -627,6 +700,12 @@ class Summary(_Model):
         None,
         description="reference-free metrics (scores/) and their reliability against the "
         "grounded verdicts, if judge --reference-free ran",
+    )
+    stability: dict[str, StabilityFigures] = Field(
+        default_factory=dict,
+        description="per system asked each query several times (run --repeat N): each "
+        "query's pass rate, their mean with its interval, the flaky queries and how the "
+        "semantic groups vary, across wordings or across repeats; empty without repeats",
     )
 
     @field_validator("schema_version")
@@ -775,6 +854,55 @@ class Summary(_Model):
         columns = ["system", "variant", "metric", "value", "low", "high", "n"]
         frame = pd.DataFrame(rows, columns=columns)
         return frame.astype({"value": "Float64", "low": "Float64", "high": "Float64"})
+
+    def stability_to_pandas(self) -> Any:
+        """How stable each system's answers are over repeated askings (:attr:`stability`,
+        ``run --repeat N``) as a pandas DataFrame, one row per system x variant (``all``
+        for the system over every variant): system, variant, queries, answers (judged
+        askings), mean_pass_rate, low, high (its 95% interval), flaky (the share of flaky
+        queries), flaky_low, flaky_high, flaky_k, flaky_n, and the groups per class
+        (always right, always wrong, fails in some wordings, fails in some repeats).
+        Empty without repeats.
+
+        Examples:
+            >>> from ragaudit.analysis.repeats import Attempt, stability
+            >>> attempts = [Attempt("rag", f"q{g}", f"g{g}", "short", r, g == 0 or r % 2 == 0)
+            ...             for g in range(3) for r in range(4)]
+            >>> summary = Summary(retrieval_rule="any", systems={}, stability=stability(attempts))
+            >>> row = summary.stability_to_pandas().iloc[0]
+            >>> row.variant, float(row.mean_pass_rate), int(row.flaky_k), int(row.flaky_n)
+            ('all', 0.6666666666666666, 2, 3)
+        """
+        import pandas as pd
+
+        columns = ["system", "variant", "queries", "answers", "mean_pass_rate", "low", "high"]
+        columns += ["flaky", "flaky_low", "flaky_high", "flaky_k", "flaky_n", *GROUP_STABILITY]
+
+        def row(system: str, variant: str, core: StabilityCore) -> dict[str, Any]:
+            mean, flaky = core.mean_pass_rate, core.flaky
+            return {
+                "system": system,
+                "variant": variant,
+                "queries": core.queries,
+                "answers": core.answers,
+                "mean_pass_rate": mean.value,
+                "low": mean.ci95[0],
+                "high": mean.ci95[1],
+                "flaky": flaky.value,
+                "flaky_low": flaky.ci95[0],
+                "flaky_high": flaky.ci95[1],
+                "flaky_k": flaky.k,
+                "flaky_n": flaky.n,
+                **{kind: core.groups.get(kind, 0) for kind in GROUP_STABILITY},
+            }
+
+        rows = []
+        for name, figures in self.stability.items():
+            rows.append(row(name, "all", figures))
+            rows += [row(name, v, core) for v, core in figures.variants.items()]
+        floats = ["mean_pass_rate", "low", "high", "flaky", "flaky_low", "flaky_high"]
+        frame = pd.DataFrame(rows, columns=columns)
+        return frame.astype({name: "Float64" for name in floats})
 
 
 # The proportions of a variant's figures, in the order tables show them.

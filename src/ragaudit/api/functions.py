@@ -25,7 +25,9 @@ def system(
     (or ``fn(question, record=QueryRecord)``), sync or async, returning the answer's text,
     or a :class:`ragaudit.Answer` with the ids of the documents it retrieved (so that
     ragaudit can tell the retriever's errors from the language model's). Its answers go to
-    ``responses/<name>.jsonl`` (default name: the function's)."""
+    ``responses/<name>.jsonl`` (default name: the function's). A function that takes
+    ``repeat`` is told which asking of the question each call is (``run(...,
+    repeat=N)``: 0 to N - 1), to seed itself with."""
     from ragaudit.errors import UserError
 
     if not callable(fn):

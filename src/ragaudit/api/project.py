@@ -468,13 +468,17 @@ class Project:
         rerun: bool = False,
         concurrency: int | None = None,
         timeout: float | None = None,
+        repeat: int | None = None,
     ) -> dict[str, SystemRunStats]:
         """Ask every system every question (``ragaudit run``): the configuration's systems,
         or those named, or systems of your own (``ra.system(fn, name=...)``). Resumable: a
         second call asks only what is missing, so a system changed under the same name
         keeps its old answers (and says so in its ``warnings``) unless ``rerun=True``,
-        which asks every query again (``judge`` then judges the new answers). Returns per
-        system what was asked and how it went."""
+        which asks every query again (``judge`` then judges the new answers). ``repeat``
+        N asks every question N times (``run --repeat N``; default: each system's
+        ``repeat:``, else once), so that ``judge`` judges every asking and ``analyze``
+        gives each question's pass rate and the share of flaky ones. Returns per system
+        what was asked and how it went."""
         from ragaudit.steps.run import run_systems, selected_systems
 
         config = self.config.model_copy(deep=True)
@@ -496,6 +500,7 @@ class Project:
             "retry_errors": retry_errors,
             "rerun": rerun,
             "timeout": timeout,
+            "repeat": repeat,
         }
         with (
             self._step("run", options, config) as run,
@@ -508,6 +513,7 @@ class Project:
                 limit=limit,
                 retry_errors=retry_errors,
                 rerun=rerun,
+                repeat=repeat,
                 progress=display,
             )
 

@@ -1,6 +1,7 @@
 """The run's records as tables a notebook user works with: the dataset (one row per
-question) and the answers (one row per system and question, joined with the verdict,
-the reference-free scores and where the answer went wrong), each with ``.to_pandas()``.
+question) and the answers (one row per system and question, and per repeat with ``run
+--repeat N``, joined with the verdict, the reference-free scores and where the answer went
+wrong), each with ``.to_pandas()``.
 
 They are read from the run's files (JSON Lines, the source of truth a user may edit; the
 answers through the run's answer table, answers.parquet, rebuilt whenever they changed),
@@ -103,6 +104,7 @@ class AnswerRow:
 
     system: str
     query_id: str
+    repeat: int  # which asking of the query (run --repeat N): 0 for the first
     query: str
     variant: str
     group_id: str
@@ -134,7 +136,8 @@ class Answers:
 
     @property
     def rows(self) -> list[AnswerRow]:
-        """Every answer, in the order of the responses files (by name) and their lines."""
+        """Every answer, in the order of the responses files (by name) and their lines,
+        then the repeats' (``run --repeat N``) in the order of theirs."""
         if self._rows is None:
             rows = self._table.to_pylist()
             for row in rows:
@@ -157,7 +160,8 @@ class Answers:
         return self._table
 
     def to_pandas(self) -> pd.DataFrame:
-        """One row per answer: system, query_id, query, variant, group_id, source,
+        """One row per answer: system, query_id, repeat (which asking of the query, 0
+        without repeats), query, variant, group_id, source,
         reference, answer, error, correct, method, retrieval_correct, retrieved_ids,
         gold_ids, where (the module the answer went wrong in, or ``correct``), rationale,
         and one column per reference-free metric scored."""

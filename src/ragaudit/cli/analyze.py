@@ -61,9 +61,10 @@ def analyze_cmd(
         ranking_table,
         reliability_table,
         scan_table,
+        stability_tables,
         system_tables,
     )
-    from ragaudit.report.text import verdict_lines
+    from ragaudit.report.text import flaky_lines, verdict_lines
 
     check_rule(retrieval_rule)
     project = project_for(config_path)
@@ -106,6 +107,13 @@ def analyze_cmd(
         console.print(reliability)
         for figures in summary.reference_free.metrics.values():
             console.print(figures.sentence, markup=False)
+    for table in stability_tables(summary):
+        console.print(table)
+    flaky = flaky_lines(summary)
+    for line in flaky[:5]:
+        console.print(f"flaky: {line}", markup=False)
+    if len(flaky) > 5:
+        console.print(f"... {len(flaky) - 5} more flaky queries in summary.md", markup=False)
     written = [run.summary, run.summary_md] + ([run.drilldown] if summary.systems else [])
     if not summary.systems:
         console.print(

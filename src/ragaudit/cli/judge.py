@@ -97,6 +97,15 @@ def judge_cmd(
             f"before ({methods or 'nothing new'})",
             markup=False,
         )
+        if entry.repeats is not None:
+            r = entry.repeats
+            methods = ", ".join(f"{m} {n}" for m, n in sorted(r.methods.items()))
+            failed = f"; {r.judge_failed} failed, left out" if r.judge_failed else ""
+            console.print(
+                f"  repeats: judged {r.judged_now} now ({r.reused} took the verdict of the "
+                f"same answer), {r.already_judged} before ({methods or 'nothing new'}{failed})",
+                markup=False,
+            )
         if entry.llm_sample_agreement is not None:
             console.print(f"  LLM sample agreement: {entry.llm_sample_agreement:.0%}", markup=False)
         if entry.audit is not None:

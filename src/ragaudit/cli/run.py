@@ -42,21 +42,36 @@ def run_cmd(
     timeout: Annotated[
         float | None, typer.Option("--timeout", min=0.001, help="Per-query timeout in seconds.")
     ] = None,
+    repeat: Annotated[
+        int | None,
+        typer.Option(
+            "--repeat",
+            min=1,
+            max=1000,
+            help="Ask every query N times (overrides each system's repeat:): judge judges "
+            "every asking, analyze gives each query's pass rate and the flaky ones. The "
+            "repeats go to repeats/responses/<system>.jsonl.",
+        ),
+    ] = None,
     llm: LLMOption = None,
 ) -> None:
     """Ask every system under test every query: responses/<system>.jsonl, one line per
-    query. Resumable: a rerun asks only what is missing."""
+    query (with --repeat N, the other askings in repeats/). Resumable: a rerun asks only
+    what is missing."""
 
     project = project_for(config_path, llm=llm, rate=True, transient=False)
     results = project.run(system, limit=limit, retry_errors=retry_errors, rerun=rerun,
-                          concurrency=concurrency, timeout=timeout)  # fmt: skip
+                          concurrency=concurrency, timeout=timeout, repeat=repeat)  # fmt: skip
     run = RunDir(project.run_dir)
+    repeated = any(s.repeats > 1 for s in results.values())
     table = Table(title=f"Responses -> {run.responses_dir}", title_justify="left")
-    for header in ("system", "asked now", "already done", "errors", "queries/s", "tokens"):
+    headers = ("system", *(("repeats",) if repeated else ()), "asked now", "already done")
+    for header in (*headers, "errors", "queries/s", "tokens"):
         table.add_column(header, justify="left" if header == "system" else "right")
     for name, s in results.items():
         table.add_row(
             escape(name),
+            *((str(s.repeats),) if repeated else ()),
             str(s.asked),
             str(s.already_done),
             str(s.errors),

@@ -227,6 +227,23 @@ class Judgement(_Record):
         return self
 
 
+class RepeatResponse(ResponseRecord):
+    """One more asking of a query (``run --repeat N``): the same record as a response,
+    with ``repeat``, its index (1 to N - 1). The first asking (repeat 0) is the query's
+    record in ``responses/<system>.jsonl``, as in a run without repeats; the others are in
+    ``repeats/responses/<system>.jsonl``, one per (query, repeat), so that every reader of
+    ``responses/`` still finds one record per query."""
+
+    repeat: int = Field(ge=1, description="which asking: 1 to N - 1 (0 is responses/)")
+
+
+class RepeatJudgement(Judgement):
+    """The judgement of one :class:`RepeatResponse`
+    (``repeats/judgements/<system>.jsonl``): a judgement, with the repeat it judged."""
+
+    repeat: int = Field(ge=1, description="which asking: 1 to N - 1 (0 is judgements/)")
+
+
 # The question types of "Know Your RAG": what a context gives as the answer to a question.
 QuestionLabel = Literal["fact_single", "summary", "reasoning", "unanswerable"]
 LABELS: tuple[QuestionLabel, ...] = ("fact_single", "summary", "reasoning", "unanswerable")

@@ -51,17 +51,21 @@ from ragaudit.report.summary_file import read_summary
 from ragaudit.report.text import (
     CALLS_PER_PAIR,
     COST_NOTE,
+    GROUP_HEADERS,
     RELIABILITY_HEADERS,
+    STABILITY_HEADERS,
     TOKENS_PER_PAIR,
     figure_cell,
+    group_stability_rows,
     reliability_rows,
     retrieval_queries,
     show,
+    stability_rows,
     verdict_lines,
 )
 from ragaudit.rundir import RunDir
 from ragaudit.store.files import DrilldownRow, read_drilldown, read_usage
-from ragaudit.store.records import read_refresh_log, read_responses
+from ragaudit.store.records import read_dataset, read_refresh_log, read_responses
 from ragaudit.world.build import WorldRewrite, read_world_file
 
 DRILL_GROUPS = 20  # per system, variant and tag
@@ -267,6 +271,62 @@ class ReportData:
     reliability: ReliabilitySection | None = None
     rankings: list[RankingSection] = field(default_factory=list)
     refresh: RefreshSection | None = None
+    stability: StabilitySection | None = None
+
+
+@dataclass(frozen=True)
+class FlakyRow:
+    """A flaky query of the stability section: its text (clipped), how often it was
+    right, and its pass rate with its interval."""
+
+    system: str
+    query: str
+    variant: str
+    right: str
+    rate: str
+
+
+@dataclass(frozen=True)
+class StabilitySection:
+    """How stable the answers are over repeated askings (``run --repeat N``): the pass
+    rates, the groups that fail in some wordings apart from those that fail in some
+    repeats, and the flaky queries."""
+
+    headers: list[str]
+    rows: list[list[str]]
+    group_headers: list[str]
+    group_rows: list[list[str]]
+    flaky: list[FlakyRow]
+
+
+def _stability(run: RunDir, summary: Summary) -> StabilitySection | None:
+    """The stability section, or None without repeats; the flaky queries by their text
+    (from the dataset, when it is there)."""
+    if not summary.stability:
+        return None
+    texts: dict[str, str] = {}
+    if run.dataset.exists():
+        index = read_dataset(run).by_id
+        wanted = {q.query_id for f in summary.stability.values() for q in f.flaky_queries}
+        texts = {qid: index[qid].query for qid in wanted if qid in index}
+    flaky = [
+        FlakyRow(
+            system=system,
+            query=_clip(texts.get(q.query_id, q.query_id)) or q.query_id,
+            variant=q.variant,
+            right=f"{q.passes} of {q.repeats}",
+            rate=f"{q.pass_rate:.2f} [{q.ci95[0]:.2f}, {q.ci95[1]:.2f}]",
+        )
+        for system, figures in summary.stability.items()
+        for q in figures.flaky_queries
+    ]
+    return StabilitySection(
+        headers=list(STABILITY_HEADERS),
+        rows=stability_rows(summary),
+        group_headers=list(GROUP_HEADERS),
+        group_rows=group_stability_rows(summary),
+        flaky=flaky,
+    )
 
 
 @dataclass(frozen=True)
@@ -881,6 +941,7 @@ def collect(run: RunDir) -> ReportData:
         reliability=_reliability(summary.reference_free),
         rankings=_rankings(run),
         refresh=_refresh(run),
+        stability=_stability(run, summary),
     )
 
 

@@ -10,13 +10,17 @@ from ragaudit.analysis.retrieval_metrics import ranking_columns
 from ragaudit.analysis.summary import LabelFigures, Proportion, Summary, WeightScan
 from ragaudit.report.text import (
     BLAME_HEADERS,
+    GROUP_HEADERS,
     METRIC_NAMES,
     RELIABILITY_HEADERS,
+    STABILITY_HEADERS,
     blame_rows,
     figure_cell,
+    group_stability_rows,
     reliability_rows,
     retrieval_queries,
     show,
+    stability_rows,
 )
 
 
@@ -208,3 +212,32 @@ def reliability_table(summary: Summary) -> Table | None:
     for row in reliability_rows(figures.metrics):
         table.add_row(*(escape(cell) for cell in row))
     return table
+
+
+def stability_tables(summary: Summary) -> list[Table]:
+    """How stable the answers are over repeated askings (``run --repeat N``): the pass
+    rates and flaky queries, then the semantic groups that fail in some wordings apart
+    from those that fail in some repeats; none without repeats."""
+    if not summary.stability:
+        return []
+    rates = Table(
+        title="How stable the answers are (every query asked several times)",
+        title_justify="left",
+    )
+    for header in STABILITY_HEADERS:
+        rates.add_column(
+            header,
+            justify="left" if header in STABILITY_HEADERS[:2] else "right",
+            no_wrap=header in ("mean pass rate", "flaky share"),  # an interval reads whole
+        )
+    for row in stability_rows(summary):
+        rates.add_row(*(escape(cell) for cell in row))
+    groups = Table(
+        title="Semantic groups: fails in some wordings, or in some repeats of one wording",
+        title_justify="left",
+    )
+    for header in GROUP_HEADERS:
+        groups.add_column(header, justify="left" if header in GROUP_HEADERS[:2] else "right")
+    for row in group_stability_rows(summary):
+        groups.add_row(*(escape(cell) for cell in row))
+    return [rates, groups]

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from ragaudit.analysis.retrieval_metrics import ranking_columns
 from ragaudit.analysis.summary import (
     AUROC,
+    GROUP_STABILITY,
     SOURCES,
     Comparison,
     LeftOutReason,
@@ -259,7 +260,104 @@ def summary_markdown(summary: Summary) -> str:
         + source_sections(summary)
         + label_sections(summary)
         + reliability_section(summary)
+        + stability_section(summary)
     )
+
+
+STABILITY_HEADERS = (
+    "system",
+    "variant",
+    "repeats",
+    "queries",
+    "mean pass rate",
+    "flaky",
+    "flaky share",
+    "always right",
+    "always wrong",
+)
+GROUP_HEADERS = ("system", "variant", "groups", *GROUP_STABILITY)
+
+
+def _repeats(low: int, high: int) -> str:
+    return str(high) if low == high else f"{low}-{high}"
+
+
+def stability_rows(summary: Summary) -> list[list[str]]:
+    """Per system asked each query several times (``run --repeat N``), and per variant:
+    the repeats, the queries, their mean pass rate with its interval, the flaky queries
+    (how many of how many, and their share with its interval), the queries right and
+    wrong every time."""
+    rows = []
+    for system, figures in summary.stability.items():
+        repeats = _repeats(figures.min_repeats, figures.repeats)
+        for variant, core in [("all", figures), *figures.variants.items()]:
+            rows.append(
+                [
+                    system,
+                    variant,
+                    repeats,
+                    str(core.queries),
+                    show_mean(core.mean_pass_rate),
+                    f"{core.flaky.k} of {core.flaky.n}",
+                    str(core.flaky),
+                    str(core.always_right),
+                    str(core.always_wrong),
+                ]
+            )
+    return rows
+
+
+def group_stability_rows(summary: Summary) -> list[list[str]]:
+    """Per system with repeats, and per variant: the semantic groups by how their answers
+    vary (:data:`GROUP_HEADERS`): the wordings apart from the repeats."""
+    rows = []
+    for system, figures in summary.stability.items():
+        for variant, core in [("all", figures), *figures.variants.items()]:
+            counts = [core.groups.get(kind, 0) for kind in GROUP_STABILITY]
+            rows.append([system, variant, str(sum(counts)), *(str(n) for n in counts)])
+    return rows
+
+
+def flaky_lines(summary: Summary) -> list[str]:
+    """One line per flaky query a system's figures name (those right nearest half the
+    time first): the query, its wording, and how often it was right."""
+    return [
+        f"{system}: {q.query_id} ({q.variant}, group {q.group_id}) right {q.passes} of "
+        f"{q.repeats} times, pass rate {q.pass_rate:.2f} [{q.ci95[0]:.2f}, {q.ci95[1]:.2f}]"
+        for system, figures in summary.stability.items()
+        for q in figures.flaky_queries
+    ]
+
+
+def stability_section(summary: Summary) -> str:
+    """How stable the answers are over repeated askings (``run --repeat N``): the pass
+    rates, the groups that fail in some wordings apart from those that fail in some
+    repeats, and the flaky queries; empty without repeats."""
+    if not summary.stability:
+        return ""
+    out = (
+        "\nHow stable the answers are (every query asked several times: run --repeat N)\n\n"
+        + "| "
+        + " | ".join(STABILITY_HEADERS)
+        + " |\n|---|---|"
+        + "---:|" * (len(STABILITY_HEADERS) - 2)
+        + "\n"
+    )
+    out += "".join("| " + " | ".join(r) + " |\n" for r in stability_rows(summary))
+    out += (
+        "\nSemantic groups: fails in some wordings (every wording gives the same verdict "
+        "each time, but not all wordings the same) or in some repeats (a wording is right "
+        "one time and wrong another)\n\n| "
+        + " | ".join(GROUP_HEADERS)
+        + " |\n|---|---|"
+        + "---:|" * (len(GROUP_HEADERS) - 2)
+        + "\n"
+    )
+    out += "".join("| " + " | ".join(r) + " |\n" for r in group_stability_rows(summary))
+    flaky = flaky_lines(summary)
+    if flaky:
+        out += "\nFlaky queries (nearest half first)\n\n" + "".join(f"- {x}\n" for x in flaky)
+    return out
 
 
 RELIABILITY_HEADERS = (

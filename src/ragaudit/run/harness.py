@@ -7,20 +7,29 @@
 * resumable: records are appended to ``responses/<system>.jsonl`` in durable batches, and a
   restarted run skips the query ids already there. A run killed at any moment and restarted
   ends with exactly one record per query: a record is either wholly written (then skipped)
-  or not at all (then asked again); a torn last line is cut off on reopening.
+  or not at all (then asked again); a torn last line is cut off on reopening;
+* repeats (``run --repeat N``): each query asked N times, the first asking into the
+  responses file as without repeats, the others (repeats 1 to N - 1) into the repeats
+  file, each (query, repeat) once; all the queries' first askings go first, then every
+  query's second, and so on, so that an interrupted run has whole repeats. A system whose
+  ``answer`` takes ``repeat`` is told which asking it is (a built-in system seeds its
+  LLM with it).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import inspect
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ragaudit.aio import gather_all
 from ragaudit.records.io import JsonlAppender, read_jsonl, write_jsonl_atomic
-from ragaudit.records.models import QueryRecord, ResponseRecord
+from ragaudit.records.models import QueryRecord, RepeatResponse, ResponseRecord
 from ragaudit.secrets import redact, redact_known
 from ragaudit.systems.base import System, SystemFailure
 
@@ -41,10 +50,11 @@ class SystemRunStats:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     warnings: list[str] = field(default_factory=list)  # what its retrieved ids say is wrong
+    repeats: int = 1  # times each query is asked (run --repeat N)
 
     @property
     def rate(self) -> float:
-        """Queries answered per second in this run."""
+        """Askings answered per second in this run (queries, times their repeats)."""
         return self.asked / self.seconds if self.seconds > 0 else 0.0
 
 
@@ -64,6 +74,30 @@ def answered_ids(path: Path, *, retry_errors: bool = False) -> set[str]:
     return {r.query_id for r in kept}
 
 
+def answered_repeats(path: Path, *, retry_errors: bool = False) -> set[tuple[str, int]]:
+    """(query id, repeat) of the repeats that already have a record in ``path`` (a
+    repeats file); with ``retry_errors``, those that carry an error are first removed
+    from the file (atomically), as :func:`answered_ids` does."""
+    if not path.exists():
+        return set()
+    if not retry_errors:
+        return {(r.query_id, r.repeat) for r in read_jsonl(path, RepeatResponse)}
+    records = list(read_jsonl(path, RepeatResponse))
+    kept = [r for r in records if not r.error]
+    if len(kept) < len(records):
+        write_jsonl_atomic(path, kept)
+    return {(r.query_id, r.repeat) for r in kept}
+
+
+def takes_repeat(system: System) -> bool:
+    """Whether ``system.answer`` takes a ``repeat`` keyword: such a system is told which
+    asking of a query each call is (0 for the first), and may seed itself with it."""
+    try:
+        return "repeat" in inspect.signature(system.answer).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def _one_line(exc: BaseException) -> str:
     if isinstance(exc, SystemFailure):
         text = str(exc)
@@ -73,11 +107,18 @@ def _one_line(exc: BaseException) -> str:
 
 
 async def _ask(
-    system: System, query: QueryRecord, timeout_s: float, store_texts: bool = False
+    system: System,
+    query: QueryRecord,
+    timeout_s: float,
+    store_texts: bool = False,
+    repeat: int = 0,
+    seeded: bool = False,
 ) -> ResponseRecord:
     start = time.perf_counter()
     try:
-        answer = await asyncio.wait_for(system.answer(query), timeout_s)
+        # ``repeat`` only to a system that takes it (takes_repeat): the protocol's option.
+        told: dict[str, int] = {"repeat": repeat} if seeded else {}
+        answer = await asyncio.wait_for(system.answer(query, **told), timeout_s)
     except TimeoutError:
         error = f"timed out after {timeout_s:g} s"
     except asyncio.CancelledError:
@@ -94,7 +135,8 @@ async def _ask(
             else item
             for item in answer.retrieved
         ]
-        return ResponseRecord(
+        return _record(
+            repeat,
             query_id=query.query_id,
             system=system.name,
             response=redact_known(answer.response),
@@ -102,12 +144,20 @@ async def _ask(
             latency_s=time.perf_counter() - start,
             usage=answer.usage,
         )
-    return ResponseRecord(
+    return _record(
+        repeat,
         query_id=query.query_id,
         system=system.name,
         latency_s=time.perf_counter() - start,
         error=error,
     )
+
+
+def _record(repeat: int, **fields: Any) -> ResponseRecord:
+    """The record of one asking: a response, or a repeat's (:class:`RepeatResponse`)."""
+    if repeat:
+        return RepeatResponse(repeat=repeat, **fields)
+    return ResponseRecord(**fields)
 
 
 def pending(queries: Iterable[QueryRecord], done: set[str]) -> Iterator[QueryRecord]:
@@ -128,55 +178,101 @@ async def run_system(
     timeout_s: float = 120.0,
     retry_errors: bool = False,
     store_texts: bool = False,
+    repeats: int = 1,
+    repeats_out: Path | None = None,
     on_start: Callable[[int, int], None] | None = None,
     advance: Callable[[int], None] | None = None,
 ) -> SystemRunStats:
     """Ask ``system`` every query not yet answered in ``out``, appending one record each
-    (with the retrieved passages' texts only if ``store_texts``).
-    ``on_start(total, done)`` and ``advance(n)`` drive a progress display."""
+    (with the retrieved passages' texts only if ``store_texts``). With ``repeats`` N > 1,
+    each query is asked N times: its first asking goes to ``out``, the others (repeats 1
+    to N - 1) to ``repeats_out``, each (query, repeat) once, whole repeats first.
+    ``on_start(total, done)`` and ``advance(n)`` drive a progress display (askings)."""
+    if repeats < 1:
+        raise ValueError(f"repeats must be at least 1, not {repeats}")
+    if repeats > 1 and repeats_out is None:
+        raise ValueError("repeats need a file for them (repeats_out)")
     done = answered_ids(out, retry_errors=retry_errors)
-    todo = list(pending(queries, done))
-    stats = SystemRunStats(system.name, already_done=len(queries) - len(todo))
+    first = list(pending(queries, done))
+    first_ids = {q.query_id for q in first}
+    unique = list(pending(queries, set())) if repeats > 1 else first
+    done_again = (
+        answered_repeats(repeats_out, retry_errors=retry_errors)
+        if repeats > 1 and repeats_out is not None
+        else set()
+    )
+
+    def to_ask(q: QueryRecord, repeat: int) -> bool:
+        """Whether the ``repeat``-th asking of ``q`` has no record yet."""
+        return q.query_id in first_ids if repeat == 0 else (q.query_id, repeat) not in done_again
+
+    # Counted, not listed: a million queries asked five times are not five million pairs.
+    again = sum(to_ask(q, r) for r in range(1, repeats) for q in unique)
+    todo_count = len(first) + again
+    total = len(queries) + (repeats - 1) * len(unique)
+    stats = SystemRunStats(system.name, already_done=total - todo_count, repeats=repeats)
     if on_start:
-        on_start(len(queries), stats.already_done)
-    if not todo:
+        on_start(total, stats.already_done)
+    if not todo_count:
         return stats
-    buffer: list[ResponseRecord] = []
+    # Every query with an asking to do, in dataset order, once: what the system prepares
+    # and orders (its first askings, then each repeat, in that order).
+    todo = first if not again else [q for q in unique if any(to_ask(q, r) for r in range(repeats))]
+    buffers: dict[int, list[ResponseRecord]] = {0: [], 1: []}  # the responses, the repeats
     start = time.perf_counter()
     prepare = getattr(system, "prepare", None)
     if prepare is not None:
         await prepare(todo)
     order = getattr(system, "order", None)
-    source = iter(order(todo) if order is not None else todo)
+    ordered = order(todo) if order is not None else todo
+    seeded = repeats > 1 and takes_repeat(system)
+
+    def jobs() -> Iterator[tuple[QueryRecord, int]]:
+        # Shared by the workers, consumed without awaiting: each asking goes to one.
+        for repeat in range(repeats):
+            for q in ordered:
+                if to_ask(q, repeat):
+                    yield q, repeat
+
+    source = jobs()
     last_flush = start
 
-    with JsonlAppender(out) as sink:
+    with contextlib.ExitStack() as stack:
+        sinks = {0: stack.enter_context(JsonlAppender(out))}
+        if again and repeats_out is not None:
+            sinks[1] = stack.enter_context(JsonlAppender(repeats_out))
 
         def flush() -> None:
             nonlocal last_flush
-            if buffer:
-                sink.append_many(buffer)
-                if advance:
-                    advance(len(buffer))
-                buffer.clear()
+            for kind, buffer in buffers.items():
+                if buffer:
+                    sinks[kind].append_many(buffer)
+                    if advance:
+                        advance(len(buffer))
+                    buffer.clear()
             last_flush = time.perf_counter()
 
         async def worker() -> None:
-            for query in source:  # shared iterator: each query goes to exactly one worker
-                record = await _ask(system, query, timeout_s, store_texts)
+            for query, repeat in source:  # shared iterator: each asking goes to one worker
+                record = await _ask(system, query, timeout_s, store_texts, repeat, seeded)
                 stats.asked += 1
                 stats.prompt_tokens += record.usage.prompt_tokens
                 stats.completion_tokens += record.usage.completion_tokens
                 if record.error:
                     stats.errors += 1
                     if len(stats.error_examples) < 5:
-                        stats.error_examples.append(f"{query.query_id}: {record.error}")
-                buffer.append(record)
-                if len(buffer) >= FLUSH_RECORDS or time.perf_counter() - last_flush > FLUSH_SECONDS:
+                        which = f" (repeat {repeat})" if repeat else ""
+                        stats.error_examples.append(f"{query.query_id}{which}: {record.error}")
+                buffers[min(repeat, 1)].append(record)
+                pending_records = len(buffers[0]) + len(buffers[1])
+                if (
+                    pending_records >= FLUSH_RECORDS
+                    or time.perf_counter() - last_flush > FLUSH_SECONDS
+                ):
                     flush()
 
         try:
-            await gather_all(*(worker() for _ in range(min(concurrency, len(todo)))))
+            await gather_all(*(worker() for _ in range(min(concurrency, todo_count))))
         finally:
             # Whatever finished is kept, also when the run is interrupted.
             flush()

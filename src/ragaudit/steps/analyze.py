@@ -15,6 +15,7 @@ from ragaudit.analysis.comparisons import comparisons
 from ragaudit.analysis.documents import generation_figures, source_breakdown
 from ragaudit.analysis.metrics import gold_state, robustness_note, source_of, with_left_out
 from ragaudit.analysis.reliability import reference_free_figures
+from ragaudit.analysis.repeats import stability
 from ragaudit.analysis.retrieval_metrics import ranking_summary
 from ragaudit.analysis.summary import (
     DocumentFigures,
@@ -28,7 +29,14 @@ from ragaudit.errors import UserError, check_seed
 from ragaudit.judge.options import ReferenceFreeOptions
 from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, RuleFit
 from ragaudit.records.io import atomic_write_text, read_jsonl, write_jsonl_atomic
-from ragaudit.records.models import CandidateRecord, FreeScoreRecord, Judgement, ResponseRecord
+from ragaudit.records.models import (
+    CandidateRecord,
+    FreeScoreRecord,
+    Judgement,
+    RepeatJudgement,
+    RepeatResponse,
+    ResponseRecord,
+)
 from ragaudit.report.summary_file import write_summary
 from ragaudit.report.text import summary_markdown
 from ragaudit.rundir import RunDir
@@ -36,7 +44,7 @@ from ragaudit.steps.inputs import read_neutral
 from ragaudit.steps.judge import read_judge_stats
 from ragaudit.steps.label import read_label_figures
 from ragaudit.steps.scan import read_scan
-from ragaudit.store.examples import answer_examples, retrieval_examples
+from ragaudit.store.examples import answer_examples, repeat_attempts, retrieval_examples
 from ragaudit.store.files import DrilldownRow, read_documents_thresholds
 from ragaudit.store.records import (
     OneRecordEach,
@@ -265,6 +273,7 @@ def run_analysis(
         warnings += judged_warnings
         if outcome == "answer":
             warnings += _unjudged(run, {*analysis.systems, *undecided})
+            warnings += _unjudged_repeats(run)
     # R that cannot be measured is said once here, not once per comparison.
     note = robustness_note(systems)
     if note is not None:
@@ -300,6 +309,9 @@ def run_analysis(
         reference_free=None
         if neutral or outcome != "answer"
         else read_reference_free(run, examples, reference_free or ReferenceFreeOptions()),
+        # The repeats of run --repeat N: how stable each answer is, beside the figures of
+        # the first asking above.
+        stability=stability(repeat_attempts(run)) if not neutral and outcome == "answer" else {},
     )
     result = _write(run, summary)
     rows = _drilldown_rows(run, neutral, examples, analysis, dropped)
@@ -319,6 +331,27 @@ def _unjudged(run: RunDir, analyzed: set[str]) -> list[str]:
         and path.stat().st_size
         and not run.judgements(path.stem).exists()
     ]
+
+
+def _unjudged_repeats(run: RunDir) -> list[str]:
+    """A warning for each system whose repeats (``run --repeat N``) are not all judged:
+    its stability figures leave those out, which a reader would otherwise not notice."""
+    out = []
+    for path in record_files(run, RepeatResponse):
+        asked = {(r.query_id, r.repeat) for r in read_jsonl(path, RepeatResponse)}
+        verdicts = run.repeats_dir / "judgements" / path.name
+        judged = (
+            {(j.query_id, j.repeat) for j in read_jsonl(verdicts, RepeatJudgement)}
+            if verdicts.exists()
+            else set()
+        )
+        missing = len(asked - judged)
+        if missing:
+            out.append(
+                f"{path.stem}: {missing} of its {len(asked)} repeats have no judgement, so "
+                f"its stability figures leave them out: run ragaudit judge --system {path.stem}"
+            )
+    return out
 
 
 def read_reference_free(

@@ -2,7 +2,10 @@
 semantic group (:mod:`ragaudit.analysis.gate`), as a one-screen markdown summary and JUnit
 XML for CI systems; and :func:`assert_no_regression` for pytest. Each system is checked
 against its namesake, or (``pairs``) against another system: of the other run, or of the
-same run, so that two configurations of one run (dense against BM25) are gated alike."""
+same run, so that two configurations of one run (dense against BM25) are gated alike.
+Where a run asked each query several times (``run --repeat N``), accuracy and R count
+every judged asking inside its group, so that a flaky system needs a real drop to fail,
+not one unlucky run."""
 
 from __future__ import annotations
 
@@ -29,24 +32,39 @@ from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, check_rule
 from ragaudit.records.models import FREE_METRICS
 from ragaudit.rundir import RunDir
 from ragaudit.steps.compare import compare_examples
+from ragaudit.store.examples import repeat_attempts
 from ragaudit.store.records import Queries, read_dataset
 
-# Per system, its scored queries: query id -> (group id, score).
-Scored = dict[str, dict[str, tuple[str, float]]]
+# Per system, its scored queries: query id -> (group id, the sum of its scores, the
+# askings scored: 1, or its judged repeats with run --repeat N).
+Scored = dict[str, dict[str, tuple[str, float, int]]]
 
 
 def _scores(run: Path, metric: str, rule: RetrievalRule) -> tuple[Scored, dict[str, str]]:
-    """Every system's scored queries on ``metric``, and the systems left out with why."""
+    """Every system's scored queries on ``metric``, and the systems left out with why.
+    For accuracy and R, a query asked several times (``run --repeat N``) counts each of
+    its judged repeats beside its first asking."""
     try:
         examples, left_out, score = compare_examples(RunDir(run), metric, rule)
+        attempts = repeat_attempts(RunDir(run)) if metric in ANSWER_METRICS else []
     except UserError as err:
         raise UserError(f"{run}: {err}") from None
     scored: Scored = {}
     for ex in examples:
         value = score(ex)
         if value is not None:
-            scored.setdefault(ex.system, {})[ex.query_id] = (ex.group_id, value)
+            scored.setdefault(ex.system, {})[ex.query_id] = (ex.group_id, value, 1)
+    for a in attempts:
+        known = scored.get(a.system, {}).get(a.query_id)
+        if a.repeat and known is not None:  # the first asking is the example's
+            group, total, n = known
+            scored[a.system][a.query_id] = (group, total + float(a.correct), n + 1)
     return scored, left_out
+
+
+def _most_askings(scored: dict[str, tuple[str, float, int]]) -> int:
+    """The most askings any one query of a system was scored on (1 without repeats)."""
+    return max((n for _, _, n in scored.values()), default=1)
 
 
 def _dataset(run: Path) -> Queries:
@@ -77,23 +95,24 @@ def _countable(queries: Queries, metric: str) -> tuple[int, int]:
 
 
 def _paired(
-    base: dict[str, tuple[str, float]],
-    cand: dict[str, tuple[str, float]],
+    base: dict[str, tuple[str, float, int]],
+    cand: dict[str, tuple[str, float, int]],
     queries: list[str],
     robustness: bool,
 ) -> PairedCounts:
     """Both runs' sums and counts per group over ``queries`` (scored on both, in groups
-    that ask the same questions): each group is compared with itself on the same queries.
-    For R, a group every answer of which is wrong on a side (a gap) counts on neither of
-    that side's parts."""
+    that ask the same questions): each group is compared with itself on the same queries,
+    each query with all its scored askings (its repeats, with ``run --repeat N``). For R,
+    a group every answer of which is wrong on a side (a gap) counts on neither of that
+    side's parts."""
     parts: dict[str, list[float]] = {}
     for qid in queries:
         group = base[qid][0]
         cell = parts.setdefault(group, [0.0, 0.0, 0.0, 0.0])
         cell[0] += base[qid][1]
-        cell[1] += 1
+        cell[1] += base[qid][2]
         cell[2] += cand[qid][1]
-        cell[3] += 1
+        cell[3] += cand[qid][2]
     groups = sorted(parts)
     cells = np.array([parts[g] for g in groups], dtype=np.float64).reshape(-1, 4)
     if robustness:
@@ -339,7 +358,7 @@ def gate_runs(
         )
         for system, base_system, cand_system in jobs:
             base = base_scored[base_system]
-            base_groups = {group for group, _ in base.values()}
+            base_groups = {group for group, _, _ in base.values()}
             cand = cand_scored.get(cand_system)
             if not cand:
                 lost = cand_out.get(cand_system)
@@ -359,12 +378,19 @@ def gate_runs(
                     "judge failed): left out of the check, and counted in its coverage"
                 )
             counts = _paired(base, cand, queries, robustness=metric == "robustness")
+            askings = (_most_askings(base), _most_askings(cand))
+            if askings != (1, 1):
+                notes.append(
+                    f"{system} {metric}: each query counts every judged asking (run --repeat "
+                    f"N: up to {askings[0]} on the baseline, {askings[1]} on the candidate), "
+                    "each group compared as a whole"
+                )
             # Coverage is counted over the baseline's queries that either run scored: a
             # baseline judged on a part of its dataset cannot make the candidate's part
             # look whole, and a query neither run could score (a judge failure both
             # share) is no loss of the candidate's.
-            either = {q: g for q, (g, _) in base.items()}
-            either.update((q, g) for q, (g, _) in cand.items() if g in base_prints)
+            either = {q: g for q, (g, _, _) in base.items()}
+            either.update((q, g) for q, (g, _, _) in cand.items() if g in base_prints)
             of_queries, _ = _countable(datasets[0], metric)
             if len(base) < of_queries:
                 notes.append(

@@ -1,7 +1,10 @@
-"""The ``judge`` step: every system's responses -> judgements/<system>.jsonl.
+"""The ``judge`` step: every system's responses -> judgements/<system>.jsonl, and its
+repeats (``run --repeat N``) -> repeats/judgements/<system>.jsonl.
 
 Resumable: answers already judged are skipped, and new judgements are appended in durable
-batches, so a killed run goes on where it stopped.
+batches, so a killed run goes on where it stopped. A repeat whose answer is the same as
+one already judged for its query (the same text, retrieved ids and error) gets that
+verdict: identical answers are judged once.
 """
 
 from __future__ import annotations
@@ -9,9 +12,10 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
@@ -23,13 +27,22 @@ from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, RuleFit
 from ragaudit.llm.client import LLMClient
 from ragaudit.progress import SILENT, Progress
 from ragaudit.records.io import JsonlAppender, atomic_write_json, read_jsonl, write_jsonl_atomic
-from ragaudit.records.models import Judgement, QueryRecord, ResponseRecord
+from ragaudit.records.models import (
+    Judgement,
+    QueryRecord,
+    RepeatJudgement,
+    RepeatResponse,
+    ResponseRecord,
+)
 from ragaudit.rundir import RunDir, safe_filename
 from ragaudit.steps.session import Session
 from ragaudit.store.answers import refresh_answer_table
 from ragaudit.store.records import duplicate_message, read_dataset, stale_reference
 
 BATCH = 200
+
+J = TypeVar("J", bound=Judgement)
+K = TypeVar("K", bound=Hashable)
 
 
 class AuditDisagreement(BaseModel):
@@ -54,6 +67,20 @@ class AuditResult(BaseModel):
     failures: list[JudgeFailure] = Field(default_factory=list)
 
 
+class RepeatsJudged(BaseModel):
+    """How one judge run decided a system's repeats (``run --repeat N``): the repeats
+    judged now, of which ``reused`` took the verdict of an identical answer to the same
+    query (the same text, retrieved ids and error) rather than being judged again; those
+    judged before; the count per method (reused verdicts included); and the repeats the
+    LLM judge failed on."""
+
+    judged_now: int
+    already_judged: int
+    reused: int
+    methods: dict[str, int]
+    judge_failed: int = 0
+
+
 class JudgeEntry(BaseModel):
     """One system's entry of judge.stats.json: what this judge run judged and how
     (:class:`~ragaudit.judge.cascade.JudgeCounts`), the retrieval rule its retrieval
@@ -73,6 +100,7 @@ class JudgeEntry(BaseModel):
     # Of the answers judged before, those the LLM judge decided: a rerun that judges again
     # only the failed ones, and fails on them again, has not failed on everything.
     llm_judged_before: int = 0
+    repeats: RepeatsJudged | None = None  # absent from the file when it has no repeats
 
 
 @dataclass
@@ -92,7 +120,9 @@ def write_judge_stats(path: Path, systems: dict[str, JudgeEntry]) -> None:
     atomic_write_json(
         path,
         {
-            name: entry.model_dump(exclude={"audit"} if entry.audit is None else None)
+            name: entry.model_dump(
+                exclude={key for key in ("audit", "repeats") if getattr(entry, key) is None}
+            )
             for name, entry in systems.items()
         },
     )
@@ -209,6 +239,18 @@ def judge_run(
             report.warnings.extend(entry.rule_warnings)
             if audit and llm is not None:
                 entry.audit = _audit(run, name, queries, responses, llm, audit, seed)
+            entry.repeats = _judge_repeats(
+                session,
+                name,
+                queries,
+                llm,
+                samples=samples,
+                closed_domain=closed_domain,
+                rule=rule,
+                reasons=reasons,
+                redo_unmatched=use_llm,
+                progress=progress,
+            )
             report.systems[name] = entry
         write_judge_stats(run.judge_stats, report.systems)
         refresh_answer_table(run)
@@ -233,29 +275,158 @@ def _decided(
     response's fingerprint; the system was run again); and those given against another
     reference than the question has now (``references``: the dataset by query id; it was
     generated again on changed data)."""
+    return _kept(path, Judgement, _query, answered, redo_unmatched, digests, references)
+
+
+def _query(j: Judgement) -> str:
+    return j.query_id
+
+
+def _query_repeat(j: RepeatJudgement) -> tuple[str, int]:
+    return (j.query_id, j.repeat)
+
+
+def _kept(
+    path: Path,
+    model: type[J],
+    key: Callable[[J], K],
+    answered: set[K],
+    redo_unmatched: bool,
+    digests: Mapping[K, str] | None,
+    references: Mapping[str, QueryRecord] | None,
+) -> list[J]:
+    """The judgements in ``path`` that stand (:func:`_decided`: the file is rewritten
+    without the others), told apart by ``key``: a query id, or (query id, repeat)."""
     if not path.exists():
         return []
-    judgements = list(read_jsonl(path, Judgement))
-    ids = Counter(j.query_id for j in judgements)
-    twice = next((q for q, n in ids.items() if n > 1), None)
+    judgements = list(read_jsonl(path, model))
+    keys = Counter(key(j) for j in judgements)
+    twice = next((k for k, n in keys.items() if n > 1), None)
     if twice is not None:
-        raise UserError(f"{path}: {duplicate_message('judgement', twice, judgements[0].system)}")
+        first = next(j for j in judgements if key(j) == twice)
+        message = duplicate_message(
+            "judgement", first.query_id, first.system, getattr(first, "repeat", 0)
+        )
+        raise UserError(f"{path}: {message}")
     kept = [
         j
         for j in judgements
         if j.correct is not None
-        and not (j.method == "error" and j.query_id in answered)
+        and not (j.method == "error" and key(j) in answered)
         and not (redo_unmatched and j.method.startswith("unmatched"))
         and not (
             digests is not None
             and j.response_digest is not None
-            and digests.get(j.query_id) not in (None, j.response_digest)
+            and digests.get(key(j)) not in (None, j.response_digest)
         )
         and not (references is not None and stale_reference(j, references))
     ]
     if len(kept) < len(judgements):
         write_jsonl_atomic(path, kept)
     return kept
+
+
+def _judge_repeats(
+    session: Session,
+    name: str,
+    queries: Mapping[str, QueryRecord],
+    llm: LLMClient | None,
+    *,
+    samples: int,
+    closed_domain: bool,
+    rule: RetrievalRule,
+    reasons: bool,
+    redo_unmatched: bool,
+    progress: Progress,
+) -> RepeatsJudged | None:
+    """Judge the repeats of system ``name`` (repeats/responses/) into
+    repeats/judgements/, resumable as the responses' judging is (with the same rules for
+    what is judged again). A repeat whose answer is the same as one already judged for its
+    query (the first asking's, or another repeat's) gets that verdict: only distinct
+    answers reach the cascade. None when the system has no repeats."""
+    run = session.run_dir
+    path = run.repeat_responses(name)
+    if not path.exists():
+        return None
+    responses = list(read_jsonl(path, RepeatResponse))
+    if not responses:
+        return None
+    keys = Counter((r.query_id, r.repeat) for r in responses)
+    twice = next((k for k, n in keys.items() if n > 1), None)
+    if twice is not None:
+        raise UserError(f"{path}: {duplicate_message('response', twice[0], name, twice[1])}")
+    unknown = next((r.query_id for r in responses if r.query_id not in queries), None)
+    if unknown is not None:
+        raise UserError(f"{path}: response for unknown query {unknown} (not in dataset)")
+    out = run.repeat_judgements(name)
+    kept = _kept(
+        out,
+        RepeatJudgement,
+        _query_repeat,
+        {(r.query_id, r.repeat) for r in responses if r.error is None},
+        redo_unmatched,
+        {(r.query_id, r.repeat): r.digest for r in responses},
+        queries,
+    )
+    done = {_query_repeat(j) for j in kept}
+    todo = [r for r in responses if (r.query_id, r.repeat) not in done]
+    # The verdicts already given, by (query, answer): the first askings' and the repeats'.
+    known: dict[tuple[str, str], Judgement] = {}
+    given: list[Judgement] = []
+    if run.judgements(name).exists():
+        given += read_jsonl(run.judgements(name), Judgement)
+    if out.exists():
+        given += read_jsonl(out, RepeatJudgement)
+    for j in given:
+        usable = j.correct is not None and not (redo_unmatched and j.method.startswith("unmatched"))
+        if usable and j.response_digest is not None:
+            known.setdefault((j.query_id, j.response_digest), j)
+    stats = JudgeStats()
+    methods: Counter[str] = Counter()
+    reused = failed = 0
+    task = progress.task(f"{name} (repeats)")
+    task.start(len(responses), len(done))
+    with JsonlAppender(out) as sink:
+        for start in range(0, len(todo), BATCH):
+            batch = todo[start : start + BATCH]
+            fresh: dict[tuple[str, str], RepeatResponse] = {}
+            for r in batch:
+                if (r.query_id, r.digest) not in known:
+                    fresh.setdefault((r.query_id, r.digest), r)
+            judged = session.run(
+                judge_many(
+                    [(queries[r.query_id], r) for r in fresh.values()],
+                    llm,
+                    samples=samples,
+                    closed_domain=closed_domain,
+                    rule=rule,
+                    stats=stats,
+                    reasons=reasons,
+                )
+            )
+            verdicts = dict(zip(fresh, judged, strict=True))
+            records = []
+            for r in batch:
+                key = (r.query_id, r.digest)
+                verdict = verdicts.get(key) or known[key]
+                if key not in verdicts or fresh[key] is not r:
+                    reused += 1
+                failed += verdict.correct is None
+                methods[verdict.method] += 1
+                fields = verdict.model_dump(exclude={"schema_version", "repeat"})
+                records.append(RepeatJudgement(**fields, repeat=r.repeat))
+            for key, verdict in verdicts.items():
+                if verdict.correct is not None:
+                    known[key] = verdict
+            sink.append_many(records)
+            task.advance(len(batch))
+    return RepeatsJudged(
+        judged_now=len(todo),
+        already_judged=len(done),
+        reused=reused,
+        methods=dict(methods),
+        judge_failed=failed,
+    )
 
 
 def _audit(

@@ -44,6 +44,7 @@ class SystemRunEntry(BaseModel):
     prompt_tokens: int
     completion_tokens: int
     warnings: list[str]
+    repeats: int = 1  # absent from files written before run --repeat
 
     @classmethod
     def of(cls, s: SystemRunStats) -> SystemRunEntry:
@@ -58,6 +59,7 @@ class SystemRunEntry(BaseModel):
             prompt_tokens=s.prompt_tokens,
             completion_tokens=s.completion_tokens,
             warnings=s.warnings,
+            repeats=s.repeats,
         )
 
 
@@ -103,6 +105,7 @@ def run_systems(
     limit: int | None = None,
     retry_errors: bool = False,
     rerun: bool = False,
+    repeat: int | None = None,
     progress: Progress = SILENT,
 ) -> dict[str, SystemRunStats]:
     """Ask every system in ``systems`` every query (the first ``limit``), one system after
@@ -110,9 +113,13 @@ def run_systems(
     session's clients (one per model they name). A system may be a configuration entry or
     an object already built (``ra.system(fn)``: a Python callable). ``progress`` shows a
     task per system, named by it (answers of an earlier run count as done). ``rerun``:
-    each system's earlier responses are removed first and every query asked again (a
-    system changed under the same name); its judgements of the old responses are then
-    stale, and ``judge`` judges the new ones."""
+    each system's earlier responses (and repeats) are removed first and every query asked
+    again (a system changed under the same name); its judgements of the old responses are
+    then stale, and ``judge`` judges the new ones. ``repeat`` N asks every query N times
+    (each system's own ``repeat:`` otherwise, 1 for a system object): the first asking
+    into responses/, the others into repeats/responses/ (:func:`repeats_of`)."""
+    if repeat is not None and not 1 <= repeat <= 1000:
+        raise UserError(f"repeat must be between 1 and 1000, not {repeat}")
     names = [s.name for s in systems]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
@@ -132,9 +139,18 @@ def run_systems(
                 limit=limit,
                 retry_errors=retry_errors,
                 rerun=rerun,
+                repeat=repeat,
                 progress=progress,
             )
         )
+
+
+def repeats_of(system: SystemConfig | System, repeat: int | None) -> int:
+    """How many times ``system`` asks each query: ``repeat`` (``run --repeat N``) when
+    given, else the system's own ``repeat:`` (1 for a system object)."""
+    if repeat is not None:
+        return repeat
+    return system.repeat if isinstance(system, SystemOptions) else 1
 
 
 async def _run_systems(
@@ -146,6 +162,7 @@ async def _run_systems(
     limit: int | None,
     retry_errors: bool,
     rerun: bool,
+    repeat: int | None,
     progress: Progress,
 ) -> dict[str, SystemRunStats]:
     if not run.dataset.exists():
@@ -178,6 +195,7 @@ async def _run_systems(
         task = progress.task(sc.name)
         if rerun:
             run.responses(sc.name).unlink(missing_ok=True)
+            run.repeat_responses(sc.name).unlink(missing_ok=True)
         try:
             results[sc.name] = await run_system(
                 system,
@@ -187,6 +205,8 @@ async def _run_systems(
                 timeout_s=getattr(sc, "timeout_s", None) or config.harness.timeout_s,
                 retry_errors=retry_errors,
                 store_texts=config.harness.store_texts,
+                repeats=repeats_of(sc, repeat),
+                repeats_out=run.repeat_responses(sc.name),
                 on_start=task.start,
                 advance=task.advance,
             )

@@ -1,6 +1,7 @@
 """The joined answer table: one row per answer of the run (its question, the response,
 the verdict, the reference-free scores and where the answer went wrong), kept as
-``answers.parquet`` beside the JSON Lines it is built from.
+``answers.parquet`` beside the JSON Lines it is built from. With ``run --repeat N``, one
+row per asking: ``repeat`` says which (0, the first asking, for a run without repeats).
 
 The JSON Lines stay the source of truth, which a user may edit. The Parquet file holds
 what they gave when it was built, with their fingerprint in its metadata: the name,
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,11 +26,19 @@ from ragaudit.analysis.metrics import Example, by_system_and_variant, source_of
 from ragaudit.analysis.metrics import analyze as analyze_examples
 from ragaudit.errors import UserError
 from ragaudit.records.io import write_parquet_atomic
-from ragaudit.records.models import FreeScoreRecord, Judgement, ResponseRecord
+from ragaudit.records.models import (
+    FreeScoreRecord,
+    Judgement,
+    QueryRecord,
+    RepeatJudgement,
+    RepeatResponse,
+    ResponseRecord,
+)
 from ragaudit.rundir import RunDir
 from ragaudit.store.examples import judged_examples
 from ragaudit.store.records import (
     check_fresh,
+    check_fresh_repeats,
     read_dataset,
     read_run_records,
     record_files,
@@ -43,14 +53,16 @@ if TYPE_CHECKING:
 # version is rebuilt. 2: a judgement of another response than the table's is refused;
 # 3: ``where`` counts a refusal to an unanswerable question, and any right answer, as
 # correct (issue 41); 4: a judgement given against another reference than the question
-# has now is refused (issue 38).
-TABLE_VERSION = 4
+# has now is refused (issue 38, refresh); 5: repeat, and a row per repeat of
+# run --repeat N (issue 38, repeats).
+TABLE_VERSION = 5
 FINGERPRINT_KEY = b"ragaudit.fingerprint"
 
 # The columns, in order, and what each holds (docs/records.md describes them).
 COLUMNS = (
     "system",
     "query_id",
+    "repeat",  # which asking of the query (run --repeat N): 0 for the first
     "query",
     "variant",
     "group_id",
@@ -74,6 +86,7 @@ def _schema() -> pa.Schema:
 
     text, flag, ids = pa.string(), pa.bool_(), pa.list_(pa.string())
     types = {
+        "repeat": pa.int64(),
         "correct": flag,
         "retrieval_correct": flag,
         "retrieved_ids": ids,
@@ -85,12 +98,14 @@ def _schema() -> pa.Schema:
 
 def source_files(run: RunDir) -> list[Path]:
     """The files the table is built from: the dataset, then every responses, judgements
-    and scores file of the run."""
+    and scores file of the run, and those of the repeats."""
     return [
         run.dataset,
         *record_files(run, ResponseRecord),
         *record_files(run, Judgement),
         *record_files(run, FreeScoreRecord),
+        *record_files(run, RepeatResponse),
+        *record_files(run, RepeatJudgement),
     ]
 
 
@@ -166,6 +181,7 @@ def build_answer_table(run: RunDir, mark: str | None = None) -> pa.Table:
             for name, value in (
                 ("system", r.system),
                 ("query_id", q.query_id),
+                ("repeat", 0),
                 ("query", q.query),
                 ("variant", q.variant),
                 ("group_id", q.group_id),
@@ -190,10 +206,69 @@ def build_answer_table(run: RunDir, mark: str | None = None) -> pa.Table:
             check_fresh(run, judgements, digests.get(judgements[0].system, {}), index)
     where = _where(judged_examples(index, judgement_files, retrieved)) if judged else {}
     columns["where"] = [where.get(key) for key in keys]
+    _add_repeats(run, index, columns)
     schema = _schema()
     if mark is not None:
         schema = schema.with_metadata({FINGERPRINT_KEY: mark.encode("utf-8")})
     return pa.Table.from_pydict(columns, schema=schema)
+
+
+def _add_repeats(
+    run: RunDir, index: Mapping[str, QueryRecord], columns: dict[str, list[Any]]
+) -> None:
+    """The rows of the repeats (``run --repeat N``), after the first askings': one per
+    (system, query, repeat) of the repeats' responses files, joined with its judgement;
+    where it went wrong as analyze would say it of that repeat alone (its groups' tags
+    among the answers of the same repeat). Their reference-free scores are empty: those
+    are computed for first askings only."""
+    judgement_files = [list(records) for _, records in read_run_records(run, RepeatJudgement)]
+    judged = {(j.system, j.query_id, j.repeat): j for file in judgement_files for j in file}
+    retrieved: dict[int, dict[str, dict[str, tuple[str, ...]]]] = {}
+    digests: dict[str, dict[tuple[str, int], str]] = {}
+    keys: list[tuple[str, str, int]] = []
+    for _, responses in read_run_records(run, RepeatResponse):
+        for r in responses:
+            ids = r.retrieved_ids
+            retrieved.setdefault(r.repeat, {}).setdefault(r.system, {})[r.query_id] = tuple(ids)
+            digests.setdefault(r.system, {})[r.query_id, r.repeat] = r.digest
+            q = index.get(r.query_id)
+            if q is None:
+                continue  # a repeat of a question no longer in the dataset
+            key = (r.system, r.query_id, r.repeat)
+            j = judged.get(key)
+            keys.append(key)
+            for name, value in (
+                ("system", r.system),
+                ("query_id", q.query_id),
+                ("repeat", r.repeat),
+                ("query", q.query),
+                ("variant", q.variant),
+                ("group_id", q.group_id),
+                ("source", q.source),
+                ("reference", q.reference.display),
+                ("answer", r.response),
+                ("error", r.error),
+                ("correct", j.correct if j else None),
+                ("method", j.method if j else None),
+                ("retrieval_correct", j.retrieval_correct if j else None),
+                ("retrieved_ids", ids),
+                ("gold_ids", q.gold_ids),
+                ("rationale", j.rationale if j else None),
+                ("scores", []),
+            ):
+                columns[name].append(value)
+    for judgements in judgement_files:
+        if judgements:
+            check_fresh_repeats(run, judgements, digests.get(judgements[0].system, {}))
+    where: dict[tuple[str, str, int], str] = {}
+    for repeat in sorted({j.repeat for file in judgement_files for j in file}):
+        files: list[list[Judgement]] = [
+            [j for j in file if j.repeat == repeat] for file in judgement_files
+        ]
+        examples = judged_examples(index, files, retrieved.get(repeat, {}))
+        for (system, query_id), part in _where(examples).items():
+            where[system, query_id, repeat] = part
+    columns["where"] += [where.get(key) for key in keys]
 
 
 def _stored(path: Path, mark: str) -> pa.Table | None:

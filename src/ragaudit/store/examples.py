@@ -10,15 +10,24 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from ragaudit.analysis.metrics import Example, gold_state
+from ragaudit.analysis.repeats import Attempt
 from ragaudit.judge.retrieval import RetrievalRule, retrieval_correct
-from ragaudit.records.io import RecordFileError
-from ragaudit.records.models import Judgement, QueryRecord, ResponseRecord
+from ragaudit.records.io import RecordFileError, read_jsonl
+from ragaudit.records.models import (
+    Judgement,
+    QueryRecord,
+    RepeatJudgement,
+    RepeatResponse,
+    ResponseRecord,
+)
 from ragaudit.rundir import RunDir
 from ragaudit.store.records import (
     check_fresh,
+    check_fresh_repeats,
     read_dataset,
     read_retrieved_ids,
     read_run_records,
+    record_files,
 )
 
 
@@ -179,3 +188,54 @@ def retrieval_examples(
     for _, responses in read_run_records(run, ResponseRecord, files):
         examples.extend(from_responses(queries.by_id, responses, rule, left_out))
     return examples
+
+
+def repeat_attempts(run: RunDir) -> list[Attempt]:
+    """Every judged asking of every query by each system that has repeats
+    (``repeats/judgements/``, from ``run --repeat N``): its first asking from
+    ``judgements/`` (repeat 0) and the others from the repeats' judgements, each once per
+    (system, query, repeat). Judgements the judge failed to give are left out; a judgement
+    of another answer than the run holds now (the system run again) is refused, as
+    :func:`answer_examples` refuses it. Empty when no system has repeats."""
+    files = record_files(run, RepeatJudgement)
+    if not files:
+        return []
+    queries = read_dataset(run).by_id
+    attempts: list[Attempt] = []
+
+    def add(judgements: list[Judgement], kind: str) -> None:
+        for j in judgements:
+            q = queries.get(j.query_id)
+            if q is None:
+                raise RecordFileError(f"{kind} for unknown query {j.query_id} ({j.system})")
+            if j.correct is not None:
+                repeat = getattr(j, "repeat", 0)
+                attempts.append(
+                    Attempt(j.system, j.query_id, q.group_id, q.variant, repeat, j.correct)
+                )
+
+    for _, records in read_run_records(run, RepeatJudgement, files):
+        repeats = list(records)
+        if not repeats:
+            continue
+        system = repeats[0].system
+        path = run.repeat_responses(system)
+        if path.exists():
+            now = {(r.query_id, r.repeat): r.digest for r in read_jsonl(path, RepeatResponse)}
+            check_fresh_repeats(run, repeats, now)
+        first = run.judgements(system)
+        if first.exists():
+            _, judged = next(read_run_records(run, Judgement, [first]))
+            judgements = list(judged)
+            check_fresh(run, judgements, _digests(run.responses(system)))
+            add(judgements, "judgement")
+        add(list(repeats), "repeat judgement")
+    return attempts
+
+
+def _digests(path: Path) -> dict[str, str]:
+    """Query id -> the fingerprint of its response in a responses file (none when it is
+    missing): what a judgement of it must have judged."""
+    if not path.exists():
+        return {}
+    return {r.query_id: r.digest for r in read_jsonl(path, ResponseRecord)}

@@ -1,7 +1,8 @@
 """Typed readers of a run's record files: the dataset, read once while a step holds it
 and indexed by query id once, and the responses, judgements and reference-free scores of
 every system, at most one record per (system, query) across all the files of a kind
-(:class:`OneRecordEach`)."""
+(:class:`OneRecordEach`); and the repeats of ``run --repeat N``, at most one per (system,
+query, repeat)."""
 
 from __future__ import annotations
 
@@ -26,13 +27,23 @@ from ragaudit.records.models import (
     Judgement,
     QueryRecord,
     RefreshedGroup,
+    RepeatJudgement,
+    RepeatResponse,
     ResponseRecord,
     StaleDocument,
 )
 from ragaudit.rundir import RunDir
 
-RunRecord = TypeVar("RunRecord", ResponseRecord, Judgement, FreeScoreRecord)
-RecordModel = type[ResponseRecord] | type[Judgement] | type[FreeScoreRecord]
+RunRecord = TypeVar(
+    "RunRecord", ResponseRecord, Judgement, FreeScoreRecord, RepeatResponse, RepeatJudgement
+)
+RecordModel = (
+    type[ResponseRecord]
+    | type[Judgement]
+    | type[FreeScoreRecord]
+    | type[RepeatResponse]
+    | type[RepeatJudgement]
+)
 
 # A file as it is on disk now: device, inode, size and modification time (ns). An atomic
 # rewrite changes the inode, an append the size, an edit in place the time.
@@ -102,13 +113,15 @@ def read_dataset(run: RunDir) -> Queries:
     return read_queries(run.dataset)
 
 
-def duplicate_message(kind: str, query_id: str, system: str) -> str:
-    """Why a file holding two records of one (system, query) cannot be used: counting both
-    would weigh that query twice, and choosing one would be a guess."""
+def duplicate_message(kind: str, query_id: str, system: str, repeat: int = 0) -> str:
+    """Why a file holding two records of one (system, query) (or of one repeat of it)
+    cannot be used: counting both would weigh that query twice, and choosing one would be
+    a guess."""
+    which = f" (repeat {repeat})" if repeat else ""
     return (
-        f"two {kind}s of query {query_id} by {system}: the file was written twice (two steps "
-        f"at once on one run directory?); remove the duplicate lines, or delete the file and "
-        f"run the step again"
+        f"two {kind}s of query {query_id}{which} by {system}: the file was written twice "
+        f"(two steps at once on one run directory?); remove the duplicate lines, or delete "
+        f"the file and run the step again"
     )
 
 
@@ -121,23 +134,31 @@ class OneRecordEach:
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
-        self._files: dict[str, dict[str, Path]] = {}  # system -> query id -> file
+        # system -> query id (with its repeat, for a repeat's record) -> file
+        self._files: dict[str, dict[str | tuple[str, int], Path]] = {}
 
-    def claim(self, system: str, query_id: str, path: Path, line: int | None = None) -> None:
+    def claim(
+        self, system: str, query_id: str, path: Path, line: int | None = None, repeat: int = 0
+    ) -> None:
         """Record that ``path`` (at ``line``, when known) holds ``system``'s record of
-        ``query_id``; a :class:`RecordFileError` naming both places if one was read before."""
+        ``query_id`` (of its ``repeat``-th asking, for a repeat's record); a
+        :class:`RecordFileError` naming both places if one was read before."""
         files = self._files.get(system)
         if files is None:
             files = self._files[system] = {}
-        first = files.get(query_id)
+        key: str | tuple[str, int] = (query_id, repeat) if repeat else query_id
+        first = files.get(key)
         if first is None:
-            files[query_id] = path
+            files[key] = path
             return
         where = f"{path}:{line}" if line is not None else str(path)
         if first == path:
-            raise RecordFileError(f"{where}: {duplicate_message(self.kind, query_id, system)}")
+            message = duplicate_message(self.kind, query_id, system, repeat)
+            raise RecordFileError(f"{where}: {message}")
+        which = f" (repeat {repeat})" if repeat else ""
         raise RecordFileError(
-            f"two {self.kind}s of query {query_id} by {system}, in {first} and in {where}: "
+            f"two {self.kind}s of query {query_id}{which} by {system}, in {first} and in "
+            f"{where}: "
             f"counting both would weigh the query twice; remove one of them (a copy, or an "
             f"older file kept beside the new one?)"
         )
@@ -146,12 +167,16 @@ class OneRecordEach:
         """The records of ``path``, each claimed as it is read."""
         claim = self.claim
         for record in read_jsonl(path, model):
-            claim(record.system, record.query_id, path)
+            claim(record.system, record.query_id, path, repeat=getattr(record, "repeat", 0))
             yield record
 
 
 def _kind(run: RunDir, model: RecordModel) -> tuple[Path, str]:
     """The folder of the run that holds ``model``'s records, and what one is called."""
+    if model is RepeatJudgement:
+        return run.repeats_dir / "judgements", "judgement"
+    if model is RepeatResponse:
+        return run.repeats_dir / "responses", "response"
     if model is Judgement:
         return run.judgements_dir, "judgement"
     if model is FreeScoreRecord:
@@ -161,8 +186,9 @@ def _kind(run: RunDir, model: RecordModel) -> tuple[Path, str]:
 
 def record_files(run: RunDir, model: RecordModel) -> list[Path]:
     """The run's files of ``model`` records (``responses/``, ``judgements/`` or
-    ``scores/``, one per system as the steps write them), in name order; none when the
-    folder is missing."""
+    ``scores/``, or the repeats' ``repeats/responses/`` and ``repeats/judgements/``, one
+    per system as the steps write them), in name order; none when the folder is
+    missing."""
     folder, _ = _kind(run, model)
     return sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
 
@@ -255,6 +281,27 @@ def check_fresh(
         )
 
 
+def check_fresh_repeats(
+    run: RunDir, judgements: list[RepeatJudgement], digests: Mapping[tuple[str, int], str]
+) -> None:
+    """:func:`check_fresh` for the judgements of one system's repeats (``digests``: (query
+    id, repeat) -> the fingerprint of that repeat's answer now)."""
+    stale = [
+        j
+        for j in judgements
+        if j.response_digest is not None
+        and digests.get((j.query_id, j.repeat)) not in (None, j.response_digest)
+    ]
+    if stale:
+        first = stale[0]
+        raise RecordFileError(
+            f"{run.repeat_judgements(first.system)}: {len(stale)} judgement(s) of "
+            f"{first.system}'s repeats (query {first.query_id}, repeat {first.repeat} first) "
+            f"judged another answer than {run.repeat_responses(first.system)} holds now (the "
+            "system was run again): run ragaudit judge, which judges them anew"
+        )
+
+
 def read_responses(
     run: RunDir, system: str, only: set[str] | None = None
 ) -> dict[str, ResponseRecord]:
@@ -291,14 +338,18 @@ RECORD_FOLDERS: dict[str, RecordModel] = {
     "responses": ResponseRecord,
     "judgements": Judgement,
     "scores": FreeScoreRecord,
+    # The repeats of run --repeat N: a repeat of a question that left goes with it.
+    "repeats/responses": RepeatResponse,
+    "repeats/judgements": RepeatJudgement,
 }
 
 
 def remove_records(run: RunDir, gone: set[str], retired: Path | None = None) -> dict[str, int]:
     """Remove the records of the queries ``gone`` from every per-query file (responses,
-    judgements, reference-free scores; each file rewritten atomically, and only when it
-    holds one); how many were removed, per kind (``responses``, ``judgements``,
-    ``scores``). A record of a query the dataset no longer holds would be read as stale,
+    judgements, reference-free scores, and the repeats' responses and judgements; each
+    file rewritten atomically, and only when it holds one); how many were removed, per
+    kind (``responses``, ``judgements``, ``scores``, ``repeats/responses``,
+    ``repeats/judgements``). A record of a query the dataset no longer holds would be read as stale,
     or refused. With ``retired`` (a folder), each removed record is first appended to the
     file of the same name under ``retired/<kind>/``: kept, and never read again."""
     removed: dict[str, int] = {}

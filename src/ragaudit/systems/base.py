@@ -45,6 +45,14 @@ class SystemOptions(StrictOptions):
         "one that cannot take it is an error.",
     )
     timeout_s: float | None = Field(None, gt=0, description="Per-query timeout (else harness).")
+    repeat: int = Field(
+        1,
+        ge=1,
+        le=1000,
+        description="Times each query is asked (run --repeat N overrides it): each asking is "
+        "judged, and analyze gives every query's pass rate and the share of flaky queries "
+        "(right in some repeats, wrong in others).",
+    )
     grid: dict[str, list[Any]] | None = Field(
         None,
         description="Options to vary, each with its values (e.g. {retriever: [bm25, dense], "
@@ -126,6 +134,10 @@ class System(Protocol):
     # once with the queries still to ask, before any ``answer`` (to batch work ahead), and
     # ``def order(self, queries) -> list[QueryRecord]`` may reorder them (e.g. so that
     # queries sharing a retrieved context follow each other, for prompt caches).
+    # ``answer`` may take a keyword ``repeat: int`` (0 for a query's first asking): with
+    # ``run --repeat N`` such a system is told which asking each call is, so that a
+    # system that samples draws a different, reproducible answer each time (the built-in
+    # one seeds its LLM with it); a system without it is simply asked N times.
 
     async def aclose(self) -> None:
         """Release connections and threads."""

@@ -62,6 +62,30 @@ class BuiltinSystemConfig(SystemOptions):
 
 
 _RERANK_PARAMS = GenerationParams(temperature=0.0, max_tokens=3)
+
+
+def for_repeat(params: GenerationParams, repeat: int) -> GenerationParams:
+    """The sampling parameters of a query's ``repeat``-th asking: repeat 0 keeps
+    ``params`` (its requests, and their cache entries, are those of a run without
+    repeats); repeat r is sample r with the seed moved by r, so that a server that samples
+    draws anew and a rerun finds each repeat in the cache. At temperature 0 a
+    deterministic model gives the same answer every time, and that is what its repeats
+    then show.
+
+    >>> base = GenerationParams(seed=7)
+    >>> for_repeat(base, 0) is base
+    True
+    >>> second = for_repeat(base, 2)
+    >>> second.seed, second.sample_index, second.temperature
+    (9, 2, 0.0)
+    """
+    if not repeat:
+        return params
+    return params.model_copy(
+        update={"seed": (params.seed or 0) + repeat, "sample_index": params.sample_index + repeat}
+    )
+
+
 PREFETCH_LIMIT = 20_000  # queries whose hits are kept ahead (a run's answers need them once)
 
 
@@ -135,10 +159,13 @@ class RAGSystem:
         keys = {q.query_id: tuple(h.doc_id for h in self._hits.get(q.query, [])) for q in queries}
         return sorted(queries, key=lambda q: keys[q.query_id])
 
-    async def _rerank(self, query: str, hits: list[Hit], usage: list[int]) -> list[Hit]:
+    async def _rerank(
+        self, query: str, hits: list[Hit], usage: list[int], repeat: int = 0
+    ) -> list[Hit]:
         assert self.llm is not None
+        params = for_repeat(_RERANK_PARAMS, repeat)
         replies = await gather_all(
-            *(self.llm.acomplete(rerank_messages(query, h.text), _RERANK_PARAMS) for h in hits)
+            *(self.llm.acomplete(rerank_messages(query, h.text), params) for h in hits)
         )
         for r in replies:
             usage[0] += r.prompt_tokens
@@ -148,18 +175,21 @@ class RAGSystem:
         no = [h for h, r in zip(hits, replies, strict=True) if not is_yes(r.text)]
         return yes + no
 
-    async def answer(self, query: QueryRecord) -> SystemAnswer:
-        """Retrieve, re-rank, generate."""
+    async def answer(self, query: QueryRecord, *, repeat: int = 0) -> SystemAnswer:
+        """Retrieve, re-rank, generate. ``repeat`` (``run --repeat N``: which asking of the
+        query this is) seeds the LLM's calls (:func:`for_repeat`): each repeat is its own
+        request, drawn and cached on its own; repeat 0 is the run without repeats."""
         tokens = [0, 0]
         hits = await self._retrieve(query.query)
         if self.rerank_candidates and hits:
-            hits = await self._rerank(query.query, hits, tokens)
+            hits = await self._rerank(query.query, hits, tokens, repeat)
         hits = hits[: self.k]
         response: str | None = None
         if self.generator != "none":
             assert self.llm is not None
             reply = await self.llm.acomplete(
-                answer_messages(self.generator, query.query, hits), self._params
+                answer_messages(self.generator, query.query, hits),
+                for_repeat(self._params, repeat),
             )
             tokens[0] += reply.prompt_tokens
             tokens[1] += reply.completion_tokens

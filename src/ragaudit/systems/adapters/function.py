@@ -1,6 +1,7 @@
 """A Python function as a system: ``fn(query)`` or ``fn(query, record=QueryRecord)``, sync
 (run in worker threads) or async, returning the answer, or a dict / tuple with the answer,
-the retrieved ids and texts."""
+the retrieved ids and texts. A function that takes ``repeat`` is told which asking of the
+query each call is (``run --repeat N``: 0 to N - 1), to seed itself with."""
 
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ class CallableSystem:
         except (TypeError, ValueError):
             params = {}
         self._takes_record = "record" in params
+        self._takes_repeat = "repeat" in params
         takes_k = "k" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
         if k is not None and not takes_k:
             raise _no_k(name, "the function takes no parameter k")
@@ -46,9 +48,12 @@ class CallableSystem:
         # again (a notebook runs the same system in several cells).
         self._pool: ThreadPoolExecutor | None = None
 
-    async def answer(self, query: QueryRecord) -> SystemAnswer:
-        """Call the function with the query text (and the record, if it asks for one)."""
+    async def answer(self, query: QueryRecord, *, repeat: int = 0) -> SystemAnswer:
+        """Call the function with the query text (and the record, and which asking of
+        the query this is, if it asks for them)."""
         kwargs: dict[str, Any] = {"record": query} if self._takes_record else {}
+        if self._takes_repeat:
+            kwargs["repeat"] = repeat
         if self.k is not None:
             kwargs["k"] = self.k
         if self._async:

@@ -31,7 +31,8 @@ class HTTPSystemConfig(SystemOptions):
     )
     request: Any = Field(
         default_factory=lambda: {"query": "{query}"},
-        description="JSON body; {query}, {query_id}, {variant} and {k} are filled in.",
+        description="JSON body; {query}, {query_id}, {variant}, {k} and {repeat} (which "
+        "asking of the query: 0 to N - 1 with run --repeat N) are filled in.",
     )
     answer_path: str | None = Field("answer", description="JSON path of the answer.")
     ids_path: str | None = Field(None, description="JSON path of the retrieved document ids.")
@@ -39,28 +40,39 @@ class HTTPSystemConfig(SystemOptions):
     retries: int = Field(2, ge=0, le=20, description="Retries on 5xx, 429 and connection errors.")
 
 
-_FIELD = re.compile(r"\{(query|query_id|variant|k)\}")
+_FIELD = re.compile(r"\{(query|query_id|variant|k|repeat)\}")
 
 
-def fill_template(template: Any, query: QueryRecord, k: int | None = None) -> Any:
-    """The request body: ``{query}``, ``{query_id}``, ``{variant}`` and ``{k}`` filled into
-    every string of the JSON template (values are inserted as text, never parsed; a string
-    that is exactly ``{k}`` becomes the number). One pass: a query that itself contains
-    ``{variant}`` reaches the system as written."""
+def fill_template(template: Any, query: QueryRecord, k: int | None = None, repeat: int = 0) -> Any:
+    """The request body: ``{query}``, ``{query_id}``, ``{variant}``, ``{k}`` and
+    ``{repeat}`` (which asking of the query, 0 to N - 1 with ``run --repeat N``: a seed
+    for a system that samples) filled into every string of the JSON template (values are
+    inserted as text, never parsed; a string that is exactly ``{k}`` or ``{repeat}``
+    becomes the number). One pass: a query that itself contains ``{variant}`` reaches the
+    system as written.
+
+    >>> q = QueryRecord(query_id="q1", group_id="g1", variant="short", query="Who?",
+    ...                 reference={"values": ["Ann"], "display": "Ann"})
+    >>> fill_template({"q": "{query}", "seed": "{repeat}"}, q, repeat=2)
+    {'q': 'Who?', 'seed': 2}
+    """
     if isinstance(template, str):
         if template == "{k}" and k is not None:
             return k
+        if template == "{repeat}":
+            return repeat
         values = {
             "query": query.query,
             "query_id": query.query_id,
             "variant": query.variant,
             "k": "" if k is None else str(k),
+            "repeat": str(repeat),
         }
         return _FIELD.sub(lambda m: values[m.group(1)], template)
     if isinstance(template, dict):
-        return {key: fill_template(v, query, k) for key, v in template.items()}
+        return {key: fill_template(v, query, k, repeat) for key, v in template.items()}
     if isinstance(template, list):
-        return [fill_template(v, query, k) for v in template]
+        return [fill_template(v, query, k, repeat) for v in template]
     return template
 
 
@@ -167,9 +179,10 @@ class HTTPSystem:
             attempt += 1
             await asyncio.sleep(wait)
 
-    async def answer(self, query: QueryRecord) -> SystemAnswer:
-        """Send the request, read the answer and the retrieved documents by their paths."""
-        data = await self._send(fill_template(self.request, query, self.k))
+    async def answer(self, query: QueryRecord, *, repeat: int = 0) -> SystemAnswer:
+        """Send the request (``repeat``: which asking of the query, for ``{repeat}``), read
+        the answer and the retrieved documents by their paths."""
+        data = await self._send(fill_template(self.request, query, self.k, repeat))
         try:
             answer = extract(data, self.answer_path) if self.answer_path else None
             ids = extract(data, self.ids_path) if self.ids_path else None
