@@ -659,3 +659,25 @@ def test_an_error_that_advises_a_command_names_the_python_call_too(tmp_path: Pat
     assert done.returncode != 0 and "from Python" not in done.stderr
     plain = message.split(" (from Python:")[0].replace(f"{tmp_path}/", "")
     assert " ".join(done.stderr.split()) == f"error: {plain}"
+
+
+def test_init_from_python_writes_the_command_lines_file_and_keeps_an_existing_one(
+    tmp_path: Path,
+) -> None:
+    """``ra.init`` is ``ragaudit init``: the same file, byte for byte; an existing file is
+    refused from either door (Python's message names its keyword) and left as it was."""
+    written = ra.init(tmp_path / "ragaudit.yaml")
+    assert written == tmp_path / "ragaudit.yaml"
+    assert ragaudit("init", "cli.yaml", cwd=tmp_path).returncode == 0
+    assert written.read_bytes() == (tmp_path / "cli.yaml").read_bytes()
+    assert ra.Project(written, root=tmp_path).config.database.url == "example"
+    written.write_text("# mine\n")
+    with pytest.raises(ra.UserError, match=r"already exists \(use force=True to overwrite it\)$"):
+        ra.init(written)
+    again = ragaudit("init", cwd=tmp_path)
+    assert again.returncode == 2 and "use --force" in again.stderr
+    assert written.read_text() == "# mine\n"
+    ra.init(written, documents=True, force=True)
+    assert ra.Project(written, root=tmp_path).config.database.url is None
+    with pytest.raises(ra.UserError, match="is a folder"):
+        ra.init(tmp_path, force=True)

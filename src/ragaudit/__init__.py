@@ -1,6 +1,7 @@
 """ragaudit: audit Retrieval-Augmented Generation systems with grounded, executed answers.
 
-``import ragaudit as ra``: :class:`ra.Project` (the journey on a run directory),
+``import ragaudit as ra``: :func:`ra.init` (a commented ragaudit.yaml to start from),
+:class:`ra.Project` (the journey on a run directory),
 :func:`ra.evaluate` (any system's logs), :func:`ra.system` (a Python callable under test),
 :class:`ra.Answer`, :func:`ra.gate`, :func:`ra.assert_no_regression`, :func:`ra.compare`,
 :func:`ra.make_world` and :func:`ra.demo` (a generated company, and the journey on one),
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
         demo,
         evaluate,
         gate,
+        init,
         make_world,
         system,
     )
@@ -52,6 +54,7 @@ _exports = lazy_exports(
         "Answers": "api",
         "Dataset": "api",
         "system": "api",
+        "init": "api",
         "gate": "api",
         "compare": "api",
         "assert_no_regression": "api",
@@ -91,6 +94,7 @@ __all__ = [
     "demo",
     "evaluate",
     "gate",
+    "init",
     "llm",
     "make_world",
     "system",

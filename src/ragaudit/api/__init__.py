@@ -10,7 +10,15 @@ from ragaudit.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ragaudit.api.evaluation import Evaluation, aevaluate, evaluate
-    from ragaudit.api.functions import acompare, agate, assert_no_regression, compare, gate, system
+    from ragaudit.api.functions import (
+        acompare,
+        agate,
+        assert_no_regression,
+        compare,
+        gate,
+        init,
+        system,
+    )
     from ragaudit.api.project import Project
     from ragaudit.api.tables import Answers, Dataset
     from ragaudit.api.world import World, ademo, amake_world, demo, make_world
@@ -29,6 +37,7 @@ __getattr__ = lazy_exports(
         "Answers": "tables",
         "Dataset": "tables",
         "system": "functions",
+        "init": "functions",
         "gate": "functions",
         "compare": "functions",
         "assert_no_regression": "functions",
@@ -54,6 +63,7 @@ __all__ = [
     "demo",
     "evaluate",
     "gate",
+    "init",
     "make_world",
     "system",
 ]

@@ -59,6 +59,12 @@ def command_line() -> Iterator[None]:
         _COMMAND_LINE.reset(token)
 
 
+def on_command_line() -> bool:
+    """Whether the command line is the caller (its users are told of flags, not keyword
+    arguments)."""
+    return _COMMAND_LINE.get()
+
+
 def for_python(message: str) -> str:
     """``message`` with the Python calls that do what the commands it advises do, at its
     end, for a caller of the API: the errors are the command line's, word for word.

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragaudit.analysis.gate import DEFAULT_MIN_COVERAGE, GateReport, MissingPolicy
 from ragaudit.api.calls import twin
+from ragaudit.config import DEFAULT_CONFIG_NAME
 from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule
 from ragaudit.systems.adapters.function import CallableSystem
 
@@ -189,3 +190,37 @@ def compare(run: Project | str | Path, **options: Any) -> RankingStudy:
 # The async twins: each awaits its call in a worker thread.
 agate = twin(gate)
 acompare = twin(compare)
+
+
+def init(
+    path: str | Path = DEFAULT_CONFIG_NAME, *, documents: bool = False, force: bool = False
+) -> Path:
+    """Write a commented example ragaudit.yaml at ``path`` (``ragaudit init``) and return
+    its path: for a database (the example one until ``database.url`` is set), or with
+    ``documents`` for a folder of documents and no database, so that a notebook starts a
+    project as the command line does. An existing file is a :class:`ragaudit.UserError`
+    unless ``force``; nothing is written then."""
+    from ragaudit.api.calls import on_command_line
+    from ragaudit.config import example_config
+    from ragaudit.errors import ConfigError
+    from ragaudit.records.io import atomic_write_text
+
+    target = Path(path)
+    if target.is_dir():
+        raise ConfigError(f"{target} is a folder: give the path of the file to write")
+    if target.exists() and not force:
+        how = "--force" if on_command_line() else "force=True"
+        raise ConfigError(f"{target} already exists (use {how} to overwrite it)")
+    atomic_write_text(target, example_config(documents=documents))
+    return target
+
+
+def next_steps(documents: bool) -> str:
+    """What to do after :func:`init`: set the database (or the corpus) and the model, then
+    check the setup with ``doctor``."""
+    if documents:
+        return (
+            "put your documents in documents/ (or set corpus.path) and set llm.model, then "
+            "run: ragaudit doctor, then ragaudit generate --documents"
+        )
+    return "edit database.url and llm.model, then run: ragaudit doctor"

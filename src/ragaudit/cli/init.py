@@ -9,8 +9,7 @@ from typing import Annotated
 import typer
 
 from ragaudit.cli.console import console
-from ragaudit.config import DEFAULT_CONFIG_NAME, example_config
-from ragaudit.errors import ConfigError
+from ragaudit.config import DEFAULT_CONFIG_NAME
 
 
 def init(
@@ -29,16 +28,8 @@ def init(
 ) -> None:
     """Write a commented example ragaudit.yaml: for a database (the example one until you
     set database.url), or with --documents for a folder of documents and no database."""
-    if path.exists() and not force:
-        raise ConfigError(f"{path} already exists (use --force to overwrite it)")
-    from ragaudit.records.io import atomic_write_text
+    from ragaudit.api.functions import init as write_config
+    from ragaudit.api.functions import next_steps
 
-    atomic_write_text(path, example_config(documents=documents))
-    if documents:
-        next_steps = (
-            "put your documents in documents/ (or set corpus.path) and set llm.model, then "
-            "run: ragaudit doctor, then ragaudit generate --documents"
-        )
-    else:
-        next_steps = "edit database.url and llm.model, then run: ragaudit doctor"
-    console.print(f"wrote {path}: {next_steps}", markup=False)
+    written = write_config(path, documents=documents, force=force)
+    console.print(f"wrote {written}: {next_steps(documents)}", markup=False)
