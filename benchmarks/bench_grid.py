@@ -35,8 +35,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from ragaudit.harness.ask import run_system  # noqa: E402
 from ragaudit.records.models import QueryRecord, Reference  # noqa: E402
-from ragaudit.run.harness import run_system  # noqa: E402
 from ragaudit.systems.base import Retriever  # noqa: E402
 from ragaudit.systems.builtin import BuiltinSystemConfig  # noqa: E402
 from ragaudit.systems.corpus import chunk, load_corpus  # noqa: E402

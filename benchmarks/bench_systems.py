@@ -12,7 +12,7 @@ queries: the shape of an evaluation run). The top-10 lists of both are compared 
 queries both answered (they differ a little: bm25s drops stop words and uses Lucene's idf).
 
 **Harness.** A callable system whose every answer takes 50 ms, asked 2,000 queries at
-concurrency 32 by ``ragaudit.run.harness.run_system`` (records written and fsynced to a
+concurrency 32 by ``ragaudit.harness.ask.run_system`` (records written and fsynced to a
 JSONL file as in a real run). The theoretical rate is 32 / 0.05 s = 640 queries/s; a bare
 ``asyncio`` loop over the same callable (a semaphore, no records) is the baseline measured
 in the same run. Both an async callable and a sync one (run in worker threads) are timed.
@@ -38,8 +38,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from ragaudit import aio  # noqa: E402
+from ragaudit.harness.ask import run_system  # noqa: E402
 from ragaudit.records.models import QueryRecord, Reference  # noqa: E402
-from ragaudit.run.harness import run_system  # noqa: E402
 from ragaudit.systems.adapters import CallableSystem  # noqa: E402
 from ragaudit.systems.corpus import Chunk  # noqa: E402
 from ragaudit.systems.retrievers import BM25Retriever  # noqa: E402

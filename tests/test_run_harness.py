@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 
 from ragaudit import aio
+from ragaudit.harness.ask import run_system
 from ragaudit.records.io import read_jsonl
 from ragaudit.records.models import QueryRecord, ResponseRecord
-from ragaudit.run.harness import run_system
 from ragaudit.systems.adapters import CallableSystem
 from tests.support.cli import ragaudit
 from tests.support.datasets import queries, write_dataset

@@ -150,9 +150,9 @@ def test_an_http_system_built_from_python_registers_its_literal_credentials(
     the credentials of its request and headers itself, so an echo of them is stored
     masked."""
     from ragaudit import aio
+    from ragaudit.harness.ask import run_system
     from ragaudit.records.io import read_jsonl
     from ragaudit.records.models import ResponseRecord
-    from ragaudit.run.harness import run_system
     from ragaudit.systems.adapters import HTTPSystem
     from tests.support.datasets import queries
 

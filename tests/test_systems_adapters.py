@@ -11,9 +11,9 @@ import pytest
 from ragaudit import aio
 from ragaudit.config import parse_config
 from ragaudit.errors import ConfigError
+from ragaudit.harness.ask import run_system
 from ragaudit.records.io import read_jsonl
 from ragaudit.records.models import ResponseRecord
-from ragaudit.run.harness import run_system
 from ragaudit.systems.adapters import (
     CallableSystemConfig,
     HTTPSystem,

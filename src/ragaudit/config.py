@@ -17,10 +17,10 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 from ragaudit.db.options import DatabaseConfig, mask_url_password
 from ragaudit.errors import ConfigError
 from ragaudit.generate.options import GenerateOptions, GoldRule, TemplatesConfig
+from ragaudit.harness.options import HarnessConfig
 from ragaudit.judge.options import ReferenceFreeOptions
 from ragaudit.llm.options import LLMConfig, url_credentials_problem
 from ragaudit.options import StrictOptions
-from ragaudit.run.options import HarnessConfig
 from ragaudit.secrets import mask, mask_secret_fields, mask_url
 from ragaudit.systems.corpus import CorpusConfig
 from ragaudit.systems.options import KINDS, SystemConfig, expand_grids

@@ -34,8 +34,8 @@ if TYPE_CHECKING:
     from ragaudit.analysis.ranking import RankingStudy
     from ragaudit.analysis.summary import Summary, WeightScan
     from ragaudit.generate.refresh import RefreshReport
+    from ragaudit.harness.ask import SystemRunStats
     from ragaudit.llm.client import Backend
-    from ragaudit.run.harness import SystemRunStats
     from ragaudit.steps.doctor import DoctorReport
     from ragaudit.steps.documents import DocumentStats
     from ragaudit.steps.export import MlflowExport

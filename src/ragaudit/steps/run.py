@@ -1,5 +1,5 @@
 """The ``run`` step: every configured system asked every query of the dataset, each into
-responses/<system>.jsonl (resumable, see :mod:`ragaudit.run.harness`)."""
+responses/<system>.jsonl (resumable, see :mod:`ragaudit.harness.ask`)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from pydantic import BaseModel
 
 from ragaudit.config import Config, SystemConfig
 from ragaudit.errors import ConfigError, UserError
+from ragaudit.harness.ask import SystemRunStats, run_system
 from ragaudit.llm.client import LLMClient
 from ragaudit.progress import SILENT, Progress
 from ragaudit.records.io import atomic_write_json, read_jsonl
 from ragaudit.records.models import QueryRecord, ResponseRecord
-from ragaudit.run.harness import SystemRunStats, run_system
 from ragaudit.rundir import RunDir
 from ragaudit.steps.session import Session
 from ragaudit.store.answers import refresh_answer_table
@@ -32,7 +32,7 @@ from ragaudit.systems.factory import build_system, needs_corpus, needs_llm
 
 class SystemRunEntry(BaseModel):
     """One system's entry of run.stats.json: what this run asked it and how it went
-    (:class:`~ragaudit.run.harness.SystemRunStats`, seconds and rate rounded), and what
+    (:class:`~ragaudit.harness.ask.SystemRunStats`, seconds and rate rounded), and what
     its retrieved ids say is wrong."""
 
     asked: int

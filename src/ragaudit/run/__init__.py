@@ -1,1 +1,0 @@
-"""The run harness: asks systems under test every query, concurrently and resumably."""
