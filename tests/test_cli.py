@@ -115,3 +115,23 @@ def test_model_output_is_shown_literally_not_as_markup(llm_server, tmp_path: Pat
     result = ragaudit("doctor", "--llm", "openai:m", cwd=tmp_path, env=env)
     assert result.returncode == 0, result.stderr
     assert "answer:   [bold]Yes[/bold] for [Client.Name] [/]" in result.stdout
+
+
+def test_config_may_come_before_the_verb_as_after_it(tmp_path: Path) -> None:
+    """``ragaudit -c FILE VERB`` reads FILE as ``ragaudit VERB -c FILE`` does (git's -C
+    habit); the verb's own -c wins where both are given; a missing file is one line."""
+    assert ragaudit("init", "mine.yaml", cwd=tmp_path).returncode == 0
+    text = (tmp_path / "mine.yaml").read_text()
+    (tmp_path / "mine.yaml").write_text(text.replace("name: default", "name: mine", 1))
+    assert ragaudit("init", "other.yaml", cwd=tmp_path).returncode == 0
+    before = ragaudit("-c", "mine.yaml", "doctor", "--skip-llm", cwd=tmp_path)
+    after = ragaudit("doctor", "--skip-llm", "-c", "mine.yaml", cwd=tmp_path)
+    assert before.returncode == after.returncode == 0, before.stderr
+    assert "run directory: runs/mine" in before.stdout and "runs/mine" in after.stdout
+    both = ragaudit("-c", "mine.yaml", "doctor", "--skip-llm", "-c", "other.yaml", cwd=tmp_path)
+    assert "runs/mine" not in both.stdout and "run directory: runs/" in both.stdout
+    missing = ragaudit("-c", "nope.yaml", "doctor", "--skip-llm", cwd=tmp_path)
+    assert missing.returncode == 2
+    assert missing.stderr.strip() == (
+        "error: nope.yaml: no such file (a configuration file: ragaudit init writes one)"
+    )

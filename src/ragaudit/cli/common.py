@@ -3,6 +3,7 @@ the LLM session of a command."""
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,8 +31,21 @@ def load_run(
     return config
 
 
+# ``ragaudit -c FILE VERB``: the file given before the verb, for a verb given none.
+_BEFORE_VERB: ContextVar[Path | None] = ContextVar("ragaudit_config_before_verb", default=None)
+
+
+def set_config_before_verb(path: Path | None) -> None:
+    """Remember ``-c FILE`` given before the verb (``ragaudit -c x.yaml run``), as git
+    takes ``-C``: each invocation sets it, so none leaks into the next."""
+    _BEFORE_VERB.set(path)
+
+
 def resolve_config(path: Path | None) -> Config:
-    """The configuration from ``path``, else ``./ragaudit.yaml`` if present, else defaults."""
+    """The configuration from ``path`` (the verb's ``-c``, else the one before the verb),
+    else ``./ragaudit.yaml`` if present, else defaults."""
+    if path is None:
+        path = _BEFORE_VERB.get()
     if path is None:
         default = Path(DEFAULT_CONFIG_NAME)
         path = default if default.exists() else None

@@ -26,7 +26,9 @@ from ragaudit.cli import (
     templates,
     world,
 )
+from ragaudit.cli.common import set_config_before_verb
 from ragaudit.cli.console import console, err_console
+from ragaudit.cli.options import ConfigOption
 from ragaudit.errors import UserError, printable
 from ragaudit.rundir import release_locks
 from ragaudit.secrets import redact
@@ -75,8 +77,10 @@ def _root(
             "--version", callback=_version_callback, is_eager=True, help="Show the version."
         ),
     ] = False,
+    config_path: ConfigOption = None,
 ) -> None:
     """Audit RAG systems with questions whose answers are known (see HELP)."""
+    set_config_before_verb(config_path)
 
 
 # Each command's line in the list of commands: one line at 80 columns (click would cut a
