@@ -264,7 +264,7 @@ def test_near_duplicates_are_found_by_cosine() -> None:
 
 
 def test_quotas_split_the_size_by_largest_remainders() -> None:
-    uniform = DocumentOptions().shares()
+    uniform = DocumentOptions(mix="uniform").shares()  # type: ignore[arg-type]
     assert quotas(uniform, 10) == {
         "fact_single": 3,
         "summary": 3,

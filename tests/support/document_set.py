@@ -173,10 +173,12 @@ def squad_contexts(squad_dir: Path) -> list[Context]:
 
 
 def balance_options(strategy: str, size: int) -> DocumentOptions:
-    """``statements`` with a uniform mix, or ``simple`` with two pairs a paragraph, over
-    one pass of the paragraphs."""
+    """``statements`` with a uniform mix (``mix: uniform``; the default is answerable
+    only), or ``simple`` with two pairs a paragraph, over one pass of the paragraphs."""
     if strategy == "statements":
-        return DocumentOptions(strategy="statements", size=size, rounds=1)
+        return DocumentOptions.model_validate(
+            {"strategy": "statements", "size": size, "rounds": 1, "mix": "uniform"}
+        )
     return DocumentOptions(strategy="simple", size=size, per_context=2, rounds=1)
 
 

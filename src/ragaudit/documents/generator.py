@@ -330,7 +330,10 @@ class DocumentGenerator:
             if reading.answer is not None:
                 where = "its context" if reading.passage in (None, 1) else "another passage"
                 return f"unanswerable check: {where} answers it ({reading.answer[:80]!r})"
-            f["support"] = f"unanswerable: none of {len(passages)} passages answers it"
+            f["support"] = (
+                f"unanswerable: none of {len(passages)} passages answers it "
+                f"(a near miss: {f.get('miss', 'any')})"
+            )
         critiques = await self.llm.acomplete_parsed(
             checks.critique_prompt(context.text, question, answer),
             checks.parse_critiques,
@@ -422,8 +425,17 @@ class DocumentGenerator:
                 raise _StatementsFailed((context.id, stage), exc) from None
             pending.fields["theme"] = facts.theme
             if kind is None:
+                # A near miss of a kind this context has not had yet (each kind once per
+                # context), drawn with the candidate's seeded choice.
+                had = self._used.setdefault((context.id, "unanswerable"), set())
+                kinds = [k for k in gen.UNANSWERABLE_KINDS if k not in had]
+                if not kinds:
+                    raise _NothingLeft("unanswerable")
+                miss = rng.choice(kinds)
+                had.add(miss)
+                pending.fields["miss"] = miss
                 pending.fields["question"] = await self.llm.acomplete_parsed(
-                    gen.unanswerable_prompt(facts),
+                    gen.unanswerable_prompt(facts, miss),
                     gen.parse_question,
                     gen.QUESTION_REPLY,
                     self.params(80, round_),
