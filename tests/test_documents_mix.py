@@ -131,3 +131,22 @@ def test_unanswerable_questions_are_near_misses_of_several_kinds() -> None:
     assert len(accepted) == 12
     kinds = {str(r.support).rsplit("a near miss: ", 1)[1].rstrip(")") for r in accepted}
     assert kinds <= set(UNANSWERABLE_KINDS) and len(kinds) >= 4
+
+
+def test_a_simple_reference_that_its_context_contradicts_is_dropped_by_the_reading() -> None:
+    context = CONTEXTS[0]
+    wrong = "9 June 2023"
+    # Looking the answer's words up cannot tell: they are all in the context.
+    assert checks.answer_support(context.text, wrong)[0] == "supported"
+    options = DocumentOptions(strategy="simple", size=2, per_context=2, rounds=1, check_label=False)
+    records, requests = _generate(options, [context])
+    by_question = {r.question: r for r in records}
+    dropped = by_question["When did work on Bridge 0 begin?"]
+    assert not dropped.accepted
+    assert dropped.dropped == (
+        "reading: the context gives '1 May 2021', the reference says '9 June 2023'"
+    )
+    kept = by_question["Where is Bridge 0 being built?"]
+    assert kept.accepted and "reading: the context gives it ('Norhaven')" in str(kept.support)
+    readings = [r for r in requests if "numbered passages" in r[0]["content"]]
+    assert len(readings) == 2  # one reading per pair

@@ -1,7 +1,8 @@
 """The document generator: question-answer pairs written from contexts with the LLM, each
-checked (support by the context, near-duplicates, the unanswerable reading, critiques, the
-label), until the requested number is accepted; then the accepted questions worded in
-every style, each wording checked to ask the same thing.
+checked (support by the context, near-duplicates, the reading of a ``simple`` reference,
+the unanswerable reading, critiques, the label), until the requested number is accepted;
+then the accepted questions worded in every style, each wording checked to ask the same
+thing.
 
 Contexts are visited in a seeded order, round after round, until ``size`` pairs are
 accepted; each requested label has its quota of the size (largest remainders), so the mix
@@ -319,6 +320,18 @@ class DocumentGenerator:
         dup = self._duplicate(vector)
         if dup:
             return dup
+        read_agrees = False
+        if self.options.strategy == "simple" and answer is not None:
+            # simple's reference is free text written with its question: its words can all
+            # be in the context in another order and say the opposite ("both evaluate the
+            # left side first"). The model reads the question in the context alone, as
+            # the wording check reads a wording, and that answer must be the reference's.
+            read = await self._read(context.text, question)
+            if read is None or not checks.answers_agree(answer, read):
+                got = "nothing" if read is None else repr(read[:60])
+                return f"reading: the context gives {got}, the reference says {answer[:60]!r}"
+            read_agrees = True
+            f["support"] = f"{f['support']}; reading: the context gives it ({read[:60]!r})"
         if pending.label == "unanswerable":  # the check most such questions fail, first
             passages = [context.text, *self._corpus_passages(context, question)]
             reading = await self.llm.acomplete_parsed(
@@ -347,7 +360,7 @@ class DocumentGenerator:
         if answer is None:  # a question meant to be unanswered: only the question is rated
             thresholds = {k: thresholds[k] for k in ("stand_alone", "specificity")}
         failed = checks.failed_critiques(critiques, thresholds)
-        if answer is not None and decided is None:
+        if answer is not None and decided is None and not read_agrees:
             grounded = critiques["answer_grounding"].rating
             f["support"] = f"critique: answer_grounding {grounded}"
         if failed:
