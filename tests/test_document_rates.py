@@ -84,9 +84,13 @@ PHRASINGS = {
     "steps": {"fact_single": 89, "summary": 51, "reasoning": 8, None: 2},
 }
 # The wording check on labelled wordings made from SQuAD's questions, 25 of each kind:
-# how many it kept as asking the same thing.
+# how many it kept as asking the same thing. The reading alone kept 23, 0, 6 and 8; the
+# checks before it (another kind of fact asked, a name or number left out) drop the
+# wh-swaps and most unanswerable edits, and 4 of the people's paraphrases, which name
+# their subject otherwise ("the first major bend in the Rhine" for "the bend ... in
+# Basel").
 WORDING_PER_KIND = 25
-WORDING_KEPT = {"same-answer": 23, "other-question": 0, "unanswerable-edit": 6, "wh-swap": 8}
+WORDING_KEPT = {"same-answer": 19, "other-question": 0, "unanswerable-edit": 2, "wh-swap": 0}
 
 
 @pytest.fixture(scope="module")
@@ -207,7 +211,7 @@ def test_the_wording_check_on_labelled_squad_wordings(squad: Path) -> None:
     assert {kind: kept[kind] for kind in WORDING_KEPT} == WORDING_KEPT
     others = [same for c, same in zip(cases, found, strict=True) if not c.same]
     rejected = proportion(others.count(False), len(others))
-    assert rejected.value is not None and rejected.value >= 0.8
+    assert rejected.value is not None and rejected.value >= 0.95
 
 
 def test_the_labellers_two_phrasings_on_squad_answerable_questions(squad: Path) -> None:

@@ -205,6 +205,7 @@ __all__ = [
     "grounded",
     "label_answerable",
     "observed",
+    "own_wording_cases",
     "precision_options",
     "read_all",
     "reading_cases",
@@ -442,11 +443,37 @@ def wording_cases(squad_dir: Path, per_kind: int) -> list[WordingCase]:
     return [c for cases in by_kind.values() for c in cases[:per_kind]]
 
 
+# Wordings of document pairs written for the project (issue 41, item 10): twelve short
+# passages of a programming language's reference, a question and its answer from each, and
+# six wordings of each question, three asking the same (paraphrases, one in the short
+# style) and three that drift (another fact of the passage, the same ask about another
+# operand or subject, another kind of ask, the subject dropped).
+OWN_WORDINGS = Path(__file__).resolve().parents[1] / "data" / "document_wording_set.json"
+
+
+def own_wording_cases(path: Path = OWN_WORDINGS) -> list[WordingCase]:
+    """The labelled wordings of :data:`OWN_WORDINGS`, paraphrases first within a pair."""
+    cases = []
+    for pair in json.loads(path.read_text(encoding="utf-8")):
+        for w in pair["wordings"]:
+            cases.append(
+                WordingCase(
+                    pair["context"],
+                    pair["question"],
+                    pair["answer"],
+                    w["text"],
+                    w["same"],
+                    w["kind"],
+                )
+            )
+    return cases
+
+
 def check_wordings(
     llm: LLMClient, cases: list[WordingCase], corpus: list[Context]
 ) -> list[bool | None]:
-    """Per case, the generator's wording check's verdict (None: its reply stayed
-    malformed)."""
+    """Per case, the generator's wording check's verdict, as it decides a wording but for
+    its style's length (None: a reply stayed malformed)."""
     from ragaudit.errors import LLMError
 
     generator = DocumentGenerator(
@@ -462,7 +489,7 @@ def check_wordings(
         found: list[bool | None] = []
         for case in cases:
             try:
-                same, _ = await generator.same_answer(
+                same, _ = await generator.wording_verdict(
                     case.context, case.question, case.answer, case.wording
                 )
             except LLMError:

@@ -587,6 +587,26 @@ class DocumentGenerator:
         was = "nothing" if read is None else repr(read[:60])
         return False, f"the context gives it {got}, the question {was}"
 
+    async def wording_verdict(
+        self, context: str, question: str, answer: str | None, wording: str
+    ) -> tuple[bool, str | None]:
+        """Whether ``wording`` may stand for ``question`` (answered by ``answer`` in
+        ``context``), and why not: the checks that need no model first (it leans on a text,
+        gives the answer away, asks for another kind of fact or leaves out a name, number
+        or piece of code: :func:`~ragaudit.documents.checks.wording_drift`), then the
+        reading (:meth:`same_answer`). Everything :meth:`word` checks but its style's
+        length; docs/documents.md states the rates. Raises ``LLMError`` when a reply stays
+        malformed."""
+        problem = gen.question_problem(wording) or gen.answer_leak(question, wording, answer)
+        if problem:
+            return False, problem
+        drift = checks.wording_drift(question, wording)
+        if drift is None:
+            same, drift = await self.same_answer(context, question, answer, wording)
+            if same:
+                return True, None
+        return False, f"asks something else: {drift}"
+
     async def worded(self, record: CandidateRecord) -> CandidateRecord:
         """An accepted candidate with its wordings (:meth:`word`), whose requests are added
         to its cost: a pair's cost is its writing, its checks and its wordings."""
@@ -615,23 +635,18 @@ class DocumentGenerator:
                     self.params(120),
                 )
                 given = self.wording_problem
-                problem = (
-                    (given(style, question, text) if given else None)
-                    or gen.question_problem(text)
-                    or gen.answer_leak(question, text, record.answer)
-                )
+                problem = given(style, question, text) if given else None
                 if problem:
                     out.append(WordingCheck(style=style, text=text, kept=False, reason=problem))
                     continue
-                same, why = await self.same_answer(context, question, record.answer, text)
+                same, why = await self.wording_verdict(context, question, record.answer, text)
             except FATAL_LLM_ERRORS:
                 raise
             except LLMError as exc:
                 reason = f"llm: {_short(exc)}"
                 out.append(WordingCheck(style=style, text=text, kept=False, reason=reason))
                 continue
-            dropped = None if same else f"asks something else: {why}"
-            out.append(WordingCheck(style=style, text=text, kept=same, reason=dropped))
+            out.append(WordingCheck(style=style, text=text, kept=same, reason=why))
         return out
 
 
