@@ -207,6 +207,13 @@ def test_a_reading_that_is_not_the_json_asked_is_refused() -> None:
         ("Mira Tessel", None, False),  # the wording is not answered
         (None, "Norhaven", False),  # the wording is answered, the question was not
         ("1,000 m3/s", "1,200 m3/s", False),  # a number the other does not hold
+        # Answers without a content word are compared by their words and symbols.
+        ("only once", "once", True),
+        ('"x"', "x", True),
+        ("once, when the def statement is executed", "once", True),
+        ("0o", "0x", False),
+        ("double it", 'f"{{', False),
+        ("()", "(5,)", False),
     ],
 )
 def test_two_readings_agree_when_one_holds_the_other(

@@ -470,10 +470,12 @@ def own_wording_cases(path: Path = OWN_WORDINGS) -> list[WordingCase]:
 
 
 def check_wordings(
-    llm: LLMClient, cases: list[WordingCase], corpus: list[Context]
+    llm: LLMClient, cases: list[WordingCase], corpus: list[Context], *, drift: bool = True
 ) -> list[bool | None]:
     """Per case, the generator's wording check's verdict, as it decides a wording but for
-    its style's length (None: a reply stayed malformed)."""
+    its style's length (None: a reply stayed malformed). ``drift=False``: without the
+    drift checks before the reading (the reading alone, as before issue 41)."""
+    from ragaudit.documents.generation import answer_leak, question_problem
     from ragaudit.errors import LLMError
 
     generator = DocumentGenerator(
@@ -489,9 +491,18 @@ def check_wordings(
         found: list[bool | None] = []
         for case in cases:
             try:
-                same, _ = await generator.wording_verdict(
-                    case.context, case.question, case.answer, case.wording
-                )
+                if drift:
+                    same, _ = await generator.wording_verdict(
+                        case.context, case.question, case.answer, case.wording
+                    )
+                elif question_problem(case.wording) or answer_leak(
+                    case.question, case.wording, case.answer
+                ):
+                    same = False
+                else:
+                    same, _ = await generator.same_answer(
+                        case.context, case.question, case.answer, case.wording
+                    )
             except LLMError:
                 found.append(None)
                 continue

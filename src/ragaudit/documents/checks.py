@@ -15,10 +15,15 @@
 6. :func:`near_duplicate`: a question too close (cosine of embeddings) to one accepted
    before is dropped.
 
-A generated wording of an accepted question is read like a question: the model answers it
+A ``simple`` pair's reference is read back the same way: the model answers the question
 from the context alone (:func:`reading_prompt`), and :func:`answers_agree` compares that
-answer with the pair's answer, or else with the answer the model reads for the question
-itself.
+answer with the reference.
+
+A generated wording of an accepted question is first checked for drift without the model
+(:func:`wording_drift`: the kind of fact asked, the names, numbers and code kept), then
+read like a question: the model answers it from the context alone, and
+:func:`answers_agree` compares that answer with the pair's answer, or else with the answer
+the model reads for the question itself.
 """
 
 from __future__ import annotations
@@ -118,6 +123,21 @@ def answer_support(context: str, answer: str) -> tuple[Support | None, str]:
         return "unsupported", "no word of the short answer is in the context"
     share = 1 - len(missing) / len(set(wanted))
     return None, f"{share:.0%} of the answer's content words are in the context"
+
+
+def answer_in_question(question: str, answer: str) -> str | None:
+    """Why a pair is circular, or None: every content word of ``answer`` is in
+    ``question`` ("What was the name of the Duchy of Normandy?" answered "Duchy of
+    Normandy"), so the question gives its answer and asks nothing. Its words are all in
+    the context and a reader reads it back, so no other check drops it.
+
+    >>> answer_in_question("What is the name of the Rhine-Meuse Delta?", "The Rhine-Meuse Delta")
+    "it holds its own answer ('The Rhine-Meuse Delta')"
+    """
+    wanted = {stem(w) for w in content_words(answer)}
+    if wanted and wanted <= {stem(w) for w in content_words(question)}:
+        return f"it holds its own answer ({answer[:60]!r})"
+    return None
 
 
 # -- critiques -----------------------------------------------------------------------------
@@ -304,7 +324,28 @@ def answers_agree(expected: str | None, found: str | None) -> bool:
     the same question?" says yes to most rewordings, docs/documents.md)."""
     if expected is None or found is None:
         return expected is None and found is None
-    return "supported" in (answer_support(expected, found)[0], answer_support(found, expected)[0])
+    if "supported" in (answer_support(expected, found)[0], answer_support(found, expected)[0]):
+        return True
+    if content_words(expected) and content_words(found):
+        return False
+    # An answer of function words, single letters or symbols ("once", "x", "0o", "()")
+    # has no content word to look up: its tokens, every word and run of symbols, are.
+    mine, theirs = _answer_tokens(expected), _answer_tokens(found)
+    return bool(mine and theirs) and (mine <= theirs or theirs <= mine)
+
+
+# Words too common to tell two short answers apart.
+_ANSWER_STOP = frozenset(
+    {"a", "an", "the", "of", "to", "in", "on", "at", "by", "for", "with", "it", "its"}
+    | {"is", "are", "was", "were", "be"}
+)
+
+
+def _answer_tokens(text: str) -> set[str]:
+    """The words and runs of symbols of an answer (quotes dropped), casefolded, without
+    the commonest function words: ``'only once'`` is {only, once}, ``'f"{{'`` {f, {{}."""
+    plain = re.sub(r"[\"'`“”‘’«»]", " ", text.casefold())
+    return {t for t in re.findall(r"\w+|[^\w\s]+", plain) if t not in _ANSWER_STOP}
 
 
 # -- what a wording must keep of its question -------------------------------------------------
@@ -313,7 +354,7 @@ def answers_agree(expected: str | None, found: str | None) -> bool:
 # for another kind of fact (a place for a time, a reason for a value) asks something else,
 # however its answer reads. "what" and "which" ask for a thing of any kind.
 _ASKS: tuple[tuple[str, str], ...] = (
-    (r"\bwhy\b|\bfor what reason\b|\bwhat (?:makes|causes)\b", "a reason"),
+    (r"\bwhy\b|\breason\b|\bwhat (?:makes|causes)\b", "a reason"),
     (r"\bhow (?:many|much|often|long|far|big|large|old)\b", "an amount"),
     (
         r"\bwhen\b|\b(?:what|which) (?:year|date|time|day|month|century)\b|\bat what point\b",
@@ -383,6 +424,8 @@ def wording_drift(question: str, wording: str) -> str | None:
     one sentence ("Why is the backslash not a valid string literal?" for a question about
     ``r"\"``); these decide before it is asked. docs/documents.md states the rates."""
     asked, worded = asks_for(question), asks_for(wording)
+    # "what" and "which" ask for any kind of fact: "What has shortened the Rhine?" and
+    # "Why has the Rhine been shortened?" are people's paraphrases in SQuAD.
     if asked and worded and asked != worded and "a thing" not in (asked, worded):
         return f"it asks for {worded}, the question for {asked}"
     if "yes or no" in (asked, worded) and asked != worded and None not in (asked, worded):
@@ -420,6 +463,7 @@ __all__ = [
     "READING_REPLY",
     "Critique",
     "ReadingReply",
+    "answer_in_question",
     "answer_support",
     "answers_agree",
     "asks_for",

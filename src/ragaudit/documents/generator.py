@@ -307,7 +307,12 @@ class DocumentGenerator:
         f = pending.fields
         context = pending.context
         question, answer = f["question"], f.get("answer")
-        problem = gen.question_problem(question)
+        simple = self.options.strategy == "simple" and answer is not None
+        problem = gen.question_problem(question) or (
+            # A simple answer is the asked value alone; a statements answer is a whole
+            # statement, which names its subject as its question does.
+            checks.answer_in_question(question, answer) if simple and answer else None
+        )
         if problem:
             return f"question: {problem}"
         decided: checks.Support | None = None
@@ -321,7 +326,7 @@ class DocumentGenerator:
         if dup:
             return dup
         read_agrees = False
-        if self.options.strategy == "simple" and answer is not None:
+        if simple and answer is not None:
             # simple's reference is free text written with its question: its words can all
             # be in the context in another order and say the opposite ("both evaluate the
             # left side first"). The model reads the question in the context alone, as
