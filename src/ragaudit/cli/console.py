@@ -6,6 +6,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from ragaudit.llm.prices import format_usd
 from ragaudit.llm.usage import UsageMeter
 
 # soft_wrap: a message stays one line however wide the terminal (tables still fit it).
@@ -16,7 +17,11 @@ err_console = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
 
 def usage_table(meter: UsageMeter) -> Table:
-    """One row per step: calls, cache hits, tokens, retries, failures and time."""
+    """One row per step: calls, cache hits, tokens, retries, failures, time and cost (at
+    llm.prices over the default table; cache hits cost nothing); under a step that asked
+    several models, a row per model; under ``run``, a row per system answered. A cost that
+    cannot be given shows ``n/a`` and the caption says why; the embedded model's 0 says
+    so too."""
     table = Table(title="LLM usage", title_justify="left")
     for header in (
         "step",
@@ -28,9 +33,13 @@ def usage_table(meter: UsageMeter) -> Table:
         "fail",
         "LLM s",
         "wall s",
+        "cost",
     ):
         table.add_column(header, justify="left" if header == "step" else "right")
-    for name, usage in meter.steps.items():
+    costs = meter.costs()
+    notes: list[str] = []
+    for name, usage in meter.snapshot().items():
+        cost = costs[name]
         table.add_row(
             name,
             str(usage.calls),
@@ -43,5 +52,33 @@ def usage_table(meter: UsageMeter) -> Table:
             else str(usage.failures),
             f"{usage.llm_seconds:.2f}",
             f"{usage.wall_seconds:.2f}",
+            format_usd(cost.usd),
         )
+        for note in (cost.reason, cost.note):
+            if note and note not in notes:
+                notes.append(note)
+        if len(usage.models) > 1:
+            for model, mu in usage.models.items():
+                table.add_row(
+                    f"  {model}",
+                    str(mu.calls),
+                    str(mu.cache_hits),
+                    str(mu.prompt_tokens),
+                    str(mu.completion_tokens),
+                    *([""] * 4),
+                    format_usd(cost.models[model].usd),
+                )
+        for part, models in usage.parts.items():
+            table.add_row(
+                f"  system {part}",
+                str(sum(m.calls for m in models.values())),
+                str(sum(m.cache_hits for m in models.values())),
+                str(sum(m.prompt_tokens for m in models.values())),
+                str(sum(m.completion_tokens for m in models.values())),
+                *([""] * 4),
+                format_usd(cost.parts[part].usd),
+            )
+    if notes:
+        table.caption = "cost: " + "; ".join(notes)
+        table.caption_justify = "left"
     return table

@@ -107,7 +107,7 @@ class Session:
             return
         from ragaudit.llm import make_llm
 
-        meter = UsageMeter()
+        meter = UsageMeter(self.config.llm.prices)
         made: dict[str, LLMClient] = {}
         try:
             for model in dict.fromkeys(models):

@@ -1,0 +1,169 @@
+"""Cost in money (issue 38, part 3): prices per model, the cost of every step, system,
+accepted pair and verified wording, adding up to the usage records exactly; the dry runs
+of generate, run and judge, which spend and write nothing."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ragaudit.llm.prices import (
+    DEFAULT_PRICES,
+    EMBEDDED_NOTE,
+    PRICES_READ,
+    ModelPrice,
+    model_cost,
+    price_of,
+)
+from ragaudit.llm.usage import UsageFile, UsageMeter, usage_part
+from tests.support.cli import ragaudit
+from tests.support.scripted_llm_server import ScriptedLLMServer
+from tests.test_judge_cli import _env, _judge_responder, _run_dir
+
+MILLION = Decimal(1_000_000)
+
+
+def _usd(value: float | None) -> Decimal:
+    assert value is not None
+    return Decimal(str(value))
+
+
+def test_a_configured_price_wins_over_the_dated_default_table() -> None:
+    assert PRICES_READ and "gpt-4o-mini" in DEFAULT_PRICES
+    default = price_of("openai:gpt-4o-mini")
+    assert default is not None and PRICES_READ in default.source
+    own = price_of("openai:gpt-4o-mini", {"openai:gpt-4o-mini": ModelPrice(input=1, output=2)})
+    assert own is not None and (own.input, own.output, own.source) == (1, 2, "llm.prices")
+    # A name the default table has, on a server of the user's (vLLM...), is overridable too.
+    by_name = price_of("openai:gpt-4o", {"gpt-4o": ModelPrice(input=0, output=0)})
+    assert by_name is not None and by_name.output == 0
+
+
+def test_the_embedded_model_costs_zero_and_says_so() -> None:
+    for model in ("local", "local:/models/qwen.gguf"):
+        cost, price = model_cost(model, 120_000, 30_000)
+        assert cost.usd == 0 and cost.note == EMBEDDED_NOTE
+        assert price is not None and price.source == "embedded"
+
+
+def test_a_model_without_a_price_has_no_cost_never_a_made_up_zero() -> None:
+    cost, price = model_cost("openai:my-vllm-model", 1000, 10)
+    assert cost.usd is None and price is None
+    assert cost.reason is not None and "llm.prices" in cost.reason
+    # Nothing billed is nothing spent, whatever the price.
+    assert model_cost("openai:my-vllm-model", 0, 0)[0].usd == 0
+
+
+def test_a_steps_cost_adds_up_its_models_and_parts_exactly(tmp_path: Path) -> None:
+    prices = {"scripted:a": ModelPrice(input=0.15, output=0.6)}
+    meter = UsageMeter(prices)
+    with meter.step("run"):
+        with usage_part("sys1"):
+            meter.record_call(prompt_tokens=1234, completion_tokens=77, seconds=0.1, model="local")
+            meter.record_call(
+                prompt_tokens=999, completion_tokens=333, seconds=0.1, model="openai:gpt-4o"
+            )
+        with usage_part("sys2"):
+            meter.record_call(
+                prompt_tokens=3, completion_tokens=7, seconds=0.1, model="scripted:a"
+            )
+            meter.record_cache_hit("scripted:a")
+    with meter.step("judge"):
+        meter.record_call(prompt_tokens=500, completion_tokens=11, seconds=0.1, model="scripted:a")
+    path = tmp_path / "usage.json"
+    meter.write(path)
+    usage = UsageFile.read(path)
+    run, judge = usage.costs["run"], usage.costs["judge"]
+    # Each model's cost is its billed tokens at its price, by hand.
+    gpt4o = DEFAULT_PRICES["gpt-4o"]
+    assert _usd(run.models["openai:gpt-4o"].usd) == (
+        999 * Decimal(str(gpt4o.input)) + 333 * Decimal(str(gpt4o.output))
+    ) / MILLION
+    by_hand = (3 * Decimal("0.15") + 7 * Decimal("0.6")) / MILLION
+    assert _usd(run.models["scripted:a"].usd) == by_hand
+    assert run.models["local"].usd == 0
+    # The step is the sum of its models, the parts split it, the total sums the steps.
+    assert _usd(run.usd) == sum(_usd(m.usd) for m in run.models.values())
+    assert _usd(run.usd) == sum(_usd(p.usd) for p in run.parts.values())
+    assert usage.total is not None
+    assert _usd(usage.total.usd) == _usd(run.usd) + _usd(judge.usd)
+    # The tokens per model add up to the step's, and the cache hit is counted, not billed.
+    step = usage.steps["run"]
+    assert sum(m.prompt_tokens for m in step.models.values()) == step.prompt_tokens
+    assert step.parts["sys2"]["scripted:a"].cache_hits == 1
+    assert EMBEDDED_NOTE in (run.note or "")
+
+
+def test_an_unpriced_model_makes_its_step_and_the_total_unknown(tmp_path: Path) -> None:
+    meter = UsageMeter()
+    with meter.step("judge"):
+        meter.record_call(prompt_tokens=5, completion_tokens=5, seconds=0, model="openai:x")
+    meter.write(tmp_path / "usage.json")
+    usage = UsageFile.read(tmp_path / "usage.json")
+    assert usage.costs["judge"].usd is None and usage.total is not None
+    assert usage.total.usd is None and "openai:x" in (usage.total.reason or "")
+
+
+def _prices_yaml(root: Path, model: str, price_in: float, price_out: float) -> None:
+    (root / "ragaudit.yaml").write_text(
+        f"llm:\n  prices:\n    {model}: {{input: {price_in}, output: {price_out}}}\n",
+        encoding="utf-8",
+    )
+
+
+def _hand_cost(requests: list[dict[str, Any]], price_in: str, price_out: str) -> Decimal:
+    """What the scripted server's usage figures cost, counted as it counts them: the
+    words of the request's messages in, the words of its reply out."""
+    total = Decimal(0)
+    for body in requests:
+        prompt = sum(len(str(m["content"]).split()) for m in body["messages"])
+        completion = len(_judge_responder(body).split())
+        total += prompt * Decimal(price_in) + completion * Decimal(price_out)
+    return total / MILLION
+
+
+def test_the_cost_of_judging_on_a_server_that_reports_usage_matches_a_hand_computation(
+    llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    llm_server.responder = _judge_responder
+    root = _run_dir(tmp_path)
+    _prices_yaml(tmp_path, "judge", 2.5, 10)
+    result = ragaudit("judge", "--llm", "openai:judge", cwd=tmp_path, env=_env(llm_server))
+    assert result.returncode == 0, result.stderr
+    assert llm_server.request_count == 2
+    expected = _hand_cost(llm_server.requests, "2.5", "10")
+    usage = json.loads((root / "usage.json").read_text())
+    assert _usd(usage["costs"]["judge"]["usd"]) == expected
+    assert _usd(usage["costs"]["judge"]["models"]["openai:judge"]["usd"]) == expected
+    assert usage["costs"]["judge"]["models"]["openai:judge"]["price"]["source"] == "llm.prices"
+    assert _usd(usage["total"]["usd"]) == expected
+    # The usage table prints it, and a rerun from the cache... asks nothing and costs 0.
+    assert "cost" in result.stdout and f"${float(expected):.6f}".rstrip("0") in result.stdout
+    analyzed = ragaudit("analyze", cwd=tmp_path)
+    assert analyzed.returncode == 0, analyzed.stderr
+    cost = json.loads((root / "summary.json").read_text())["cost"]
+    assert _usd(cost["total"]["usd"]) == expected
+    step = cost["steps"]["judge"]
+    assert step["calls"] == 2 and _usd(step["cost"]["usd"]) == expected
+    assert step["models"]["openai:judge"]["price_input"] == 2.5
+    report = ragaudit("report", cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    html = (root / "report.html").read_text(encoding="utf-8")
+    assert '<h2 id="cost">Cost</h2>' in html and f"${float(expected):.6f}".rstrip("0") in html
+
+
+@pytest.mark.parametrize("model", ["openai:unpriced"])
+def test_a_judge_without_a_price_says_why_its_cost_is_unknown(
+    llm_server: ScriptedLLMServer, tmp_path: Path, model: str
+) -> None:
+    llm_server.responder = _judge_responder
+    root = _run_dir(tmp_path)
+    result = ragaudit("judge", "--llm", model, cwd=tmp_path, env=_env(llm_server))
+    assert result.returncode == 0, result.stderr
+    assert "n/a" in result.stdout and "no price for openai:unpriced" in result.stdout
+    usage = json.loads((root / "usage.json").read_text())
+    assert usage["total"]["usd"] is None and "llm.prices" in usage["total"]["reason"]
