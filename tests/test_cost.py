@@ -68,9 +68,7 @@ def test_a_steps_cost_adds_up_its_models_and_parts_exactly(tmp_path: Path) -> No
                 prompt_tokens=999, completion_tokens=333, seconds=0.1, model="openai:gpt-4o"
             )
         with usage_part("sys2"):
-            meter.record_call(
-                prompt_tokens=3, completion_tokens=7, seconds=0.1, model="scripted:a"
-            )
+            meter.record_call(prompt_tokens=3, completion_tokens=7, seconds=0.1, model="scripted:a")
             meter.record_cache_hit("scripted:a")
     with meter.step("judge"):
         meter.record_call(prompt_tokens=500, completion_tokens=11, seconds=0.1, model="scripted:a")
@@ -80,9 +78,10 @@ def test_a_steps_cost_adds_up_its_models_and_parts_exactly(tmp_path: Path) -> No
     run, judge = usage.costs["run"], usage.costs["judge"]
     # Each model's cost is its billed tokens at its price, by hand.
     gpt4o = DEFAULT_PRICES["gpt-4o"]
-    assert _usd(run.models["openai:gpt-4o"].usd) == (
-        999 * Decimal(str(gpt4o.input)) + 333 * Decimal(str(gpt4o.output))
-    ) / MILLION
+    assert (
+        _usd(run.models["openai:gpt-4o"].usd)
+        == (999 * Decimal(str(gpt4o.input)) + 333 * Decimal(str(gpt4o.output))) / MILLION
+    )
     by_hand = (3 * Decimal("0.15") + 7 * Decimal("0.6")) / MILLION
     assert _usd(run.models["scripted:a"].usd) == by_hand
     assert run.models["local"].usd == 0
