@@ -166,3 +166,135 @@ def test_a_judge_without_a_price_says_why_its_cost_is_unknown(
     assert "n/a" in result.stdout and "no price for openai:unpriced" in result.stdout
     usage = json.loads((root / "usage.json").read_text())
     assert usage["total"]["usd"] is None and "llm.prices" in usage["total"]["reason"]
+
+
+def _listing(root: Path) -> dict[str, int]:
+    return {
+        str(p.relative_to(root)): p.stat().st_mtime_ns
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_the_dry_run_of_judge_asks_and_writes_nothing_and_says_0_for_a_cached_rerun(
+    llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    llm_server.responder = _judge_responder
+    root = _run_dir(tmp_path)
+    _prices_yaml(tmp_path, "judge", 2.5, 10)
+    before = _listing(tmp_path)
+    dry = ragaudit(
+        "judge", "--llm", "openai:judge", "--dry-run", cwd=tmp_path, env=_env(llm_server)
+    )
+    assert dry.returncode == 0, dry.stderr
+    assert llm_server.request_count == 0 and _listing(tmp_path) == before  # nothing asked, written
+    # The two answers the matchers leave undecided (q2, q3) would be asked.
+    assert "would spend 2 LLM requests (0 more from the cache, free)" in dry.stdout
+    assert (
+        ragaudit("judge", "--llm", "openai:judge", cwd=tmp_path, env=_env(llm_server)).returncode
+        == 0
+    )
+    assert llm_server.request_count == 2
+    # Everything judged: nothing left to ask.
+    again = ragaudit(
+        "judge", "--llm", "openai:judge", "--dry-run", cwd=tmp_path, env=_env(llm_server)
+    )
+    assert "would spend 0 LLM requests (0 more from the cache, free), 0 tokens, $0" in again.stdout
+    # The verdicts gone but their requests in the cache: still 0, both from the cache.
+    (root / "judgements" / "rag.jsonl").unlink()
+    cached = ragaudit(
+        "judge", "--llm", "openai:judge", "--dry-run", cwd=tmp_path, env=_env(llm_server)
+    )
+    assert "would spend 0 LLM requests (2 more from the cache, free)" in cached.stdout
+    judged = ragaudit("judge", "--llm", "openai:judge", cwd=tmp_path, env=_env(llm_server))
+    assert judged.returncode == 0 and llm_server.request_count == 2  # as the dry run said
+
+
+def test_the_dry_run_of_run_counts_what_the_resume_leaves_and_prices_it(
+    llm_server: ScriptedLLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ragaudit as ra
+    from ragaudit.config import Config
+
+    monkeypatch.setenv("OPENAI_BASE_URL", llm_server.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-t-0000000000")
+    config = Config.model_validate(
+        {
+            "llm": {"model": "openai:m", "prices": {"m": {"input": 0.5, "output": 1.5}}},
+            "systems": [{"name": "memory", "generator": "llm_only"}],
+        }
+    )
+    project = ra.Project(config, root=tmp_path, db="example", progress="none")
+    project.templates_sql()
+    project.templates_text(verify=False)
+    project.generate(unverified=True)
+    before = _listing(tmp_path)
+    dry = project.run(limit=5, dry_run=True)
+    assert llm_server.request_count == 0 and _listing(tmp_path) == before
+    (line,) = dry.lines
+    assert (line.what, line.model, line.items, line.requests) == ("system memory", "openai:m", 5, 5)
+    assert line.tokens_from.startswith("estimated") and dry.cost.usd is not None
+    assert dry.cost.usd == model_cost("openai:m", line.prompt_tokens, line.completion_tokens,
+                                      project.config.llm.prices)[0].usd  # fmt: skip
+    project.run(limit=5)
+    assert llm_server.request_count == 5
+    # The cost of the systems answered adds up to the usage records, and by hand.
+    usage = json.loads((project.run_dir / "usage.json").read_text())
+    step = usage["steps"]["run"]["models"]["openai:m"]
+    by_hand = step["prompt_tokens"] * Decimal("0.5") + step["completion_tokens"] * Decimal("1.5")
+    assert _usd(usage["costs"]["run"]["parts"]["memory"]["usd"]) == by_hand / MILLION
+    # A rerun of what is done asks nothing; more queries are priced from the answers measured.
+    assert project.run(limit=5, dry_run=True).requests == 0
+    more = project.run(limit=8, dry_run=True)
+    assert more.requests == 3 and more.lines[0].tokens_from == "mean of 5 earlier answers of memory"
+    assert project.run(limit=5, rerun=True, dry_run=True).requests == 5
+    assert llm_server.request_count == 5
+    # summary.json's cost per system answered: its part of the run over its askings.
+    from ragaudit.rundir import RunDir
+    from ragaudit.steps.cost import cost_figures
+
+    figures = cost_figures(RunDir(project.run_dir))
+    assert figures is not None
+    memory = figures.per_system["memory"]
+    assert memory.units == 5 and _usd(memory.cost.usd) == by_hand / MILLION
+    assert _usd(memory.each.usd) == (by_hand / MILLION / 5).quantize(Decimal("1e-10"))
+    assert _usd(figures.total.usd) == _usd(figures.steps["run"].cost.usd)
+
+
+def test_the_dry_run_of_generate(tmp_path: Path) -> None:
+    from ragaudit.config import Config
+    from ragaudit.documents.options import DocumentOptions
+    from ragaudit.llm.cache import LLMCache
+    from ragaudit.llm.types import RawCompletion
+    from ragaudit.rundir import RunDir
+    from ragaudit.steps.dry_run import PAIR_COST, dry_run_generate
+
+    config = Config.model_validate({"llm": {"model": "openai:gpt-4o-mini"}})
+    run = RunDir(tmp_path / "run")
+    sql = dry_run_generate(config, run)
+    assert sql.requests == 0 and sql.cost.usd == 0  # the SQL half asks no LLM
+    options = DocumentOptions(size=10)
+    first = dry_run_generate(config, run, options)
+    calls, tokens = PAIR_COST[options.strategy]
+    assert first.requests == round(calls * 10 + 0.5) and first.lines[0].tokens_from.startswith(
+        "estimated"
+    )
+    assert first.prompt_tokens + first.completion_tokens == pytest.approx(tokens * 10, abs=2)
+    assert not run.root.exists()  # nothing written
+    # The same generation done before, its replies in the cache: a rerun asks nothing.
+    run.root.mkdir(parents=True)
+    stats = {"calls": 3, "calls_per_pair": 0.3, "tokens_per_pair": 40.0}
+    stats["options"] = options.model_dump(mode="json")
+    run.documents_stats.write_text(json.dumps(stats))
+    cache = LLMCache(run.llm_cache)
+    for i in range(3):
+        payload = {"backend": "openai", "model": "gpt-4o-mini", "messages": [], "params": {}}
+        cache.put(f"k{i}", payload, RawCompletion(text="x", prompt_tokens=8, completion_tokens=2))
+    cache.close()
+    again = dry_run_generate(config, run, options)
+    assert (again.requests, again.cached) == (0, 3)
+    # Other options: priced from the last generation's measured requests per pair.
+    other = dry_run_generate(config, run, DocumentOptions(size=20))
+    line = other.lines[0]
+    assert line.requests == 6 and line.tokens_from.startswith("measured")
+    assert (line.prompt_tokens, line.completion_tokens) == (640, 160)  # the cache's 8:2 split

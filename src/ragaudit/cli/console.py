@@ -6,6 +6,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from ragaudit.llm.estimate import DryRun
 from ragaudit.llm.prices import format_usd
 from ragaudit.llm.usage import UsageMeter
 
@@ -82,3 +83,52 @@ def usage_table(meter: UsageMeter) -> Table:
         table.caption = "cost: " + "; ".join(notes)
         table.caption_justify = "left"
     return table
+
+
+def print_dry_run(dry: DryRun) -> None:
+    """A dry run on the terminal: a row per line of work (what, model, items, requests
+    the backend would answer, those the cache would, tokens, cost, how the tokens were
+    come by), the totals, and what the figures rest on."""
+    table = Table(
+        title=f"Dry run of {dry.step}: nothing asked, nothing written", title_justify="left"
+    )
+    for header in ("work", "model", "items", "requests", "cached", "tok in", "tok out", "cost"):
+        table.add_column(header, justify="left" if header in ("work", "model") else "right")
+    for line in dry.lines:
+        table.add_row(
+            line.what,
+            line.model or "(its own)",
+            str(line.items),
+            str(line.requests),
+            str(line.cached),
+            str(line.prompt_tokens),
+            str(line.completion_tokens),
+            format_usd(line.cost.usd),
+        )
+    cost = dry.cost
+    table.add_row(
+        "total",
+        "",
+        "",
+        str(dry.requests),
+        str(dry.cached),
+        str(dry.prompt_tokens),
+        str(dry.completion_tokens),
+        format_usd(cost.usd),
+        style="bold",
+    )
+    console.print(table)
+    for line in dry.lines:
+        console.print(f"{line.what}: tokens {line.tokens_from}", markup=False)
+    notes = [*dry.notes]
+    for line in dry.lines:
+        for note in (line.cost.reason, line.cost.note):
+            if note and line.model is not None and note not in notes:
+                notes.append(note)
+    for note in notes:
+        console.print(f"note: {note}", markup=False)
+    console.print(
+        f"would spend {dry.requests} LLM requests ({dry.cached} more from the cache, free), "
+        f"{dry.prompt_tokens + dry.completion_tokens} tokens, {format_usd(cost.usd)}",
+        markup=False,
+    )
