@@ -149,6 +149,13 @@ def test_the_cost_of_judging_on_a_server_that_reports_usage_matches_a_hand_compu
     step = cost["steps"]["judge"]
     assert step["calls"] == 2 and _usd(step["cost"]["usd"]) == expected
     assert step["models"]["openai:judge"]["price_input"] == 2.5
+    markdown = (root / "summary.md").read_text(encoding="utf-8")
+    shown = f"${float(expected):.6f}".rstrip("0")
+    assert f"\nCost: {shown} (each step's last run" in markdown
+    assert (
+        f"| judge | 2 | 0 | {step['prompt_tokens']} | {step['completion_tokens']} | {shown} |"
+        in markdown
+    )
     report = ragaudit("report", cwd=tmp_path)
     assert report.returncode == 0, report.stderr
     html = (root / "report.html").read_text(encoding="utf-8")
