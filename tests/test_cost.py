@@ -305,3 +305,52 @@ def test_the_dry_run_of_generate(tmp_path: Path) -> None:
     line = other.lines[0]
     assert line.requests == 6 and line.tokens_from.startswith("measured")
     assert (line.prompt_tokens, line.completion_tokens) == (640, 160)  # the cache's 8:2 split
+
+
+def test_the_cost_per_accepted_pair_and_per_verified_wording_divides_the_steps_cost(
+    tmp_path: Path,
+) -> None:
+    import ragaudit as ra
+    from ragaudit.generate.text.templates import (
+        Verdict,
+        load_text_templates,
+        save_text_templates,
+    )
+    from ragaudit.rundir import RunDir
+    from ragaudit.steps.cost import cost_figures
+
+    project = ra.Project.example(root=tmp_path, progress="none")
+    project.templates_sql()
+    project.templates_text(verify=False)
+    run = RunDir(project.run_dir)
+    loaded = load_text_templates(run.templates_text)
+    keys = [
+        (tid, style, text)
+        for tid, styles in loaded.templates.items()
+        for style, texts in styles.items()
+        for text in texts
+    ]
+    verdicts = {key: Verdict(verified=i % 3 != 0) for i, key in enumerate(keys)}
+    save_text_templates(run.templates_text, loaded.templates, verdicts)
+    verified = sum(v.verified for v in verdicts.values())
+    prices = {"scripted:w": ModelPrice(input=1.0, output=3.0)}
+    meter = UsageMeter(prices)
+    with meter.step("verify"):
+        meter.record_call(prompt_tokens=7000, completion_tokens=300, seconds=0, model="scripted:w")
+    with meter.step("generate-documents"):
+        meter.record_call(prompt_tokens=9000, completion_tokens=1000, seconds=0, model="local")
+        meter.record_call(prompt_tokens=2000, completion_tokens=500, seconds=0, model="scripted:w")
+    meter.write(run.usage)
+    run.documents_stats.write_text(json.dumps({"accepted": 4}), encoding="utf-8")
+    figures = cost_figures(run)
+    assert figures is not None
+    wording, pair = figures.per_verified_wording, figures.per_document_pair
+    assert wording is not None and pair is not None
+    verify_cost = (7000 * 1 + 300 * 3) / Decimal(MILLION)
+    assert wording.units == verified and _usd(wording.cost.usd) == verify_cost
+    assert _usd(wording.each.usd) == (verify_cost / verified).quantize(Decimal("1e-10"))
+    pair_cost = (2000 * 1 + 500 * 3) / Decimal(MILLION)  # the embedded model's part is 0
+    assert pair.units == 4 and _usd(pair.cost.usd) == pair_cost
+    assert _usd(pair.each.usd) == pair_cost / 4
+    assert pair.cost.note == EMBEDDED_NOTE
+    assert _usd(figures.total.usd) == verify_cost + pair_cost
