@@ -21,6 +21,7 @@ MODULES = sorted(
     + [f"ragaudit.api.{m.name}" for m in pkgutil.iter_modules(ragaudit.api.__path__)]
     + ["ragaudit.llm.backends.scripted", "ragaudit.records.models", "ragaudit.judge.matchers"]
     + ["ragaudit.errors", "ragaudit.llm.usage", "ragaudit.llm.tokens", "ragaudit.progress"]
+    + ["ragaudit.llm.prices"]
     + ["ragaudit.steps.gate"]
 )
 
@@ -55,11 +56,12 @@ DATA_CONTAINERS = {
         "PairOrder", "RankedSystem", "RankingStudy", "SetAgreement", "SetRanking",
     },
     "ragaudit.analysis.summary": {
-        "AUROC", "Blame", "CritiqueStat", "DocumentFigures", "LabelFigures", "MeanInterval",
-        "MetricReliability", "PrecisionTarget", "QueryPassRate", "RaterAgreement",
-        "ReferenceFreeFigures", "ReliabilityCore", "ScanRow", "Side", "SourceFigures",
-        "StabilityCore", "StabilityFigures", "StrategyFigures", "SystemFigures",
-        "SystemRanking", "VariantFigures", "WeightScan",
+        "AUROC", "Blame", "CostFigure", "CostFigures", "CritiqueStat", "DocumentFigures",
+        "LabelFigures", "MeanInterval", "MetricReliability", "ModelCostFigures",
+        "PrecisionTarget", "QueryPassRate", "RaterAgreement", "ReferenceFreeFigures",
+        "ReliabilityCore", "ScanRow", "Side", "SourceFigures", "StabilityCore",
+        "StabilityFigures", "StepCostFigures", "StrategyFigures", "SystemFigures",
+        "SystemRanking", "UnitCost", "VariantFigures", "WeightScan",
     },
 }  # fmt: skip
 

@@ -18,11 +18,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ragaudit.records.models import supported_version
 
-SCHEMA_VERSION = 7  # 2: by_label, labels, weight_scan (issue 16); 3: by_source, documents;
+SCHEMA_VERSION = 8  # 2: by_label, labels, weight_scan (issue 16); 3: by_source, documents;
 # 4: reference_free (issue 18); 5: blame counts "system error" (a failed call, issue 36);
 # 6: robustness_undefined, R null where it cannot be measured, and the blame's correct is
 # the accuracy (issue 41)
 # 7: stability (run --repeat N: pass rates and flaky queries, issue 38)
+# 8: cost (money per step, per system answered, per accepted pair, per verified wording;
+# issue 38, part 3)
 
 Outcome = Literal["answer", "retrieval"]
 Tag = Literal["gap", "robust", "non-robust"]
@@ -633,6 +635,84 @@ class SourceFigures(_Model):
     )
 
 
+class CostFigure(_Model):
+    """A cost in US dollars, or null with the reason (a model with billed tokens and no
+    known price): never a made-up 0."""
+
+    usd: float | None = Field(
+        ge=0, description="US dollars; null when a model with billed tokens has no known price"
+    )
+    reason: str | None = Field(None, description="why usd is null")
+    note: str | None = Field(
+        None, description="what the figure rests on (the embedded model costs 0)"
+    )
+
+
+class ModelCostFigures(_Model):
+    """What one model was asked in one step, and what that cost at its price."""
+
+    calls: int = Field(ge=0, description="requests the backend answered (billed)")
+    cache_hits: int = Field(ge=0, description="requests the cache answered (free)")
+    prompt_tokens: int = Field(ge=0, description="input tokens of the billed requests")
+    completion_tokens: int = Field(ge=0, description="output tokens of the billed requests")
+    cost: CostFigure = Field(description="the billed tokens at the model's price")
+    price_input: float | None = Field(
+        None, description="USD per million input tokens used; null without a price"
+    )
+    price_output: float | None = Field(
+        None, description="USD per million output tokens used; null without a price"
+    )
+    price_source: str | None = Field(
+        None, description="'llm.prices', the default table with its date, or 'embedded'"
+    )
+
+
+class StepCostFigures(_Model):
+    """What one step's last run asked and cost (usage.json)."""
+
+    calls: int = Field(ge=0, description="requests the backend answered (billed)")
+    cache_hits: int = Field(ge=0, description="requests the cache answered (free)")
+    prompt_tokens: int = Field(ge=0, description="input tokens of the billed requests")
+    completion_tokens: int = Field(ge=0, description="output tokens of the billed requests")
+    cost: CostFigure = Field(description="the sum of its models' costs")
+    models: dict[str, ModelCostFigures] = Field(
+        default_factory=dict, description="per model it asked (llm.model's names)"
+    )
+
+
+class UnitCost(_Model):
+    """A cost divided over what it bought: ``cost`` over ``units`` is ``each``."""
+
+    cost: CostFigure = Field(description="what was spent")
+    units: int = Field(ge=0, description="what it bought: answers, pairs, wordings")
+    each: CostFigure = Field(description="cost / units; null when units is 0")
+
+
+class CostFigures(_Model):
+    """What the run's LLM requests cost in money (usage.json at llm.prices over the
+    default table): each step's last run, the total, and per unit of what it made."""
+
+    basis: str = Field(
+        description="what the figures count: each step's last run, billed requests only"
+    )
+    total: CostFigure = Field(description="the sum of the steps' costs, exactly")
+    steps: dict[str, StepCostFigures] = Field(description="per step of the run that asked an LLM")
+    per_system: dict[str, UnitCost] = Field(
+        default_factory=dict,
+        description="per system of the last run: its LLM requests' cost over its askings "
+        "(queries times repeats) in that run",
+    )
+    per_document_pair: UnitCost | None = Field(
+        None,
+        description="the last generation from documents' cost over the pairs it accepted",
+    )
+    per_verified_wording: UnitCost | None = Field(
+        None,
+        description="the wording and verification steps' cost (templates, verify) over the "
+        "wordings templates/text.yaml holds as verified",
+    )
+
+
 class Summary(_Model):
     """What ``ragaudit analyze`` found: summary.json.
 
@@ -706,6 +786,12 @@ class Summary(_Model):
         description="per system asked each query several times (run --repeat N): each "
         "query's pass rate, their mean with its interval, the flaky queries and how the "
         "semantic groups vary, across wordings or across repeats; empty without repeats",
+    )
+    cost: CostFigures | None = Field(
+        None,
+        description="what the run's LLM requests cost in money, per step, per system "
+        "answered, per accepted document pair and per verified wording (usage.json); null "
+        "when no step has recorded its usage",
     )
 
     @field_validator("schema_version")

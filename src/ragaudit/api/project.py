@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from ragaudit.api.calls import step, twin
 from ragaudit.api.progress import Progress, ProgressChoice, make_progress
@@ -24,6 +24,7 @@ from ragaudit.api.tables import Answers, Dataset, read_answers
 from ragaudit.config import DEFAULT_CONFIG_NAME, Config, assign, load_config
 from ragaudit.errors import ConfigError, UserError
 from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, check_rule
+from ragaudit.llm.estimate import DryRun
 from ragaudit.llm.usage import UsageMeter
 from ragaudit.rundir import RunDir
 from ragaudit.steps.session import Session, SessionHooks
@@ -319,6 +320,34 @@ class Project:
 
     # -- datasets --------------------------------------------------------------------------
 
+    @overload
+    def generate(
+        self,
+        *,
+        balanced: bool | None = ...,
+        allow_multi: bool | None = ...,
+        include_unanswerable: bool | None = ...,
+        include_null: bool | None = ...,
+        max_groups_per_template: int | None = ...,
+        seed: int | None = ...,
+        unverified: bool | None = ...,
+        dry_run: Literal[False] = ...,
+    ) -> Dataset: ...
+
+    @overload
+    def generate(
+        self,
+        *,
+        balanced: bool | None = ...,
+        allow_multi: bool | None = ...,
+        include_unanswerable: bool | None = ...,
+        include_null: bool | None = ...,
+        max_groups_per_template: int | None = ...,
+        seed: int | None = ...,
+        unverified: bool | None = ...,
+        dry_run: Literal[True],
+    ) -> DryRun: ...
+
     @step
     def generate(
         self,
@@ -330,12 +359,20 @@ class Project:
         max_groups_per_template: int | None = None,
         seed: int | None = None,
         unverified: bool | None = None,
-    ) -> Dataset:
+        dry_run: bool = False,
+    ) -> Dataset | DryRun:
         """Instantiate the templates into ``dataset.jsonl`` (``ragaudit generate``): one
         semantic group per instantiated SQL query, asked in every usable wording, its
         answer executed on the database. Options left None keep the configuration's.
-        Returns the :class:`Dataset` (``.stats``: what was kept and dropped)."""
+        Returns the :class:`Dataset` (``.stats``: what was kept and dropped).
+        ``dry_run``: nothing is done; returns the LLM requests it would make (none: the
+        answers are executed SQL) as a :class:`~ragaudit.llm.estimate.DryRun`."""
         from ragaudit.steps.generate import generate_dataset
+
+        if dry_run:
+            from ragaudit.steps.dry_run import dry_run_generate
+
+            return dry_run_generate(self.config, self._run())
 
         updates = {
             "balanced": balanced,
@@ -374,6 +411,30 @@ class Project:
         ):
             return refresh_dataset(self.config, run, new=new, progress=display)
 
+    @overload
+    def generate_documents(
+        self,
+        *,
+        strategy: Literal["statements", "simple"] | None = ...,
+        size: int | None = ...,
+        mix: dict[str, float] | None = ...,
+        seed: int | None = ...,
+        retry_failed: bool = ...,
+        dry_run: Literal[False] = ...,
+    ) -> DocumentStats: ...
+
+    @overload
+    def generate_documents(
+        self,
+        *,
+        strategy: Literal["statements", "simple"] | None = ...,
+        size: int | None = ...,
+        mix: dict[str, float] | None = ...,
+        seed: int | None = ...,
+        retry_failed: bool = ...,
+        dry_run: Literal[True],
+    ) -> DryRun: ...
+
     @step
     def generate_documents(
         self,
@@ -383,13 +444,16 @@ class Project:
         mix: dict[str, float] | Literal["uniform"] | None = None,
         seed: int | None = None,
         retry_failed: bool = False,
-    ) -> DocumentStats:
+        dry_run: bool = False,
+    ) -> DocumentStats | DryRun:
         """Write checked question-answer pairs from the corpus's documents into the
         dataset's document part (``ragaudit generate --documents``). ``mix``: label
         weights, or ``"uniform"`` for the four labels alike (None: the configured mix, by
         default answerable questions only). A rerun replays every
         reply from the cache, the unusable ones too (a rerun asks nothing);
-        ``retry_failed`` asks those again (``--retry-failed``)."""
+        ``retry_failed`` asks those again (``--retry-failed``). ``dry_run``: nothing is
+        asked or written; returns the requests, tokens and cost it would spend (a
+        :class:`~ragaudit.llm.estimate.DryRun`)."""
         from pydantic import ValidationError
 
         from ragaudit.documents.options import DocumentOptions
@@ -404,6 +468,10 @@ class Project:
             raise UserError(f"generate.documents: {exc.errors()[0]['msg']}") from None
         config = self.config.model_copy(deep=True)
         config.generate.documents = options
+        if dry_run:
+            from ragaudit.steps.dry_run import dry_run_generate
+
+            return dry_run_generate(config, self._run(), options)
         with (
             self._step("generate", {"retry_failed": retry_failed}, config) as run,
             self._session(run, retry_failed=retry_failed) as session,
@@ -460,6 +528,34 @@ class Project:
 
     # -- asking and judging ----------------------------------------------------------------
 
+    @overload
+    def run(
+        self,
+        systems: Sequence[str | System] | None = ...,
+        *,
+        limit: int | None = ...,
+        retry_errors: bool = ...,
+        rerun: bool = ...,
+        concurrency: int | None = ...,
+        timeout: float | None = ...,
+        repeat: int | None = ...,
+        dry_run: Literal[False] = ...,
+    ) -> dict[str, SystemRunStats]: ...
+
+    @overload
+    def run(
+        self,
+        systems: Sequence[str | System] | None = ...,
+        *,
+        limit: int | None = ...,
+        retry_errors: bool = ...,
+        rerun: bool = ...,
+        concurrency: int | None = ...,
+        timeout: float | None = ...,
+        repeat: int | None = ...,
+        dry_run: Literal[True],
+    ) -> DryRun: ...
+
     @step
     def run(
         self,
@@ -471,7 +567,8 @@ class Project:
         concurrency: int | None = None,
         timeout: float | None = None,
         repeat: int | None = None,
-    ) -> dict[str, SystemRunStats]:
+        dry_run: bool = False,
+    ) -> dict[str, SystemRunStats] | DryRun:
         """Ask every system every question (``ragaudit run``): the configuration's systems,
         or those named, or systems of your own (``ra.system(fn, name=...)``). Resumable: a
         second call asks only what is missing, so a system changed under the same name
@@ -480,7 +577,9 @@ class Project:
         N asks every question N times (``run --repeat N``; default: each system's
         ``repeat:``, else once), so that ``judge`` judges every asking and ``analyze``
         gives each question's pass rate and the share of flaky ones. Returns per system
-        what was asked and how it went."""
+        what was asked and how it went. ``dry_run``: nothing is asked or written; returns
+        the askings, LLM requests, tokens and cost it would spend (a
+        :class:`~ragaudit.llm.estimate.DryRun`)."""
         from ragaudit.steps.run import run_systems, selected_systems
 
         config = self.config.model_copy(deep=True)
@@ -496,6 +595,20 @@ class Project:
         if names or not objects:
             chosen = list(selected_systems(config, names or None))
         chosen += objects
+        if dry_run:
+            from ragaudit.steps.dry_run import dry_run_run
+
+            if repeat is not None and not 1 <= repeat <= 1000:
+                raise UserError(f"repeat must be between 1 and 1000, not {repeat}")
+            return dry_run_run(
+                config,
+                self._run(),
+                chosen,
+                limit=limit,
+                retry_errors=retry_errors,
+                rerun=rerun,
+                repeat=repeat,
+            )
         options = {
             "system": names + [s.name for s in objects] or None,
             "limit": limit,
@@ -519,6 +632,36 @@ class Project:
                 progress=display,
             )
 
+    @overload
+    def judge(
+        self,
+        llm: Any = ...,
+        *,
+        systems: list[str] | None = ...,
+        samples: int = ...,
+        audit: int = ...,
+        closed_domain: bool = ...,
+        retrieval_rule: RetrievalRule = ...,
+        check: bool = ...,
+        retry_failed: bool = ...,
+        dry_run: Literal[False] = ...,
+    ) -> JudgeReport: ...
+
+    @overload
+    def judge(
+        self,
+        llm: Any = ...,
+        *,
+        systems: list[str] | None = ...,
+        samples: int = ...,
+        audit: int = ...,
+        closed_domain: bool = ...,
+        retrieval_rule: RetrievalRule = ...,
+        check: bool = ...,
+        retry_failed: bool = ...,
+        dry_run: Literal[True],
+    ) -> DryRun: ...
+
     @step
     def judge(
         self,
@@ -531,7 +674,8 @@ class Project:
         retrieval_rule: RetrievalRule = DEFAULT_RULE,
         check: bool = True,
         retry_failed: bool = False,
-    ) -> JudgeReport:
+        dry_run: bool = False,
+    ) -> JudgeReport | DryRun:
         """Judge every response (``ragaudit judge``): deterministic matchers first, the
         project's LLM for the rest. ``llm=None``: matchers only (``--no-llm``); what they
         cannot decide is recorded ``unmatched``, counted incorrect, and counted in the
@@ -540,7 +684,9 @@ class Project:
         about (the command line prints the report first, then checks it). A rerun judges
         the ``judge-failed`` answers again from the cache (nothing is asked);
         ``retry_failed`` asks the LLM again for the replies it could not read
-        (``--retry-failed``)."""
+        (``--retry-failed``). ``dry_run``: nothing is asked or written; returns the
+        requests, tokens and cost judging would spend, the requests the cache holds
+        counted apart (a :class:`~ragaudit.llm.estimate.DryRun`)."""
         from ragaudit.steps.judge import judge_run, require_judged
 
         check_rule(retrieval_rule)
@@ -550,6 +696,12 @@ class Project:
                 self.config, llm=llm, progress=self.progress, session_hooks=self.session_hooks
             )
         use_llm = llm is not None
+        if dry_run:
+            from ragaudit.steps.dry_run import dry_run_judge
+
+            return dry_run_judge(
+                judge.config, self._run(), use_llm=use_llm, systems=systems, samples=samples
+            )
         options = {
             "system": systems,
             "samples": samples,

@@ -6,6 +6,8 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from ragaudit.llm.estimate import DryRun
+from ragaudit.llm.prices import format_usd
 from ragaudit.llm.usage import UsageMeter
 
 # soft_wrap: a message stays one line however wide the terminal (tables still fit it).
@@ -16,7 +18,11 @@ err_console = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
 
 def usage_table(meter: UsageMeter) -> Table:
-    """One row per step: calls, cache hits, tokens, retries, failures and time."""
+    """One row per step: calls, cache hits, tokens, retries, failures, time and cost (at
+    llm.prices over the default table; cache hits cost nothing); under a step that asked
+    several models, a row per model; under ``run``, a row per system answered. A cost that
+    cannot be given shows ``n/a`` and the caption says why; the embedded model's 0 says
+    so too."""
     table = Table(title="LLM usage", title_justify="left")
     for header in (
         "step",
@@ -28,9 +34,13 @@ def usage_table(meter: UsageMeter) -> Table:
         "fail",
         "LLM s",
         "wall s",
+        "cost",
     ):
         table.add_column(header, justify="left" if header == "step" else "right")
-    for name, usage in meter.steps.items():
+    costs = meter.costs()
+    notes: list[str] = []
+    for name, usage in meter.snapshot().items():
+        cost = costs[name]
         table.add_row(
             name,
             str(usage.calls),
@@ -43,5 +53,82 @@ def usage_table(meter: UsageMeter) -> Table:
             else str(usage.failures),
             f"{usage.llm_seconds:.2f}",
             f"{usage.wall_seconds:.2f}",
+            format_usd(cost.usd),
         )
+        for note in (cost.reason, cost.note):
+            if note and note not in notes:
+                notes.append(note)
+        if len(usage.models) > 1:
+            for model, mu in usage.models.items():
+                table.add_row(
+                    f"  {model}",
+                    str(mu.calls),
+                    str(mu.cache_hits),
+                    str(mu.prompt_tokens),
+                    str(mu.completion_tokens),
+                    *([""] * 4),
+                    format_usd(cost.models[model].usd),
+                )
+        for part, models in usage.parts.items():
+            table.add_row(
+                f"  system {part}",
+                str(sum(m.calls for m in models.values())),
+                str(sum(m.cache_hits for m in models.values())),
+                str(sum(m.prompt_tokens for m in models.values())),
+                str(sum(m.completion_tokens for m in models.values())),
+                *([""] * 4),
+                format_usd(cost.parts[part].usd),
+            )
+    if notes:
+        table.caption = "cost: " + "; ".join(notes)
+        table.caption_justify = "left"
     return table
+
+
+def print_dry_run(dry: DryRun) -> None:
+    """A dry run on the terminal: a row per line of work (what, model, items, requests
+    the backend would answer, those the cache would, tokens, cost, how the tokens were
+    come by), the totals, and what the figures rest on."""
+    table = Table(
+        title=f"Dry run of {dry.step}: nothing asked, nothing written", title_justify="left"
+    )
+    for header in ("work", "model", "items", "requests", "cached", "tok in", "tok out", "cost"):
+        table.add_column(header, justify="left" if header in ("work", "model") else "right")
+    for line in dry.lines:
+        table.add_row(
+            line.what,
+            line.model or "(its own)",
+            str(line.items),
+            str(line.requests),
+            str(line.cached),
+            str(line.prompt_tokens),
+            str(line.completion_tokens),
+            format_usd(line.cost.usd),
+        )
+    cost = dry.cost
+    table.add_row(
+        "total",
+        "",
+        "",
+        str(dry.requests),
+        str(dry.cached),
+        str(dry.prompt_tokens),
+        str(dry.completion_tokens),
+        format_usd(cost.usd),
+        style="bold",
+    )
+    console.print(table)
+    for line in dry.lines:
+        console.print(f"{line.what}: tokens {line.tokens_from}", markup=False)
+    notes = [*dry.notes]
+    for line in dry.lines:
+        for note in (line.cost.reason, line.cost.note):
+            if note and line.model is not None and note not in notes:
+                notes.append(note)
+    for note in notes:
+        console.print(f"note: {note}", markup=False)
+    console.print(
+        f"would spend {dry.requests} LLM requests ({dry.cached} more from the cache, free), "
+        f"{dry.prompt_tokens + dry.completion_tokens} tokens, {format_usd(cost.usd)}",
+        markup=False,
+    )

@@ -12,10 +12,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from ragaudit.cli.common import project_for
-from ragaudit.cli.console import console, err_console
+from ragaudit.cli.console import console, err_console, print_dry_run
 from ragaudit.cli.options import (
     ConfigOption,
     DbOption,
+    DryRunOption,
     ExampleOption,
 )
 from ragaudit.errors import UserError
@@ -85,11 +86,23 @@ def _documents(
     mix: str | None,
     seed: int | None,
     retry_failed: bool,
+    dry_run: bool = False,
 ) -> None:
     """``generate --documents``: pairs from the corpus, with a bar of accepted pairs."""
     from ragaudit.report.text import CALLS_PER_PAIR, TOKENS_PER_PAIR  # the report's labels
 
     project = project_for(config_path, example, rate=False)
+    if dry_run:
+        print_dry_run(
+            project.generate_documents(
+                strategy=strategy.value if strategy else None,
+                size=size,
+                mix=parse_mix(mix) if mix is not None else None,
+                seed=seed,
+                dry_run=True,
+            )
+        )
+        return
     stats = project.generate_documents(
         strategy=strategy.value if strategy else None,
         size=size,
@@ -281,6 +294,7 @@ def generate_cmd(
             "not be used (a rerun otherwise replays them from the cache and asks nothing).",
         ),
     ] = False,
+    dry_run: DryRunOption = False,
 ) -> None:
     """Instantiate the templates into dataset.jsonl: one semantic group per instantiated SQL
     query, each asked in every verified wording, with answers executed on the database.
@@ -294,6 +308,9 @@ def generate_cmd(
         )
     if new and not refresh:
         raise UserError("--new goes with --refresh (it adds the groups the dataset lacks)")
+    if dry_run and (refresh or imported is not None):
+        raise UserError("--dry-run goes with generate and generate --documents: --refresh and "
+                        "--import ask no LLM")  # fmt: skip
     if refresh:
         shaping = [balanced, allow_multi, include_unanswerable, include_null, unverified]
         if any(v is not None for v in shaping) or max_groups_per_template or seed is not None:
@@ -304,7 +321,7 @@ def generate_cmd(
         _refresh(config_path, example, db, new)
         return
     if documents:
-        _documents(config_path, example, strategy, size, mix, seed, retry_failed)
+        _documents(config_path, example, strategy, size, mix, seed, retry_failed, dry_run)
         return
     if imported is not None:
         _import(config_path, example, imported)
@@ -312,6 +329,9 @@ def generate_cmd(
     if strategy or size or mix or retry_failed:
         raise UserError("--strategy, --size, --mix and --retry-failed go with --documents")
     project = project_for(config_path, example, db)
+    if dry_run:
+        print_dry_run(project.generate(dry_run=True))
+        return
     dataset = project.generate(
         balanced=balanced,
         allow_multi=allow_multi,

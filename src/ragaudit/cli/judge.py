@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ragaudit.cli.common import project_for
-from ragaudit.cli.console import console, err_console
+from ragaudit.cli.console import console, err_console, print_dry_run
 from ragaudit.cli.options import (
     ConfigOption,
+    DryRunOption,
     FreeMetricChoice,
     LLMOption,
     RetrievalRuleOption,
@@ -63,6 +64,7 @@ def judge_cmd(
         ),
     ] = None,
     retry_failed: RetryFailedOption = False,
+    dry_run: DryRunOption = False,
 ) -> None:
     """Judge every response: deterministic matchers first, the LLM judge for the rest;
     writes judgements/<system>.jsonl (resumable). With --reference-free, also the
@@ -78,6 +80,18 @@ def judge_cmd(
     if reference_free and no_llm:
         raise UserError("--reference-free asks the LLM: it cannot go with --no-llm")
     project = project_for(config_path, llm=llm)
+    if dry_run:
+        if reference_free or audit:
+            raise UserError(
+                "--dry-run counts the judge's requests: run it without --reference-free and "
+                "--audit (their requests are not estimated)"
+            )
+        print_dry_run(
+            project.judge(
+                None if no_llm else PROJECT_LLM, systems=system, samples=samples, dry_run=True
+            )
+        )
+        return
     report = project.judge(
         None if no_llm else PROJECT_LLM,
         systems=system,

@@ -112,3 +112,11 @@ RetryFailedOption = Annotated[
         "otherwise replays them from the cache and asks nothing).",
     ),
 ]
+DryRunOption = Annotated[
+    bool,
+    typer.Option(
+        "--dry-run",
+        help="Ask nothing and write nothing: print the LLM requests, tokens and cost it "
+        "would spend (llm.prices), those the cache holds counted apart.",
+    ),
+]

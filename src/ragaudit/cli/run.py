@@ -9,9 +9,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from ragaudit.cli.common import project_for
-from ragaudit.cli.console import console, err_console
+from ragaudit.cli.console import console, err_console, print_dry_run
 from ragaudit.cli.options import (
     ConfigOption,
+    DryRunOption,
     LLMOption,
     SystemsOption,
 )
@@ -54,12 +55,17 @@ def run_cmd(
         ),
     ] = None,
     llm: LLMOption = None,
+    dry_run: DryRunOption = False,
 ) -> None:
     """Ask every system under test every query: responses/<system>.jsonl, one line per
     query (with --repeat N, the other askings in repeats/). Resumable: a rerun asks only
     what is missing."""
 
     project = project_for(config_path, llm=llm, rate=True, transient=False)
+    if dry_run:
+        print_dry_run(project.run(system, limit=limit, retry_errors=retry_errors, rerun=rerun,
+                                  repeat=repeat, dry_run=True))  # fmt: skip
+        return
     results = project.run(system, limit=limit, retry_errors=retry_errors, rerun=rerun,
                           concurrency=concurrency, timeout=timeout, repeat=repeat)  # fmt: skip
     run = RunDir(project.run_dir)

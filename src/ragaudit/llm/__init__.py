@@ -87,6 +87,7 @@ def make_llm(
         structured_attempts=config.structured_attempts,
         loop=loop,
         retry_failed=retry_failed,
+        name=config.model,
     )
 
 

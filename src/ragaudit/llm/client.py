@@ -120,8 +120,12 @@ class LLMClient:
         structured_attempts: int = 3,
         loop: asyncio.AbstractEventLoop | None = None,
         retry_failed: bool = False,
+        name: str | None = None,
     ) -> None:
         self.backend = backend
+        # The model as llm.model names it ("openai:gpt-4o-mini", "local"): what its calls
+        # are counted and priced under.
+        self.name = name or f"{backend.kind}:{backend.model}"
         self.cache = cache
         self.meter = meter or UsageMeter()
         self.default_params = default_params or GenerationParams()
@@ -183,7 +187,7 @@ class LLMClient:
                 self.cache.forget(key)  # stored by an older version: ask, and store anew
             elif hit is not None:
                 hit = dataclasses.replace(hit, text=redact_known(hit.text) or "")
-                self.meter.record_cache_hit()
+                self.meter.record_cache_hit(self.name)
                 count_request(hit.prompt_tokens, hit.completion_tokens)
                 return Completion(
                     text=hit.text,
@@ -208,6 +212,7 @@ class LLMClient:
                 completion_tokens=raw.completion_tokens,
                 seconds=seconds,
                 retries=raw.retries,
+                model=self.name,
             )
             if raw.text.strip():
                 break

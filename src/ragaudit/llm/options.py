@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator
 
 from ragaudit.errors import ConfigError
+from ragaudit.llm.prices import ModelPrice
 from ragaudit.options import StrictOptions
 from ragaudit.secrets import mask_url_query, register_secret
 
@@ -46,6 +47,12 @@ class LLMConfig(StrictOptions):
         "doctor flags corpus chunks longer than it.",
     )
     cache: bool = Field(True, description="Persistent cache of every call in the run directory.")
+    prices: dict[str, ModelPrice] = Field(
+        default_factory=dict,
+        description="USD per million input and output tokens, per model ('gpt-4o-mini' or "
+        "'openai:gpt-4o-mini': {input: 0.15, output: 0.60}); overrides the default table "
+        "(ragaudit.llm.prices.DEFAULT_PRICES, a dated snapshot). The embedded model costs 0.",
+    )
 
     @field_validator("model")
     @classmethod

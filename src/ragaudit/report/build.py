@@ -36,6 +36,7 @@ from ragaudit.analysis.summary import (
 from ragaudit.documents.checks import CRITIQUES
 from ragaudit.generate.dataset import DatasetOverview, read_overview
 from ragaudit.generate.refresh import RefreshReport, describe_stale, read_refresh_stats
+from ragaudit.llm.prices import format_usd
 from ragaudit.records.io import atomic_write_text
 from ragaudit.records.models import LABELS
 from ragaudit.report import charts
@@ -219,6 +220,19 @@ class UsageRow:
     completion_tokens: int
     llm_seconds: str
     wall_seconds: str
+    cost: str = "n/a"  # at the prices of the command that ran it; "n/a": see the cost notes
+
+
+@dataclass(frozen=True)
+class CostSection:
+    """What the run's LLM requests cost in money (summary.json's ``cost``): the total,
+    then per system answered, per accepted document pair and per verified wording (each
+    as cost, units and cost per unit), what the figures count, and why any is n/a."""
+
+    total: str
+    basis: str
+    rows: list[tuple[str, str, int, str]]
+    notes: list[str]
 
 
 @dataclass(frozen=True)
@@ -260,6 +274,7 @@ class ReportData:
     usage: list[UsageRow]
     drilldown: list[DrillSection]
     world: WorldSection | None = None
+    cost: CostSection | None = None
     blame: list[BlameRow] | None = None
     warnings: list[str] = field(default_factory=list)  # where the retrieval rule misfits
     labels: LabelsSection | None = None
@@ -855,9 +870,35 @@ def _usage(run: RunDir) -> list[UsageRow]:
             completion_tokens=u.completion_tokens,
             llm_seconds=f"{u.llm_seconds:.1f}",
             wall_seconds=f"{u.wall_seconds:.1f}",
+            cost=format_usd(usage.costs[name].usd) if name in usage.costs else "n/a",
         )
         for name, u in usage.steps.items()
     ]
+
+
+def _cost(summary: Summary) -> CostSection | None:
+    """The cost figures of summary.json as the report shows them, or None without any."""
+    cost = summary.cost
+    if cost is None:
+        return None
+    rows: list[tuple[str, str, int, str]] = []
+    units = [(f"system {name}: per asking", unit) for name, unit in cost.per_system.items()]
+    if cost.per_document_pair is not None:
+        units.append(("generation from documents: per accepted pair", cost.per_document_pair))
+    if cost.per_verified_wording is not None:
+        units.append(
+            ("wordings (templates, verify): per verified wording", cost.per_verified_wording)
+        )
+    notes: list[str] = []
+    for what, unit in units:
+        rows.append((what, format_usd(unit.cost.usd), unit.units, format_usd(unit.each.usd)))
+    figures = [cost.total, *(s.cost for s in cost.steps.values())]
+    figures += [u.cost for _, u in units] + [u.each for _, u in units]
+    for figure in figures:
+        for note in (figure.reason, figure.note):
+            if note and note not in notes:
+                notes.append(note)
+    return CostSection(total=format_usd(cost.total.usd), basis=cost.basis, rows=rows, notes=notes)
 
 
 def _world(run: RunDir) -> WorldSection | None:
@@ -930,6 +971,7 @@ def collect(run: RunDir) -> ReportData:
         ranking=_ranking(summary),
         dataset=dataset,
         usage=_usage(run),
+        cost=_cost(summary),
         drilldown=drill,
         world=_world(run),
         labels=_labels(summary),

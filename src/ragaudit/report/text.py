@@ -19,6 +19,7 @@ from ragaudit.analysis.summary import (
     SystemFigures,
     VariantFigures,
 )
+from ragaudit.llm.prices import format_usd
 
 # The document half's cost figures, one label each wherever they are shown (the terminal,
 # summary.md, the report): GenerationCost's definition.
@@ -261,7 +262,44 @@ def summary_markdown(summary: Summary) -> str:
         + label_sections(summary)
         + reliability_section(summary)
         + stability_section(summary)
+        + cost_section(summary)
     )
+
+
+def cost_section(summary: Summary) -> str:
+    """What the run's LLM requests cost (summary.json's ``cost``): per step, then per
+    system answered, per accepted document pair and per verified wording, and why any
+    figure is n/a; empty when no step recorded its usage."""
+    cost = summary.cost
+    if cost is None:
+        return ""
+    out = f"\nCost: {format_usd(cost.total.usd)} ({cost.basis})\n\n"
+    out += "| step | billed requests | from the cache | tokens in | tokens out | cost |\n"
+    out += "|---|---:|---:|---:|---:|---:|\n"
+    for name, step in cost.steps.items():
+        out += (
+            f"| {name} | {step.calls} | {step.cache_hits} | {step.prompt_tokens} | "
+            f"{step.completion_tokens} | {format_usd(step.cost.usd)} |\n"
+        )
+    units = [(f"system {n}, per asking", u) for n, u in cost.per_system.items()]
+    if cost.per_document_pair is not None:
+        units.append(("per accepted document pair", cost.per_document_pair))
+    if cost.per_verified_wording is not None:
+        units.append(("per verified wording", cost.per_verified_wording))
+    if units:
+        out += "\n| what | cost | units | each |\n|---|---:|---:|---:|\n"
+        for what, unit in units:
+            out += (
+                f"| {what} | {format_usd(unit.cost.usd)} | {unit.units} | "
+                f"{format_usd(unit.each.usd)} |\n"
+            )
+    notes: list[str] = []
+    for figure in [cost.total, *(s.cost for s in cost.steps.values()), *(u.cost for _, u in units)]:
+        for note in (figure.reason, figure.note):
+            if note and note not in notes:
+                notes.append(note)
+    out += "".join(f"\nCost: {note}.\n" for note in notes)
+    return out
 
 
 STABILITY_HEADERS = (

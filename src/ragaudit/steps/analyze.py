@@ -40,6 +40,7 @@ from ragaudit.records.models import (
 from ragaudit.report.summary_file import write_summary
 from ragaudit.report.text import summary_markdown
 from ragaudit.rundir import RunDir
+from ragaudit.steps.cost import cost_figures
 from ragaudit.steps.inputs import read_neutral
 from ragaudit.steps.judge import read_judge_stats
 from ragaudit.steps.label import read_label_figures
@@ -246,6 +247,7 @@ def run_analysis(
                 labels=labels,
                 weight_scan=scan,
                 documents=documents,
+                cost=None if neutral else cost_figures(run),
             ),
         )
     if not examples:
@@ -312,6 +314,8 @@ def run_analysis(
         # The repeats of run --repeat N: how stable each answer is, beside the figures of
         # the first asking above.
         stability=stability(repeat_attempts(run)) if not neutral and outcome == "answer" else {},
+        # What the run's LLM requests cost in money (usage.json).
+        cost=None if neutral else cost_figures(run),
     )
     result = _write(run, summary)
     rows = _drilldown_rows(run, neutral, examples, analysis, dropped)

@@ -154,7 +154,7 @@ def run_doctor(
         except UserError as exc:
             report.corpus_error = redact(str(exc))
     if use_llm:
-        meter = UsageMeter()
+        meter = UsageMeter(config.llm.prices)
         report.usage = meter
 
         def ready(backend: str, load_s: float | None) -> None:

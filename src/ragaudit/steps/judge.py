@@ -275,14 +275,16 @@ def _decided(
     response's fingerprint; the system was run again); and those given against another
     reference than the question has now (``references``: the dataset by query id; it was
     generated again on changed data)."""
-    return _kept(path, Judgement, _query, answered, redo_unmatched, digests, references)
+    return _kept(path, Judgement, query_key, answered, redo_unmatched, digests, references)
 
 
-def _query(j: Judgement) -> str:
+def query_key(j: Judgement) -> str:
+    """A judgement's key in responses/: its query."""
     return j.query_id
 
 
-def _query_repeat(j: RepeatJudgement) -> tuple[str, int]:
+def repeat_key(j: RepeatJudgement) -> tuple[str, int]:
+    """A judgement's key in repeats/: its query and repeat."""
     return (j.query_id, j.repeat)
 
 
@@ -308,7 +310,23 @@ def _kept(
             "judgement", first.query_id, first.system, getattr(first, "repeat", 0)
         )
         raise UserError(f"{path}: {message}")
-    kept = [
+    kept = standing(judgements, key, answered, redo_unmatched, digests, references)
+    if len(kept) < len(judgements):
+        write_jsonl_atomic(path, kept)
+    return kept
+
+
+def standing(
+    judgements: list[J],
+    key: Callable[[J], K],
+    answered: set[K],
+    redo_unmatched: bool,
+    digests: Mapping[K, str] | None,
+    references: Mapping[str, QueryRecord] | None,
+) -> list[J]:
+    """Of ``judgements``, those that stand (:func:`_decided` says which do not), read
+    only: what a dry run counts as judged."""
+    return [
         j
         for j in judgements
         if j.correct is not None
@@ -321,9 +339,6 @@ def _kept(
         )
         and not (references is not None and stale_reference(j, references))
     ]
-    if len(kept) < len(judgements):
-        write_jsonl_atomic(path, kept)
-    return kept
 
 
 def _judge_repeats(
@@ -362,13 +377,13 @@ def _judge_repeats(
     kept = _kept(
         out,
         RepeatJudgement,
-        _query_repeat,
+        repeat_key,
         {(r.query_id, r.repeat) for r in responses if r.error is None},
         redo_unmatched,
         {(r.query_id, r.repeat): r.digest for r in responses},
         queries,
     )
-    done = {_query_repeat(j) for j in kept}
+    done = {repeat_key(j) for j in kept}
     todo = [r for r in responses if (r.query_id, r.repeat) not in done]
     # The verdicts already given, by (query, answer): the first askings' and the repeats'.
     known: dict[tuple[str, str], Judgement] = {}

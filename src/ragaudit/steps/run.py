@@ -12,6 +12,7 @@ from ragaudit.config import Config, SystemConfig
 from ragaudit.errors import ConfigError, UserError
 from ragaudit.harness.ask import SystemRunStats, run_system
 from ragaudit.llm.client import LLMClient
+from ragaudit.llm.usage import usage_part
 from ragaudit.progress import SILENT, Progress
 from ragaudit.records.io import atomic_write_json, read_jsonl
 from ragaudit.records.models import QueryRecord, ResponseRecord
@@ -197,19 +198,21 @@ async def _run_systems(
             run.responses(sc.name).unlink(missing_ok=True)
             run.repeat_responses(sc.name).unlink(missing_ok=True)
         try:
-            results[sc.name] = await run_system(
-                system,
-                queries,
-                run.responses(sc.name),
-                concurrency=config.harness.concurrency,
-                timeout_s=getattr(sc, "timeout_s", None) or config.harness.timeout_s,
-                retry_errors=retry_errors,
-                store_texts=config.harness.store_texts,
-                repeats=repeats_of(sc, repeat),
-                repeats_out=run.repeat_responses(sc.name),
-                on_start=task.start,
-                advance=task.advance,
-            )
+            # Its LLM calls counted as its own (what answering it cost), in usage.json.
+            with usage_part(sc.name):
+                results[sc.name] = await run_system(
+                    system,
+                    queries,
+                    run.responses(sc.name),
+                    concurrency=config.harness.concurrency,
+                    timeout_s=getattr(sc, "timeout_s", None) or config.harness.timeout_s,
+                    retry_errors=retry_errors,
+                    store_texts=config.harness.store_texts,
+                    repeats=repeats_of(sc, repeat),
+                    repeats_out=run.repeat_responses(sc.name),
+                    on_start=task.start,
+                    advance=task.advance,
+                )
         finally:
             await system.aclose()
         done = results[sc.name]

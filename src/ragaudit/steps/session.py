@@ -46,6 +46,16 @@ class SessionHooks:
     show_usage: Callable[[UsageMeter], None] = lambda _meter: None
 
 
+def cache_path_of(config: Config, run: RunDir, model: str) -> Path:
+    """Where ``model``'s calls are cached: the run's main model in cache/llm.sqlite, any
+    other in a file of its own, so that two models never answer from each other's."""
+    if model == config.llm.model:
+        return run.llm_cache
+    from ragaudit.records.models import stable_id
+
+    return run.llm_cache.with_name(f"llm-{stable_id(model, length=10)}.sqlite")
+
+
 class Session:
     """One command's LLM work over ``run``. Use it as a context manager: leaving it closes
     the event loop. ``retry_failed``: its clients ask again the replies stored unusable
@@ -89,13 +99,8 @@ class Session:
         return loop.run_until_complete(coro)
 
     def cache_path(self, model: str) -> Path:
-        """Where ``model``'s calls are cached: the run's main model in cache/llm.sqlite, any
-        other in a file of its own, so that two models never answer from each other's."""
-        if model == self.config.llm.model:
-            return self.run_dir.llm_cache
-        from ragaudit.records.models import stable_id
-
-        return self.run_dir.llm_cache.with_name(f"llm-{stable_id(model, length=10)}.sqlite")
+        """Where ``model``'s calls are cached (:func:`cache_path_of`)."""
+        return cache_path_of(self.config, self.run_dir, model)
 
     @contextlib.contextmanager
     def clients(self, step: str, models: list[str]) -> Iterator[dict[str, LLMClient]]:
@@ -107,7 +112,7 @@ class Session:
             return
         from ragaudit.llm import make_llm
 
-        meter = UsageMeter()
+        meter = UsageMeter(self.config.llm.prices)
         made: dict[str, LLMClient] = {}
         try:
             for model in dict.fromkeys(models):
