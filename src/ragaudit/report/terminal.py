@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.markup import escape
 from rich.table import Table
 
@@ -14,6 +16,7 @@ from ragaudit.report.text import (
     METRIC_NAMES,
     RELIABILITY_HEADERS,
     STABILITY_HEADERS,
+    TABLE_STATS_HEADERS,
     blame_rows,
     figure_cell,
     group_stability_rows,
@@ -21,7 +24,11 @@ from ragaudit.report.text import (
     retrieval_queries,
     show,
     stability_rows,
+    table_stats_rows,
 )
+
+if TYPE_CHECKING:
+    from ragaudit.generate.dataset import DatasetOverview, TableStats
 
 
 def system_tables(summary: Summary) -> list[Table]:
@@ -241,3 +248,22 @@ def stability_tables(summary: Summary) -> list[Table]:
     for row in group_stability_rows(summary):
         groups.add_row(*(escape(cell) for cell in row))
     return [rates, groups]
+
+
+def table_stats_table(tables: list[TableStats], overview: DatasetOverview) -> Table:
+    """The dataset per table of the database (GRAMMAR v1's Table 4): rows, the attributes
+    its questions ask or name, templates, groups and questions; why a table has none; and
+    the dataset's totals, where a template reading two tables counts once."""
+    table = Table(
+        title="Per table (a template counts for every table it reads)", title_justify="left"
+    )
+    # The last column, why a table has no question, only where one has none.
+    headers = TABLE_STATS_HEADERS if any(t.why for t in tables) else TABLE_STATS_HEADERS[:-1]
+    for header in headers:
+        left = header in ("table", "why none")
+        table.add_column(header, justify="left" if left else "right", overflow="fold")
+    rows = table_stats_rows(tables, overview)
+    for i, row in enumerate(rows):
+        cells = (escape(cell) for cell in row[: len(headers)])
+        table.add_row(*cells, end_section=i == len(rows) - 2)
+    return table

@@ -16,8 +16,10 @@ from ragaudit.generate.dataset import (
     TextConflicts,
     WordingTally,
     generate,
+    table_stats,
 )
 from ragaudit.generate.facts import derive_facts, read_row_map
+from ragaudit.generate.sql.enumeration import enumerate_templates
 from ragaudit.generate.sql.templates import (
     SqlTemplate,
     TemplateFileError,
@@ -194,6 +196,33 @@ def facts_from_rows(
     return out, figures, notes
 
 
+def why_untemplated(db: Database, schema: SchemaInfo, stats: DatasetStats) -> dict[str, str]:
+    """Why no template reads each table that has rows and none (table -> why), as the
+    schema enumerator explains it (``templates sql`` prints the same), or that it finds
+    some the templates file lacks. Only those tables are enumerated, so a dataset that
+    reads every table costs nothing more; where the enumeration fails, the reason stays
+    unknown rather than failing the step that only wanted to explain."""
+    read = {n.lower() for t in stats.templates for n in t.tables}
+    names = [t.name for t in schema.tables if t.row_count and t.name.lower() not in read]
+    if not names:
+        return {}
+    try:
+        found = enumerate_templates(db, schema, only=names)
+    except UserError:
+        return {}
+    out = {}
+    for name in names:
+        if name in found.notes:
+            out[name] = f"no template: {found.notes[name]}"
+        elif found.kept.get(name):
+            n = found.kept[name]
+            out[name] = (
+                f"no template of templates/sql.yaml reads it, though the schema enumerator "
+                f"finds {n} (templates sql --overwrite writes them)"
+            )
+    return out
+
+
 def _count_gold(records: Iterable[QueryRecord], named: Counter[str]) -> Iterator[QueryRecord]:
     """Pass the records through, counting the queries that name each gold id."""
     for record in records:
@@ -294,6 +323,7 @@ def generate_dataset(
             write_jsonl_atomic(partial, _drop_groups(partial, bad, stats))
         if not stats.queries:
             raise UserError(_no_queries(stats))
+        stats.tables = table_stats(stats, schema, why_untemplated(db, schema, stats))
         documents = list(other_half(run.dataset, "sql"))
         if documents:  # the other parts (generate --documents, --import) stay
             with partial.open("a", encoding="utf-8") as handle:
@@ -311,6 +341,7 @@ def generate_dataset(
         {
             "overview": stats.overview().model_dump(mode="json"),
             "templates": [vars(t) for t in stats.templates],
+            "tables": [t.model_dump(mode="json") for t in stats.tables],
             "options": options.model_dump(mode="json"),
         },
     )
