@@ -23,6 +23,7 @@ from ragaudit.db.schema import ColumnInfo, TableInfo
 from ragaudit.generate.dataset import DatasetStats, TemplateStats, table_stats
 from ragaudit.generate.sql.templates import load_templates, save_templates
 from ragaudit.rundir import RunDir
+from tests.conftest import sqlite_people
 from tests.support import postgres as pg
 from tests.support.cli import ragaudit
 
@@ -272,3 +273,20 @@ def test_generate_prints_the_table_per_table(tmp_path: Path) -> None:
         str(sum(expected["text_queries"].values())),
     ]
     assert expected["rows"] == 5  # the example's five clients
+    assert "no question reads" not in done.stderr  # every table of the example is read
+
+
+def test_generate_says_which_tables_no_question_reads_and_why(tmp_path: Path) -> None:
+    url = sqlite_people(tmp_path / "people.sqlite")
+    for step in (("templates", "sql"), ("templates", "text", "--no-verify")):
+        assert ragaudit(*step, "--db", url, cwd=tmp_path).returncode == 0
+    done = ragaudit("generate", "--db", url, "--unverified", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    said = [line for line in done.stderr.splitlines() if line.startswith("no question reads")]
+    assert said == [
+        "no question reads assignment: no template: no key names its rows: project_code "
+        "repeats 1 of its 3 values (at most 10%, or one of at least 5)",
+        "no question reads badge: no template: no text column named like name, title, label, "
+        "code or email to ask by",
+        "no question reads empty_thing: no rows",
+    ]

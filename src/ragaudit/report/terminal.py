@@ -252,18 +252,22 @@ def stability_tables(summary: Summary) -> list[Table]:
 
 def table_stats_table(tables: list[TableStats], overview: DatasetOverview) -> Table:
     """The dataset per table of the database (GRAMMAR v1's Table 4): rows, the attributes
-    its questions ask or name, templates, groups and questions; why a table has none; and
-    the dataset's totals, where a template reading two tables counts once."""
+    its questions ask or name, templates, groups and questions, and the dataset's totals,
+    where a template reading two tables counts once. Why a table has no question is not
+    a column (it would not fit a terminal): :func:`uncovered_lines` says it."""
     table = Table(
         title="Per table (a template counts for every table it reads)", title_justify="left"
     )
-    # The last column, why a table has no question, only where one has none.
-    headers = TABLE_STATS_HEADERS if any(t.why for t in tables) else TABLE_STATS_HEADERS[:-1]
+    headers = TABLE_STATS_HEADERS[:-1]
     for header in headers:
-        left = header in ("table", "why none")
-        table.add_column(header, justify="left" if left else "right", overflow="fold")
+        table.add_column(header, justify="left" if header == "table" else "right")
     rows = table_stats_rows(tables, overview)
     for i, row in enumerate(rows):
         cells = (escape(cell) for cell in row[: len(headers)])
         table.add_row(*cells, end_section=i == len(rows) - 2)
     return table
+
+
+def uncovered_lines(tables: list[TableStats]) -> list[str]:
+    """One line per table no question reads, with why where it is known."""
+    return [f"no question reads {t.table}: {t.why}" for t in tables if t.why]
