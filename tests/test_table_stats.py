@@ -290,3 +290,38 @@ def test_generate_says_which_tables_no_question_reads_and_why(tmp_path: Path) ->
         "code or email to ask by",
         "no question reads empty_thing: no rows",
     ]
+
+
+def test_aurp_per_table_is_the_papers_table_4b(grammar_reference: Path) -> None:
+    """GRAMMAR v1's Table 4(b) on the reference Aurp database, its templates and wordings:
+    per table the rows, the SQL queries (semantic groups, the NULL answer included as the
+    reference tool keeps it) and the text queries are the paper's."""
+    from ragaudit.config import GenerateOptions
+    from ragaudit.db import Database, introspect
+    from ragaudit.generate import generate
+    from ragaudit.generate.sql.templates import import_reference_sql
+    from ragaudit.generate.text.templates import import_reference_text
+
+    root = grammar_reference / "aurp"
+    db = Database(f"sqlite:///{root / 'aurp.sqlite'}")
+    schema = introspect(db)
+    templates = import_reference_sql(root / "sql_templates.json")
+    texts = import_reference_text(root / "text_templates_short.json", "short", templates)
+    import_reference_text(root / "text_templates_long.json", "long", templates, into=texts)
+    stats = DatasetStats()
+    options = GenerateOptions(include_null=True)
+    assert list(generate(db, schema, templates, texts, options, stats=stats))
+    per_table = {t.table: t for t in table_stats(stats, schema)}
+    paper = {  # table: (rows, SQL queries, text queries), Table 4(b)
+        "Project": (10, 50, 300),
+        "Employee": (29, 87, 522),
+        "Client": (10, 20, 120),
+    }
+    sql = _sql(f"sqlite:///{root / 'aurp.sqlite'}")
+    for name, (rows, groups, queries) in paper.items():
+        t = per_table[name]
+        assert (t.rows, t.semantic_groups, t.queries) == (rows, groups, queries)
+        assert t.rows == sql(f"SELECT COUNT(*) FROM {name}")[0][0][0]
+    overview = stats.overview()
+    assert (overview.semantic_groups, sum(overview.text_queries.values())) == (157, 942)
+    db.dispose()
