@@ -19,7 +19,7 @@ from ragaudit.generate.dataset import (
     table_stats,
 )
 from ragaudit.generate.facts import derive_facts, read_row_map
-from ragaudit.generate.sql.enumeration import enumerate_templates
+from ragaudit.generate.sql.enumeration import why_no_template
 from ragaudit.generate.sql.templates import (
     SqlTemplate,
     TemplateFileError,
@@ -197,30 +197,25 @@ def facts_from_rows(
 
 
 def why_untemplated(db: Database, schema: SchemaInfo, stats: DatasetStats) -> dict[str, str]:
-    """Why no template reads each table that has rows and none (table -> why), as the
-    schema enumerator explains it (``templates sql`` prints the same), or that it finds
-    some the templates file lacks. Only those tables are enumerated, so a dataset that
-    reads every table costs nothing more; where the enumeration fails, the reason stays
-    unknown rather than failing the step that only wanted to explain."""
+    """Why no template reads each table with rows that none reads (table -> why): the
+    schema enumerator's reason where a scan of the table tells it (no column names its
+    rows: :func:`~ragaudit.generate.sql.enumeration.why_no_template`), else that the
+    templates file has none. A dataset that reads every table costs nothing more; the
+    enumerator's search of the data, which ``templates sql`` runs, is not run again."""
     read = {n.lower() for t in stats.templates for n in t.tables}
     names = [t.name for t in schema.tables if t.row_count and t.name.lower() not in read]
     if not names:
         return {}
     try:
-        found = enumerate_templates(db, schema, only=names)
-    except UserError:
-        return {}
-    out = {}
-    for name in names:
-        if name in found.notes:
-            out[name] = f"no template: {found.notes[name]}"
-        elif found.kept.get(name):
-            n = found.kept[name]
-            out[name] = (
-                f"no template of templates/sql.yaml reads it, though the schema enumerator "
-                f"finds {n} (templates sql --overwrite writes them)"
-            )
-    return out
+        found = why_no_template(db, schema, names)
+    except UserError:  # a reason is a courtesy: the dataset is written all the same
+        found = {}
+    return {
+        name: f"no template: {found[name]}"
+        if name in found
+        else "no template of templates/sql.yaml reads it"
+        for name in names
+    }
 
 
 def _count_gold(records: Iterable[QueryRecord], named: Counter[str]) -> Iterator[QueryRecord]:

@@ -373,52 +373,60 @@ def _explain(p: _Profile, found: _Found) -> str:
 
 @dataclass
 class Enumeration:
-    """The templates found, in schema order, and for every table that yielded none, why;
-    ``kept``: per table, the templates asked by its keys."""
+    """The templates found, in schema order, and for every table that yielded none, why."""
 
     templates: list[SqlTemplate]
     notes: dict[str, str]
-    kept: dict[str, int] = field(default_factory=dict)
 
 
-def enumerate_templates(
-    db: Database, schema: SchemaInfo, *, only: Collection[str] | None = None
-) -> Enumeration:
+def enumerate_templates(db: Database, schema: SchemaInfo) -> Enumeration:
     """Every template the rules above find, in schema order, with unique ids; and one
-    explanation per table that yields none (empty tables included). With ``only`` (table
-    names), only the templates asked by those tables' keys are searched, and only their
-    notes given: the tables they reference are profiled, not searched (``generate`` asks
-    why a table no template reads has none, without enumerating the whole database)."""
-    wanted = None if only is None else {n.lower() for n in only}
-    searched = [t for t in schema.tables if wanted is None or t.name.lower() in wanted]
-    needed = {t.name.lower() for t in searched} | {
-        fk.ref_table.lower() for t in searched for fk in t.foreign_keys
-    }
-    profiles = {
-        t.name.lower(): _profile(db, t)
-        for t in schema.tables
-        if t.row_count and t.name.lower() in needed
-    }
+    explanation per table that yields none (empty tables included)."""
+    profiles = {t.name.lower(): _profile(db, t) for t in schema.tables if t.row_count}
     ordered: list[_Candidate] = []
-    found = {t.name.lower(): _Found(ordered) for t in searched if t.name.lower() in profiles}
-    for name in found:
-        _single_table(db, profiles[name], found[name])
-    for name in found:
-        _across_foreign_keys(db, profiles[name], profiles, found[name])
-    for name in found:
-        _through_association(db, profiles[name], profiles, found[name])
-    notes = {t.name: "no rows" for t in searched if not t.row_count}
-    for name in found:
+    found = {name: _Found(ordered) for name in profiles}
+    for name, p in profiles.items():
+        _single_table(db, p, found[name])
+    for name, p in profiles.items():
+        _across_foreign_keys(db, p, profiles, found[name])
+    for name, p in profiles.items():
+        _through_association(db, p, profiles, found[name])
+    notes = {t.name: "no rows" for t in schema.tables if not t.row_count}
+    for name, p in profiles.items():
         if not found[name].kept:
-            notes[profiles[name].table.name] = _explain(profiles[name], found[name])
+            notes[p.table.name] = _explain(p, found[name])
     templates = new_templates(
         [c.sql for c in ordered], "enumerator", names=[c.name for c in ordered]
     )
     # new_templates keeps the first of two alike: the notes follow the same order.
     notes_by_sql = {normalize_sql(c.sql): c.note for c in reversed(ordered)}
     templates = [t.model_copy(update={"note": notes_by_sql.get(t.sql)}) for t in templates]
-    return Enumeration(
-        templates,
-        {t.name: notes[t.name] for t in schema.tables if t.name in notes},
-        {profiles[name].table.name: f.kept for name, f in found.items()},
-    )
+    return Enumeration(templates, {t.name: notes[t.name] for t in schema.tables if t.name in notes})
+
+
+def why_no_template(db: Database, schema: SchemaInfo, names: Collection[str]) -> dict[str, str]:
+    """Why the enumerator finds no template asked by each table of ``names``, where the
+    schema and one profile query per table can tell: ``no rows``, or no column names its
+    rows (a table linking two others is left out: the enumerator asks it through their
+    keys). The reasons only the enumerator's search of the data gives (a GROUP BY per key,
+    what ``templates sql`` costs) are left out, so that ``generate`` can say why the
+    tables no template reads have none at the price of a scan each, whatever their size."""
+    wanted = {n.lower() for n in names}
+    out = {}
+    for table in schema.tables:
+        if table.name.lower() not in wanted:
+            continue
+        if not table.row_count:
+            out[table.name] = "no rows"
+            continue
+        p = _profile(db, table)
+        if key_columns(p):
+            continue
+        linked = [
+            fk
+            for fk in table.foreign_keys
+            if (ref := schema.table(fk.ref_table)) is not None and ref.row_count
+        ]
+        if len(linked) != 2:
+            out[table.name] = _why_no_key(p)
+    return out
