@@ -303,6 +303,72 @@ def test_report_shows_the_wordings_verified_and_rejected_per_style(tmp_path: Pat
     html = report.read_text()
     assert "only verified wordings are asked" not in html
     assert "so 1 wording never verified is asked too" in html
+    assert 'id="per-table' not in html  # a file from before the per-table view: none
+
+
+def test_report_shows_the_dataset_per_table_and_the_tables_no_question_reads(
+    tmp_path: Path,
+) -> None:
+    report = _run(tmp_path)
+    overview = {
+        "sql_templates": 3,
+        "semantic_groups": 12,
+        "text_templates": {"short": 4, "long": 2},
+        "text_queries": {"short": 20, "long": 10},
+    }
+    tables = [
+        {
+            "table": "Client",
+            "rows": 5,
+            "attributes": 4,
+            "attributes_asked": ["Name", "City"],
+            "sql_templates": 2,
+            "text_templates": {"short": 3, "long": 1},
+            "semantic_groups": 9,
+            "text_queries": {"short": 15, "long": 5},
+            "why": None,
+        },
+        {
+            "table": "Project",
+            "rows": 6,
+            "attributes": 8,
+            "attributes_asked": ["Name"],
+            "sql_templates": 2,
+            "text_templates": {"short": 2, "long": 2},
+            "semantic_groups": 6,
+            "text_queries": {"short": 8, "long": 8},
+            "why": None,
+        },
+        {"table": "Audit", "rows": 0, "attributes": 2, "why": f"no rows {PLANTED}"},
+    ]
+    stats = {"overview": overview, "tables": tables}
+    (report.parent / "dataset.stats.json").write_text(json.dumps(stats))
+    done = ragaudit("report", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    html = report.read_text()
+    section = html.split('id="per-table"', 1)[1].split("</table>", 1)[0]
+    rows = [
+        re.findall(r"<td[^>]*>(.*?)</td>", row)
+        for row in re.findall(r"<tr>(.*?)</tr>", section, re.DOTALL)
+    ]
+    assert rows[1:] == [
+        ["Client", "5", "2 of 4", "2", "4", "9", "20", ""],
+        ["Project", "6", "1 of 8", "2", "4", "6", "16", ""],
+        [
+            "Audit",
+            "0",
+            "0 of 2",
+            "0",
+            "0",
+            "0",
+            "0",
+            "no rows " + PLANTED.replace("<", "&lt;").replace(">", "&gt;").replace('"', "&#34;"),
+        ],
+        # The dataset's own totals: a template reading both tables counts once.
+        ["dataset", "11", "3 of 14", "3", "6", "12", "30", ""],
+    ]
+    assert "No question reads 1 table (Audit)" in html
+    assert "<script>window" not in html
 
 
 def test_the_metrics_table_fits_1280_pixels_and_explains_its_terms(

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragaudit.errors import UserError
+from ragaudit.generate.dataset import TableStats, read_table_stats
 from ragaudit.records.models import QueryRecord
 from ragaudit.rundir import RunDir
 from ragaudit.store.answers import read_answer_table
@@ -46,13 +47,69 @@ DATASET_COLUMNS = [
 ]
 
 
+PER_TABLE_COLUMNS = [
+    "table",
+    "rows",
+    "attributes",
+    "attributes_asked",
+    "sql_templates",
+    "text_templates",
+    "semantic_groups",
+    "text_queries",
+    "why",
+]
+
+
+@dataclass(frozen=True)
+class PerTable:
+    """The dataset per table of the database (GRAMMAR v1's Table 4): for each table its
+    rows and attributes, the templates that read it, their wordings, semantic groups and
+    questions, and why no question reads it (``why``) where none does. A template that
+    reads two tables counts for both."""
+
+    tables: list[TableStats]
+
+    def __iter__(self) -> Iterator[TableStats]:
+        return iter(self.tables)
+
+    def __len__(self) -> int:
+        return len(self.tables)
+
+    def __getitem__(self, name: str) -> TableStats:
+        """The table called ``name`` (case-insensitive)."""
+        found = [t for t in self.tables if t.table.lower() == name.lower()]
+        if not found:
+            raise KeyError(name)
+        return found[0]
+
+    @property
+    def uncovered(self) -> list[TableStats]:
+        """The tables no question of the dataset reads."""
+        return [t for t in self.tables if t.why is not None]
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row per table: its rows, attributes, the attributes asked (a list),
+        templates, wordings and questions (all styles together), groups, and why none."""
+        rows = [
+            {
+                **t.model_dump(),
+                "text_templates": sum(t.text_templates.values()),
+                "text_queries": t.queries,
+            }
+            for t in self.tables
+        ]
+        return _frame(rows, PER_TABLE_COLUMNS)
+
+
 class Dataset:
     """The questions of a run (dataset.jsonl), one :class:`QueryRecord` each, read when
-    first needed; ``stats``: what the step that wrote it reported (counts, warnings)."""
+    first needed; ``stats``: what the step that wrote it reported (counts, warnings);
+    ``tables``: the dataset per table of the database."""
 
-    def __init__(self, path: Path, stats: Any = None) -> None:
+    def __init__(self, path: Path, stats: Any = None, stats_path: Path | None = None) -> None:
         self.path = path
         self.stats = stats
+        self.stats_path = stats_path
         self._queries: list[QueryRecord] | None = None
 
     @classmethod
@@ -60,7 +117,24 @@ class Dataset:
         """The run's dataset as it is on disk."""
         if not run.dataset.exists():
             raise UserError(f"no dataset at {run.dataset}: generate one first")
-        return cls(run.dataset, stats)
+        return cls(run.dataset, stats, run.dataset_stats)
+
+    @property
+    def tables(self) -> PerTable:
+        """Which tables of the database the questions read, and which they do not
+        (GRAMMAR v1's Table 4): from the step that just wrote the dataset, else from its
+        dataset.stats.json. A file written before ragaudit kept the view is a
+        :class:`UserError` that says to generate again."""
+        tables = getattr(self.stats, "tables", None)
+        if not tables and self.stats_path is not None and self.stats_path.is_file():
+            tables = read_table_stats(self.stats_path)
+        if not tables:
+            raise UserError(
+                f"{self.stats_path or self.path}: no per-table counts (a dataset generated "
+                "before they were kept, or questions from documents or an import only): "
+                "run generate again"
+            )
+        return PerTable(list(tables))
 
     @property
     def queries(self) -> list[QueryRecord]:

@@ -385,6 +385,12 @@ def generate_cmd(
             str(g["cells_stated"]),
         )
     console.print(table)
+    if stats.tables:
+        from ragaudit.report.terminal import table_stats_table, uncovered_lines
+
+        console.print(table_stats_table(stats.tables, overview))
+        for line in uncovered_lines(stats.tables):
+            err_console.print(line, markup=False)
     for tid, why in overview.skipped_templates.items():
         err_console.print(f"skipped {tid}: {why}", markup=False)
     for style, reasons in stats.wordings_dropped.items():

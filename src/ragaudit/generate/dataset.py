@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 
 from ragaudit.db.engine import Database
 from ragaudit.db.schema import SchemaInfo
-from ragaudit.errors import ConfigError, looked_in
+from ragaudit.errors import ConfigError, UserError, looked_in
 from ragaudit.generate.options import GenerateOptions, GoldRule
 from ragaudit.generate.sql.instantiate import (
     AnswerFact,
@@ -32,7 +32,12 @@ from ragaudit.generate.sql.instantiate import (
     iter_unanswered,
 )
 from ragaudit.generate.sql.instantiate import plan as plan_template
-from ragaudit.generate.sql.templates import SqlTemplate, TemplateFileError, normalize_sql
+from ragaudit.generate.sql.templates import (
+    SqlTemplate,
+    TemplateFileError,
+    check_template,
+    normalize_sql,
+)
 from ragaudit.generate.text.templates import (
     TextTemplates,
     fill,
@@ -63,6 +68,11 @@ class TemplateStats:
     # Kept groups by what their gold ids say: "states" (documents that state the answer),
     # "holes" (no document states it: gold ids []), "entity" (a gold-id rule), "unknown".
     gold: dict[str, int] = field(default_factory=dict)
+    # The tables the template reads, and the columns its questions ask or name
+    # ("Table.Column": the answer's column, the placeholders'), as the schema spells them:
+    # what the per-table view (TableStats) counts.
+    tables: list[str] = field(default_factory=list)
+    columns: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -81,6 +91,9 @@ class DatasetStats:
     # What the user should know about the gold ids (a rule that applies to no template,
     # gold ids naming no document of the corpus), one line each.
     warnings: list[str] = field(default_factory=list)
+    # Per table of the database: its rows and attributes, the templates reading it and the
+    # questions they gave (GRAMMAR v1's Table 4), filled by the step (``table_stats``).
+    tables: list[TableStats] = field(default_factory=list)
 
     @property
     def queries(self) -> int:
@@ -204,6 +217,123 @@ def read_overview(path: Path) -> DatasetOverview | None:
     data = json.loads(path.read_text(encoding="utf-8"))
     found = data.get("overview", data.get("table2"))
     return None if found is None else DatasetOverview.model_validate(found)
+
+
+class TableStats(BaseModel):
+    """One table of the database in the dataset, as GRAMMAR v1's Table 4 counts it (rows,
+    attributes, templates and queries per table), so that a user sees which tables the
+    test set covers and which it does not. A template counts for every table it reads: a
+    join counts for both of its tables, so the tables' counts add up to more than the
+    dataset's. Every field has a default so that later fields leave older readers intact."""
+
+    table: str = Field(description="The table, as the database spells it.")
+    rows: int | None = Field(None, description="Rows in the table when the dataset was made.")
+    attributes: int = Field(0, description="Columns of the table.")
+    attributes_asked: list[str] = Field(
+        default_factory=list,
+        description="Its columns that a question of the dataset asks for (the answer) or "
+        "names (a placeholder).",
+    )
+    sql_templates: int = Field(
+        0, description="SQL templates that read the table and were asked (not skipped)."
+    )
+    text_templates: dict[str, int] = Field(
+        default_factory=dict, description="Wordings of those templates asked, per style."
+    )
+    semantic_groups: int = Field(
+        0, description="Groups kept from those templates: the paper's SQL queries."
+    )
+    text_queries: dict[str, int] = Field(
+        default_factory=dict, description="Questions of those templates, per style."
+    )
+    why: str | None = Field(
+        None, description="Why no question reads the table; null when some does."
+    )
+
+    @property
+    def queries(self) -> int:
+        """Text queries that read the table, all styles together."""
+        return sum(self.text_queries.values())
+
+
+def _why_no_question(reading: list[TemplateStats]) -> str:
+    """Why the templates that read a table gave no question, in one line."""
+    parts = []
+    skipped = [t for t in reading if t.skipped is not None]
+    if skipped:
+        parts.append(f"{len(skipped)} of {len(reading)} templates skipped: {skipped[0].skipped}")
+    asked = [t for t in reading if t.skipped is None]
+    if asked and not any(t.groups for t in asked):
+        parts.append("no answer on this data")
+    multi = sum(t.multi_answer_groups for t in asked)
+    null = sum(t.null_answer_groups for t in asked)
+    if multi:
+        parts.append(f"{multi} groups with several answers dropped (--allow-multi keeps them)")
+    if null:
+        parts.append(f"{null} groups with a NULL answer dropped (--include-null asks them)")
+    if not parts:  # groups there were, and none is left: the conflicts took them
+        parts.append("every group dropped: its questions read as another group's")
+    return "no question: " + "; ".join(parts)
+
+
+def table_stats(
+    stats: DatasetStats, schema: SchemaInfo, untemplated: dict[str, str] | None = None
+) -> list[TableStats]:
+    """Per table of ``schema`` (schema order): its rows and attributes, the templates of
+    ``stats`` that read it, their wordings, groups and questions; and for a table no
+    question reads, why: no rows, no template (``untemplated``: table -> why no template
+    reads it, where known, e.g. the schema enumerator's reason), or what became of its
+    templates' groups. Pure: the counts come from ``stats`` and the schema's statistics."""
+    untemplated = untemplated or {}
+    out = []
+    for table in schema.tables:
+        name = table.name.lower()
+        reading = [t for t in stats.templates if name in (n.lower() for n in t.tables)]
+        asked = [t for t in reading if t.skipped is None]
+        text_templates: collections.Counter[str] = collections.Counter()
+        text_queries: collections.Counter[str] = collections.Counter()
+        for t in asked:
+            text_templates.update(t.text_templates)
+            text_queries.update(t.queries)
+        columns = {
+            c.split(".", 1)[1].lower()
+            for t in asked
+            if t.kept_groups and sum(t.queries.values())
+            for c in t.columns
+            if c.split(".", 1)[0].lower() == name
+        }
+        why = None
+        if not sum(text_queries.values()):
+            if reading:
+                why = _why_no_question(reading)
+            elif not table.row_count:
+                why = "no rows"
+            else:
+                why = untemplated.get(table.name, "no template of templates/sql.yaml reads it")
+        out.append(
+            TableStats(
+                table=table.name,
+                rows=table.row_count,
+                attributes=len(table.columns),
+                attributes_asked=[c.name for c in table.columns if c.name.lower() in columns],
+                sql_templates=len(asked),
+                text_templates=dict(text_templates),
+                semantic_groups=sum(t.kept_groups for t in asked),
+                text_queries=dict(text_queries),
+                why=why,
+            )
+        )
+    return out
+
+
+def read_table_stats(path: Path) -> list[TableStats] | None:
+    """The per-table view in a dataset.stats.json; None for a file written before it
+    was kept (regenerate the dataset to get it)."""
+    import json
+
+    data = json.loads(path.read_text(encoding="utf-8"))
+    found = data.get("tables")
+    return None if found is None else [TableStats.model_validate(t) for t in found]
 
 
 def _reference_hash(record: QueryRecord) -> int:
@@ -511,6 +641,25 @@ def template_wordings(
     return Wordings(template, styles, text_ids)
 
 
+def _reads(template: SqlTemplate, schema: SchemaInfo, dialect: str) -> tuple[list[str], list[str]]:
+    """The tables a template reads and the columns its questions ask for or name
+    (``Table.Column``), as the schema spells them; none for a template that does not
+    validate (its instantiation says why)."""
+    try:
+        shape = check_template(template.sql, schema, dialect=dialect)
+    except UserError:
+        return [], []
+    columns = []
+    if shape.answer_table and shape.answer_column:
+        columns.append(f"{shape.answer_table}.{shape.answer_column}")
+    for placeholder in shape.placeholders:
+        table = schema.table(placeholder.table)
+        column = table.column(placeholder.column) if table else None
+        if table is not None and column is not None:
+            columns.append(f"{table.name}.{column.name}")
+    return list(shape.tables), list(dict.fromkeys(columns))
+
+
 def generate(
     db: Database,
     schema: SchemaInfo,
@@ -530,6 +679,7 @@ def generate(
     for template in templates:
         used.update(p.key.lower() for p in template.placeholder_list)
         tstats = TemplateStats(template_id=template.id)
+        tstats.tables, tstats.columns = _reads(template, schema, dialect)
         stats.templates.append(tstats)
         wordings = template_wordings(template, texts, options)
         if wordings is None:

@@ -34,7 +34,7 @@ from ragaudit.analysis.summary import (
     WeightScan,
 )
 from ragaudit.documents.checks import CRITIQUES
-from ragaudit.generate.dataset import DatasetOverview, read_overview
+from ragaudit.generate.dataset import DatasetOverview, read_overview, read_table_stats
 from ragaudit.generate.refresh import RefreshReport, describe_stale, read_refresh_stats
 from ragaudit.llm.prices import format_usd
 from ragaudit.records.io import atomic_write_text
@@ -55,6 +55,7 @@ from ragaudit.report.text import (
     GROUP_HEADERS,
     RELIABILITY_HEADERS,
     STABILITY_HEADERS,
+    TABLE_STATS_HEADERS,
     TOKENS_PER_PAIR,
     figure_cell,
     group_stability_rows,
@@ -62,6 +63,7 @@ from ragaudit.report.text import (
     retrieval_queries,
     show,
     stability_rows,
+    table_stats_rows,
     verdict_lines,
 )
 from ragaudit.rundir import RunDir
@@ -287,6 +289,18 @@ class ReportData:
     rankings: list[RankingSection] = field(default_factory=list)
     refresh: RefreshSection | None = None
     stability: StabilitySection | None = None
+    per_table: PerTableSection | None = None
+
+
+@dataclass(frozen=True)
+class PerTableSection:
+    """The dataset per table of the database (GRAMMAR v1's Table 4), from
+    dataset.stats.json: a row per table and the dataset's totals (``TABLE_STATS_HEADERS``),
+    and the tables no question reads."""
+
+    headers: list[str]
+    rows: list[list[str]]
+    uncovered: list[str]
 
 
 @dataclass(frozen=True)
@@ -956,9 +970,16 @@ def collect(run: RunDir) -> ReportData:
     headlines, rest = _headlines(summary)
     drill = _scan_drilldown(run)
     blame = _blame(summary)
-    dataset = None
+    dataset, per_table = None, None
     if run.dataset_stats.exists():
         dataset = read_overview(run.dataset_stats)
+        tables = read_table_stats(run.dataset_stats)
+        if tables:
+            per_table = PerTableSection(
+                headers=list(TABLE_STATS_HEADERS),
+                rows=table_stats_rows(tables, dataset),
+                uncovered=[t.table for t in tables if t.why],
+            )
     return ReportData(
         title=f"ragaudit report: {run.root.name}",
         outcome=summary.outcome,
@@ -984,6 +1005,7 @@ def collect(run: RunDir) -> ReportData:
         rankings=_rankings(run),
         refresh=_refresh(run),
         stability=_stability(run, summary),
+        per_table=per_table,
     )
 
 

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.markup import escape
 from rich.table import Table
 
@@ -14,6 +16,7 @@ from ragaudit.report.text import (
     METRIC_NAMES,
     RELIABILITY_HEADERS,
     STABILITY_HEADERS,
+    TABLE_STATS_HEADERS,
     blame_rows,
     figure_cell,
     group_stability_rows,
@@ -21,7 +24,11 @@ from ragaudit.report.text import (
     retrieval_queries,
     show,
     stability_rows,
+    table_stats_rows,
 )
+
+if TYPE_CHECKING:
+    from ragaudit.generate.dataset import DatasetOverview, TableStats
 
 
 def system_tables(summary: Summary) -> list[Table]:
@@ -241,3 +248,26 @@ def stability_tables(summary: Summary) -> list[Table]:
     for row in group_stability_rows(summary):
         groups.add_row(*(escape(cell) for cell in row))
     return [rates, groups]
+
+
+def table_stats_table(tables: list[TableStats], overview: DatasetOverview) -> Table:
+    """The dataset per table of the database (GRAMMAR v1's Table 4): rows, the attributes
+    its questions ask or name, templates, groups and questions, and the dataset's totals,
+    where a template reading two tables counts once. Why a table has no question is not
+    a column (it would not fit a terminal): :func:`uncovered_lines` says it."""
+    table = Table(
+        title="Per table (a template counts for every table it reads)", title_justify="left"
+    )
+    headers = TABLE_STATS_HEADERS[:-1]
+    for header in headers:
+        table.add_column(header, justify="left" if header == "table" else "right")
+    rows = table_stats_rows(tables, overview)
+    for i, row in enumerate(rows):
+        cells = (escape(cell) for cell in row[: len(headers)])
+        table.add_row(*cells, end_section=i == len(rows) - 2)
+    return table
+
+
+def uncovered_lines(tables: list[TableStats]) -> list[str]:
+    """One line per table no question reads, with why where it is known."""
+    return [f"no question reads {t.table}: {t.why}" for t in tables if t.why]

@@ -4,6 +4,7 @@ the figures as the tables (Markdown, terminal, HTML) show them."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from ragaudit.analysis.retrieval_metrics import ranking_columns
 from ragaudit.analysis.summary import (
@@ -20,6 +21,9 @@ from ragaudit.analysis.summary import (
     VariantFigures,
 )
 from ragaudit.llm.prices import format_usd
+
+if TYPE_CHECKING:
+    from ragaudit.generate.dataset import DatasetOverview, TableStats
 
 # The document half's cost figures, one label each wherever they are shown (the terminal,
 # summary.md, the report): GenerationCost's definition.
@@ -300,6 +304,54 @@ def cost_section(summary: Summary) -> str:
                 notes.append(note)
     out += "".join(f"\nCost: {note}.\n" for note in notes)
     return out
+
+
+# The per-table view of the dataset (GRAMMAR v1's Table 4), wherever it is shown.
+TABLE_STATS_HEADERS = (
+    "table",
+    "rows",
+    "attributes asked",
+    "SQL templates",
+    "text templates",
+    "groups",
+    "text queries",
+    "why none",
+)
+
+
+def table_stats_rows(
+    tables: list[TableStats], overview: DatasetOverview | None = None
+) -> list[list[str]]:
+    """A row per table (``TABLE_STATS_HEADERS``), then with ``overview`` the dataset's
+    own totals: a template reading two tables counts in both rows, once in the total."""
+    rows = [
+        [
+            t.table,
+            "?" if t.rows is None else str(t.rows),
+            f"{len(t.attributes_asked)} of {t.attributes}",
+            str(t.sql_templates),
+            str(sum(t.text_templates.values())),
+            str(t.semantic_groups),
+            str(t.queries),
+            t.why or "",
+        ]
+        for t in tables
+    ]
+    if overview is not None:
+        rows.append(
+            [
+                "dataset",
+                str(sum(t.rows or 0 for t in tables)),
+                f"{sum(len(t.attributes_asked) for t in tables)} of "
+                f"{sum(t.attributes for t in tables)}",
+                str(overview.sql_templates),
+                str(sum(overview.text_templates.values())),
+                str(overview.semantic_groups),
+                str(sum(overview.text_queries.values())),
+                "",
+            ]
+        )
+    return rows
 
 
 STABILITY_HEADERS = (

@@ -16,8 +16,10 @@ from ragaudit.generate.dataset import (
     TextConflicts,
     WordingTally,
     generate,
+    table_stats,
 )
 from ragaudit.generate.facts import derive_facts, read_row_map
+from ragaudit.generate.sql.enumeration import why_no_template
 from ragaudit.generate.sql.templates import (
     SqlTemplate,
     TemplateFileError,
@@ -194,6 +196,28 @@ def facts_from_rows(
     return out, figures, notes
 
 
+def why_untemplated(db: Database, schema: SchemaInfo, stats: DatasetStats) -> dict[str, str]:
+    """Why no template reads each table with rows that none reads (table -> why): the
+    schema enumerator's reason where a scan of the table tells it (no column names its
+    rows: :func:`~ragaudit.generate.sql.enumeration.why_no_template`), else that the
+    templates file has none. A dataset that reads every table costs nothing more; the
+    enumerator's search of the data, which ``templates sql`` runs, is not run again."""
+    read = {n.lower() for t in stats.templates for n in t.tables}
+    names = [t.name for t in schema.tables if t.row_count and t.name.lower() not in read]
+    if not names:
+        return {}
+    try:
+        found = why_no_template(db, schema, names)
+    except UserError:  # a reason is a courtesy: the dataset is written all the same
+        found = {}
+    return {
+        name: f"no template: {found[name]}"
+        if name in found
+        else "no template of templates/sql.yaml reads it"
+        for name in names
+    }
+
+
 def _count_gold(records: Iterable[QueryRecord], named: Counter[str]) -> Iterator[QueryRecord]:
     """Pass the records through, counting the queries that name each gold id."""
     for record in records:
@@ -294,6 +318,7 @@ def generate_dataset(
             write_jsonl_atomic(partial, _drop_groups(partial, bad, stats))
         if not stats.queries:
             raise UserError(_no_queries(stats))
+        stats.tables = table_stats(stats, schema, why_untemplated(db, schema, stats))
         documents = list(other_half(run.dataset, "sql"))
         if documents:  # the other parts (generate --documents, --import) stay
             with partial.open("a", encoding="utf-8") as handle:
@@ -311,6 +336,7 @@ def generate_dataset(
         {
             "overview": stats.overview().model_dump(mode="json"),
             "templates": [vars(t) for t in stats.templates],
+            "tables": [t.model_dump(mode="json") for t in stats.tables],
             "options": options.model_dump(mode="json"),
         },
     )

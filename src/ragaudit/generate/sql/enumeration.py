@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from ragaudit.db.engine import Database
@@ -402,3 +402,31 @@ def enumerate_templates(db: Database, schema: SchemaInfo) -> Enumeration:
     notes_by_sql = {normalize_sql(c.sql): c.note for c in reversed(ordered)}
     templates = [t.model_copy(update={"note": notes_by_sql.get(t.sql)}) for t in templates]
     return Enumeration(templates, {t.name: notes[t.name] for t in schema.tables if t.name in notes})
+
+
+def why_no_template(db: Database, schema: SchemaInfo, names: Collection[str]) -> dict[str, str]:
+    """Why the enumerator finds no template asked by each table of ``names``, where the
+    schema and one profile query per table can tell: ``no rows``, or no column names its
+    rows (a table linking two others is left out: the enumerator asks it through their
+    keys). The reasons only the enumerator's search of the data gives (a GROUP BY per key,
+    what ``templates sql`` costs) are left out, so that ``generate`` can say why the
+    tables no template reads have none at the price of a scan each, whatever their size."""
+    wanted = {n.lower() for n in names}
+    out = {}
+    for table in schema.tables:
+        if table.name.lower() not in wanted:
+            continue
+        if not table.row_count:
+            out[table.name] = "no rows"
+            continue
+        p = _profile(db, table)
+        if key_columns(p):
+            continue
+        linked = [
+            fk
+            for fk in table.foreign_keys
+            if (ref := schema.table(fk.ref_table)) is not None and ref.row_count
+        ]
+        if len(linked) != 2:
+            out[table.name] = _why_no_key(p)
+    return out
