@@ -2,11 +2,11 @@
 tokens, and the cost of a count of tokens at that price.
 
 A price comes from ``llm.prices`` in ragaudit.yaml when the model is named there, else
-from :data:`DEFAULT_PRICES`, a small table of common hosted models read on
-:data:`PRICES_READ` (a snapshot: providers change their prices, so the configuration
-overrides it). The embedded model runs on this machine and costs 0, and says so. A model
-with no known price has no cost: null with the reason, never a made-up 0, unless it made
-no billed request at all (nothing was spent).
+from :data:`DEFAULT_PRICES`, a small table of common hosted models' list prices as of
+:data:`PRICES_READ` (a snapshot, not re-checked: providers change their prices, so the
+configuration overrides it). The embedded model runs on this machine and costs 0, and
+says so. A model with no known price has no cost: null with the reason, never a made-up
+0, unless it made no billed request at all (nothing was spent).
 
 Costs are exact decimals rounded to :data:`COST_PLACES` places, so that the cost of a step
 is the sum of its models' costs and a run's total the sum of its steps', to the digit.
@@ -21,11 +21,12 @@ from pydantic import BaseModel, Field
 
 from ragaudit.options import StrictOptions
 
-# When the default table was read from the providers' published list prices (USD per
-# million tokens, standard tier, no batch or cached-input discount). It is not re-read:
-# override a model's price with llm.prices when it has changed.
-PRICES_READ = "2025-06-01"
-PRICES_SOURCE = f"default table, list prices read {PRICES_READ}"
+# The month of the providers' published list prices the default table gives (USD per
+# million tokens, standard tier, no batch or cached-input discount). They were written
+# from what was published then and not re-checked here (ragaudit's machine has no
+# internet), and prices change: override a model's price with llm.prices.
+PRICES_READ = "2025-06"
+PRICES_SOURCE = f"default table, list prices as of {PRICES_READ}, not re-checked"
 EMBEDDED_NOTE = "the embedded model runs on this machine: no per-token price, costs 0"
 
 # A tenth of a millionth of a dollar: below the price of one token of any model listed.
