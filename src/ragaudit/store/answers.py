@@ -178,26 +178,7 @@ def build_answer_table(run: RunDir, mark: str | None = None) -> pa.Table:
             if q is None:
                 continue  # a response to a question no longer in the dataset
             keys.append(key)
-            for name, value in (
-                ("system", r.system),
-                ("query_id", q.query_id),
-                ("repeat", 0),
-                ("query", q.query),
-                ("variant", q.variant),
-                ("group_id", q.group_id),
-                ("source", q.source),
-                ("reference", q.reference.display),
-                ("answer", r.response),
-                ("error", r.error),
-                ("correct", j.correct if j else None),
-                ("method", j.method if j else None),
-                ("retrieval_correct", j.retrieval_correct if j else None),
-                ("retrieved_ids", ids),
-                ("gold_ids", q.gold_ids),
-                ("rationale", j.rationale if j else None),
-                ("scores", scores.get(key, [])),
-            ):
-                columns[name].append(value)
+            _add_row(columns, r, q, j, 0, scores.get(key, []))
     # A verdict of another response than the one in the table (the system run again) is
     # refused here, where the table is built: a table on disk was built from the files
     # its fingerprint names, so a response changed since makes it stale and rebuilt here.
@@ -237,26 +218,7 @@ def _add_repeats(
             key = (r.system, r.query_id, r.repeat)
             j = judged.get(key)
             keys.append(key)
-            for name, value in (
-                ("system", r.system),
-                ("query_id", q.query_id),
-                ("repeat", r.repeat),
-                ("query", q.query),
-                ("variant", q.variant),
-                ("group_id", q.group_id),
-                ("source", q.source),
-                ("reference", q.reference.display),
-                ("answer", r.response),
-                ("error", r.error),
-                ("correct", j.correct if j else None),
-                ("method", j.method if j else None),
-                ("retrieval_correct", j.retrieval_correct if j else None),
-                ("retrieved_ids", ids),
-                ("gold_ids", q.gold_ids),
-                ("rationale", j.rationale if j else None),
-                ("scores", []),
-            ):
-                columns[name].append(value)
+            _add_row(columns, r, q, j, r.repeat, [])
     for judgements in judgement_files:
         if judgements:
             check_fresh_repeats(run, judgements, digests.get(judgements[0].system, {}))
@@ -323,3 +285,36 @@ def refresh_answer_table(run: RunDir) -> None:
     except UserError:
         with contextlib.suppress(OSError):
             run.answers_table.unlink()
+
+
+def _add_row(
+    columns: dict[str, list[Any]],
+    r: ResponseRecord,
+    q: QueryRecord,
+    j: Judgement | None,
+    repeat: int,
+    scores: list[tuple[str, float | None]],
+) -> None:
+    """Append one answer's row (an asking ``repeat`` of query ``q``, its response ``r``
+    and judgement ``j``) to ``columns``: one place for what a row holds, first askings
+    and repeats alike."""
+    for name, value in (
+        ("system", r.system),
+        ("query_id", q.query_id),
+        ("repeat", repeat),
+        ("query", q.query),
+        ("variant", q.variant),
+        ("group_id", q.group_id),
+        ("source", q.source),
+        ("reference", q.reference.display),
+        ("answer", r.response),
+        ("error", r.error),
+        ("correct", j.correct if j else None),
+        ("method", j.method if j else None),
+        ("retrieval_correct", j.retrieval_correct if j else None),
+        ("retrieved_ids", r.retrieved_ids),
+        ("gold_ids", q.gold_ids),
+        ("rationale", j.rationale if j else None),
+        ("scores", scores),
+    ):
+        columns[name].append(value)
