@@ -61,7 +61,8 @@ def _ragaudit(folder: Path, base_url: str, size: int) -> dict[str, Any]:
     (folder / "ragaudit.yaml").write_text(
         "llm:\n  model: openai:local\n  max_tokens: 1024\n"
         "corpus:\n  path: docs.jsonl\n"
-        "generate:\n  documents:\n    strategy: statements\n    rounds: 2\n    styles: []\n"
+        "generate:\n  documents:\n    strategy: statements\n    mix: uniform\n    rounds: 2\n"
+        "    styles: []\n"
     )
     env = {**os.environ, "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "sk-local-bench"}
     start = time.perf_counter()

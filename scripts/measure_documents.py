@@ -16,7 +16,8 @@ quotes:
 
 ``--record FILE`` writes the model's replies (keyed by request) for
 tests/test_document_rates.py, which replays them. The LLM cache (``--cache``) keeps what
-was asked, so a killed measurement resumes.
+was asked, so a killed measurement resumes; ``--seed FILE`` puts recorded replies in it
+first, so that only what they lack is asked of the model.
 
     .venv/bin/python scripts/measure_documents.py precision \
         --record tests/data/document_precision_replies.json
@@ -46,6 +47,7 @@ from tests.support.document_set import (  # noqa: E402
     grounded,
     label_answerable,
     observed,
+    own_wording_cases,
     precision_options,
     read_all,
     reading_cases,
@@ -54,20 +56,29 @@ from tests.support.document_set import (  # noqa: E402
     wording_cases,
     world_contexts,
 )
-from tests.support.replay_llm import Recording  # noqa: E402
+from tests.support.replay_llm import Recording, seed_cache  # noqa: E402
 
 from ragaudit.analysis.metrics import proportion  # noqa: E402
 from ragaudit.config import LLMConfig  # noqa: E402
+from ragaudit.documents.generator import Context  # noqa: E402
 from ragaudit.llm import make_llm  # noqa: E402
 from ragaudit.records.models import CandidateRecord  # noqa: E402
 from ragaudit.world.build import build_world  # noqa: E402
 
 SQUAD = ROOT.parent / "shared" / "reference" / "squad2-subset"
+# Each accepted (and reading-dropped) simple pair, judged by reading it against its
+# paragraph: {candidate id: {"correct": bool, "question", "answer", "why"}}.
+JUDGED = ROOT / "tests" / "data" / "document_simple_judged.json"
+
+
+# The model's threads (None: one per core); one thread each runs two measurements side by
+# side on two busy cores without their thread pools spinning against each other.
+THREADS: list[int | None] = [None]
 
 
 def _run(cache: Path, job: object) -> tuple[list[CandidateRecord], dict[str, str], int]:
     """Candidates from ``job(llm)``, the replies it used, and the calls the model answered."""
-    with make_llm(LLMConfig(model="local"), cache_path=cache) as base:
+    with make_llm(LLMConfig(model="local", threads=THREADS[0]), cache_path=cache) as base:
         llm = Recording.around(base)
         records = job(llm)  # type: ignore[operator]
         total = llm.meter.total()
@@ -98,6 +109,38 @@ def precision(args: argparse.Namespace) -> dict[str, str]:
         mark = "ok " if c.correct else "BAD"
         print(f"  {mark} [{c.column}={c.value}] {c.question} -> {c.reference}")
     print(f"model calls: {calls}")
+    return replies
+
+
+def grounded_simple(args: argparse.Namespace) -> dict[str, str]:
+    """Grounded precision of ``simple`` on SQuAD's paragraphs: the pairs the balance run
+    accepts (two a paragraph, one pass), each judged by reading it against its paragraph
+    (``JUDGED``: supported and correct, or why not), and what the reading of the
+    reference dropped."""
+    if not SQUAD.is_dir():
+        sys.exit(f"the SQuAD reference subset is not at {SQUAD}")
+    contexts = squad_contexts(SQUAD)
+    options = balance_options("simple", args.size or 32)
+    records, replies, calls = _run(
+        args.cache, lambda llm: generate(llm, options, contexts, contexts)
+    )
+    judged = json.loads(JUDGED.read_text(encoding="utf-8")) if JUDGED.is_file() else {}
+    text = {c.id: c.text for c in contexts}
+    accepted = [r for r in records if r.accepted]
+    read_out = [r for r in records if str(r.dropped).startswith("reading:")]
+    print(f"candidates: {len(records)}; accepted: {len(accepted)}; model calls: {calls}")
+    dropped = Counter(str(r.dropped).split(":")[0] for r in records if not r.accepted)
+    print(f"dropped: {dict(dropped)}")
+    for title, group in (("accepted", accepted), ("dropped by the reading", read_out)):
+        right = [judged[r.candidate_id]["correct"] for r in group if r.candidate_id in judged]
+        share = proportion(sum(right), len(right))
+        print(f"{title}: {len(group)}; judged {len(right)}; correct {share}")
+        for r in group:
+            verdict = judged.get(r.candidate_id, {}).get("correct")
+            mark = {True: "ok ", False: "BAD", None: "?  "}[verdict]
+            print(f"  {mark} {r.candidate_id} [{r.context_id}] {r.question} -> {r.answer}")
+            if args.verbose:
+                print(f"      {r.dropped or r.support}\n      {text[r.context_id]}")
     return replies
 
 
@@ -216,6 +259,37 @@ def wording(args: argparse.Namespace) -> dict[str, str]:
     return replies
 
 
+def wording_own(args: argparse.Namespace) -> dict[str, str]:
+    """The wording check on document pairs written for the project: paraphrases (kept)
+    and drifts (dropped), per kind, with both rates (Wilson intervals), as the check is
+    and by the reading alone (without the drift checks before it)."""
+    cases = own_wording_cases()
+    contexts = [Context(f"own#{i}", f"own#{i}", c.context) for i, c in enumerate(cases)]
+    verdicts: dict[str, list[bool | None]] = {}
+
+    def job(llm: object) -> list[CandidateRecord]:
+        for name, drift in (("the reading alone", False), ("the check", True)):
+            verdicts[name] = check_wordings(llm, cases, contexts, drift=drift)  # type: ignore[arg-type]
+        return []
+
+    _, replies, calls = _run(args.cache, job)
+    for name, found in verdicts.items():
+        print(f"-- {name}")
+        for kind in dict.fromkeys(c.kind for c in cases):
+            got = [(c, f) for c, f in zip(cases, found, strict=True) if c.kind == kind]
+            right = sum(1 for c, f in got if f is c.same)
+            print(f"{kind}: {len(got)} wordings; verdict wanted {right}")
+            for c, f in got:
+                if f is not c.same:
+                    print(f"  wrong ({f}): {c.question!r} -> {c.wording!r}")
+        same = [f for c, f in zip(cases, found, strict=True) if c.same]
+        other = [f for c, f in zip(cases, found, strict=True) if not c.same]
+        print(f"paraphrases kept: {proportion(sum(1 for f in same if f), len(same))}")
+        print(f"drifts dropped: {proportion(sum(1 for f in other if f is False), len(other))}")
+    print(f"model calls: {calls}")
+    return replies
+
+
 def phrasing(args: argparse.Namespace) -> dict[str, str]:
     """Both phrasings of the labeller on the same answerable SQuAD questions."""
     if not SQUAD.is_dir():
@@ -240,23 +314,48 @@ def phrasing(args: argparse.Namespace) -> dict[str, str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=("precision", "balance", "reading", "wording", "phrasing"))
+    parser.add_argument(
+        "what",
+        choices=(
+            "precision",
+            "balance",
+            "grounded-simple",
+            "reading",
+            "wording",
+            "wording-own",
+            "phrasing",
+        ),
+    )
     parser.add_argument("--size", type=int, help="accepted pairs wanted (per strategy)")
     parser.add_argument("--record", type=Path, help="write the replies to this JSON file")
     parser.add_argument("--keep", type=Path, help="write each strategy's candidates here")
+    parser.add_argument("--threads", type=int, help="the model's threads (default: all cores)")
+    parser.add_argument("--verbose", action="store_true", help="print each pair's context")
     parser.add_argument(
         "--cache",
         type=Path,
         default=Path(tempfile.gettempdir()) / "ragaudit-measure-documents.sqlite",
         help="the LLM cache (kept: a rerun asks only what is missing)",
     )
+    parser.add_argument(
+        "--seed",
+        type=Path,
+        action="append",
+        default=[],
+        help="recorded replies to start the cache from (only what they lack is asked)",
+    )
     args = parser.parse_args()
+    THREADS[0] = args.threads
+    for recorded in args.seed:
+        seed_cache(args.cache, json.loads(recorded.read_text(encoding="utf-8")))
     start = time.perf_counter()
     replies = {
         "precision": precision,
         "balance": balance,
+        "grounded-simple": grounded_simple,
         "reading": reading,
         "wording": wording,
+        "wording-own": wording_own,
         "phrasing": phrasing,
     }[args.what](args)
     if args.record:

@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.support.replay_llm import Recording  # noqa: E402
+from tests.support.replay_llm import Recording, seed_cache  # noqa: E402
 from tests.support.wording_set import evaluate, rates  # noqa: E402
 
 from ragaudit.analysis.metrics import wilson  # noqa: E402
@@ -50,7 +50,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         cache = args.cache or Path(tmp) / "llm.sqlite"
         if args.seed:
-            _seed(cache, json.loads(args.seed.read_text(encoding="utf-8")))
+            seed_cache(cache, json.loads(args.seed.read_text(encoding="utf-8")))
         start = time.perf_counter()
         with make_llm(LLMConfig(model="local"), cache_path=cache) as base:
             llm = Recording.around(base)
@@ -87,22 +87,6 @@ def main() -> None:
         f"no verdict: {r.undecided}; {seconds:.0f} s; {total.calls} LLM calls "
         f"({total.calls / len(outcomes):.2f} per wording)"
     )
-
-
-def _seed(cache: Path, replies: dict[str, str]) -> None:
-    """Put recorded replies in a new or existing LLM cache (kept where a key is there)."""
-    import sqlite3
-
-    from ragaudit.llm.cache import LLMCache
-    from ragaudit.llm.model_assets import MODEL_FILENAME
-
-    LLMCache(cache).close()  # creates the table
-    with sqlite3.connect(cache) as conn:
-        conn.executemany(
-            "INSERT OR IGNORE INTO llm_cache (key, backend, model, request, text, "
-            "prompt_tokens, completion_tokens, finish_reason) VALUES (?,?,?,?,?,0,0,'stop')",
-            [(k, "local", MODEL_FILENAME, "{}", text) for k, text in replies.items()],
-        )
 
 
 if __name__ == "__main__":

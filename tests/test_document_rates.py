@@ -6,6 +6,7 @@ figure changes what docs/documents.md reports."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from ragaudit.analysis.documents import (
 )
 from ragaudit.analysis.metrics import proportion
 from ragaudit.documents.checks import answer_support
+from ragaudit.documents.generator import Context
 from ragaudit.llm.client import LLMClient
 from ragaudit.world.build import build_world
 from tests.conftest import REPO
@@ -31,6 +33,7 @@ from tests.support.document_set import (
     grounded,
     label_answerable,
     observed,
+    own_wording_cases,
     precision_options,
     read_all,
     reading_cases,
@@ -84,9 +87,13 @@ PHRASINGS = {
     "steps": {"fact_single": 89, "summary": 51, "reasoning": 8, None: 2},
 }
 # The wording check on labelled wordings made from SQuAD's questions, 25 of each kind:
-# how many it kept as asking the same thing.
+# how many it kept as asking the same thing. The reading alone kept 23, 0, 6 and 8; the
+# checks before it (another kind of fact asked, a name or number left out) drop the
+# wh-swaps and most unanswerable edits, and 4 of the people's paraphrases, which name
+# their subject otherwise ("the first major bend in the Rhine" for "the bend ... in
+# Basel").
 WORDING_PER_KIND = 25
-WORDING_KEPT = {"same-answer": 23, "other-question": 0, "unanswerable-edit": 6, "wh-swap": 8}
+WORDING_KEPT = {"same-answer": 19, "other-question": 0, "unanswerable-edit": 2, "wh-swap": 0}
 
 
 @pytest.fixture(scope="module")
@@ -207,7 +214,7 @@ def test_the_wording_check_on_labelled_squad_wordings(squad: Path) -> None:
     assert {kind: kept[kind] for kind in WORDING_KEPT} == WORDING_KEPT
     others = [same for c, same in zip(cases, found, strict=True) if not c.same]
     rejected = proportion(others.count(False), len(others))
-    assert rejected.value is not None and rejected.value >= 0.8
+    assert rejected.value is not None and rejected.value >= 0.95
 
 
 def test_the_labellers_two_phrasings_on_squad_answerable_questions(squad: Path) -> None:
@@ -222,3 +229,91 @@ def test_the_labellers_two_phrasings_on_squad_answerable_questions(squad: Path) 
     assert replies.missing == 0
     assert found == PHRASINGS
     assert found["steps"]["fact_single"] > 2 * found["default"]["fact_single"]
+
+
+# The wording check on document pairs written for the project (tests/data/
+# document_wording_set.json: 12 passages of a language reference, 36 paraphrases and 36
+# drifts): the verdicts wanted per kind, by the check and by the reading alone. The
+# reading's misses are those it reads as the question ("How many times is c evaluated in
+# a < b < c?": once) or cannot read (a short query it answers "Yes").
+OWN_WANTED = {
+    "the check": {
+        "paraphrase": 23,
+        "short": 10,
+        "other fact": 14,
+        "operand or operator shifted": 6,
+        "other ask": 8,
+        "subject shifted": 3,
+        "subject dropped": 2,
+    },
+    "the reading alone": {
+        "paraphrase": 23,
+        "short": 10,
+        "other fact": 14,
+        "operand or operator shifted": 5,
+        "other ask": 6,
+        "subject shifted": 2,
+        "subject dropped": 1,
+    },
+}
+
+
+def test_the_wording_check_on_document_pairs_written_for_the_project() -> None:
+    """docs/documents.md: on document pairs with paraphrases and drifts written for the
+    project, the check keeps 33 of 36 paraphrases and drops 33 of 36 drifts (0.92 each,
+    the SQL half's verifier: 0.96 and 0.97); the reading alone dropped 28 drifts."""
+    cases = own_wording_cases()
+    contexts = [Context(f"own#{i}", f"own#{i}", c.context) for i, c in enumerate(cases)]
+    replies = ReplayBackend.from_file(DATA / "document_wording_own_replies.json")
+    wanted: dict[str, dict[str, int]] = {}
+    rates: dict[str, tuple[int, int]] = {}
+    with LLMClient(replies, default_params=default_params()) as llm:
+        for name, drift in (("the check", True), ("the reading alone", False)):
+            found = check_wordings(llm, cases, contexts, drift=drift)
+            right = Counter(c.kind for c, f in zip(cases, found, strict=True) if f is c.same)
+            wanted[name] = {kind: right[kind] for kind in OWN_WANTED[name]}
+            kept = sum(1 for c, f in zip(cases, found, strict=True) if c.same and f)
+            dropped = sum(1 for c, f in zip(cases, found, strict=True) if not c.same and f is False)
+            rates[name] = (kept, dropped)
+    assert replies.missing == 0
+    assert wanted == OWN_WANTED
+    assert rates == {"the check": (33, 33), "the reading alone": (33, 28)}
+    for k in rates["the check"]:
+        share = proportion(k, 36)
+        assert share.value is not None and share.value >= 0.9
+
+
+# simple's pairs on SQuAD's paragraphs (two a paragraph, one pass, 25 pairs asked), each
+# judged by reading it against its paragraph (tests/data/document_simple_judged.json):
+# supported and correct, or why not. Before issue 41, 21 of the 32 pairs simple accepted
+# from the same paragraphs were (a reference whose words are all in the paragraph but
+# says something else, "by Isembard"; a question that holds its answer).
+SIMPLE_SIZE = 25
+SIMPLE_CORRECT = (22, 25)
+SIMPLE_BEFORE = (21, 32)
+# What the new checks dropped, and how many of those were wrong.
+SIMPLE_DROPPED_WRONG = {"reading": (5, 6), "question": (8, 9)}
+
+
+def test_grounded_precision_of_simple_pairs_on_squad_paragraphs(squad: Path) -> None:
+    """docs/documents.md: with the reading of its references and the circular-question
+    check, at least 80% of the pairs simple accepts are supported and correct (22 of 25,
+    from 21 of 32 before); what those checks dropped was mostly wrong."""
+    contexts = squad_contexts(squad)
+    replies = ReplayBackend.from_file(DATA / "document_simple_replies.json")
+    with LLMClient(replies, default_params=default_params()) as llm:
+        records = generate(llm, balance_options("simple", SIMPLE_SIZE), contexts, contexts)
+    assert replies.missing == 0
+    judged = json.loads((DATA / "document_simple_judged.json").read_text(encoding="utf-8"))
+    accepted = [r for r in records if r.accepted]
+    assert all(r.candidate_id in judged for r in accepted)  # every accepted pair was read
+    correct = sum(judged[r.candidate_id]["correct"] for r in accepted)
+    assert (correct, len(accepted)) == SIMPLE_CORRECT
+    share = proportion(correct, len(accepted))
+    assert share.value is not None and share.value >= 0.8
+    for check, expected in SIMPLE_DROPPED_WRONG.items():
+        dropped = [r for r in records if str(r.dropped).startswith(f"{check}:")]
+        wrong = sum(not judged[r.candidate_id]["correct"] for r in dropped)
+        assert (wrong, len(dropped)) == expected
+    before = [v["correct"] for v in judged.values() if v["accepted_before_issue_41"]]
+    assert (sum(before), len(before)) == SIMPLE_BEFORE

@@ -207,6 +207,13 @@ def test_a_reading_that_is_not_the_json_asked_is_refused() -> None:
         ("Mira Tessel", None, False),  # the wording is not answered
         (None, "Norhaven", False),  # the wording is answered, the question was not
         ("1,000 m3/s", "1,200 m3/s", False),  # a number the other does not hold
+        # Answers without a content word are compared by their words and symbols.
+        ("only once", "once", True),
+        ('"x"', "x", True),
+        ("once, when the def statement is executed", "once", True),
+        ("0o", "0x", False),
+        ("double it", 'f"{{', False),
+        ("()", "(5,)", False),
     ],
 )
 def test_two_readings_agree_when_one_holds_the_other(
@@ -264,7 +271,7 @@ def test_near_duplicates_are_found_by_cosine() -> None:
 
 
 def test_quotas_split_the_size_by_largest_remainders() -> None:
-    uniform = DocumentOptions().shares()
+    uniform = DocumentOptions(mix="uniform").shares()  # type: ignore[arg-type]
     assert quotas(uniform, 10) == {
         "fact_single": 3,
         "summary": 3,
@@ -284,3 +291,60 @@ def test_document_options_refuse_what_cannot_work() -> None:
     with pytest.raises(ValueError, match="one of them > 0"):
         DocumentOptions(mix={"summary": 0})
     assert DocumentOptions(thresholds={"specificity": 4}).thresholds["stand_alone"] == 3
+
+
+@pytest.mark.parametrize(
+    ("question", "wording", "drift"),
+    [
+        # Paraphrases: the same kind of fact, every name, number and piece of code kept.
+        ('Why is r"\\" a syntax error?', 'What makes the literal r"\\" a syntax error?', None),
+        ("What does -7 // 2 evaluate to?", "-7 // 2 result?", None),
+        ("How is a tuple with one element written?", "One-element tuple syntax?", None),
+        ("When are default parameter values evaluated?", "At what point are they computed?", None),
+        ("What is the Island off the shore?", "What island lies off the shore?", None),
+        # Drifts: another kind of fact, or a name, number or piece of code lost or added.
+        (
+            "When are default parameter values evaluated?",
+            "Why is a mutable default list shared between calls?",
+            "it asks for a reason, the question for a time",
+        ),
+        (
+            'What does 0 or "x" return?',
+            'Does 0 or "x" return True or False?',
+            "it asks for yes or no, the question for a thing",
+        ),
+        (
+            'Why is r"\\" a syntax error?',
+            "Why is the backslash not a valid string literal?",
+            """it leaves out 'r"\\\\"' of the question""",
+        ),
+        (
+            "What does -7 // 2 evaluate to?",
+            "What does 7 // 2 evaluate to?",
+            "it leaves out '-7' of the question",
+        ),
+        (
+            "What is the bend of Rhine in Basel called?",
+            "What is the bend called?",
+            "it leaves out 'rhine' of the question",
+        ),
+        (
+            "What does s[0] return?",
+            'What does s[0] = "x" raise?',
+            "it adds '\"x\"', which the question does not have",
+        ),
+    ],
+)
+def test_a_wording_that_drifts_is_caught_before_it_is_read(
+    question: str, wording: str, drift: str | None
+) -> None:
+    assert checks.wording_drift(question, wording) == drift
+
+
+def test_what_a_question_asks_for_is_read_from_its_question_words() -> None:
+    assert checks.asks_for("How often is b evaluated?") == "an amount"
+    assert checks.asks_for("Which century was the program?") == "a time"
+    assert checks.asks_for("Whose idea was it?") == "a person"
+    assert checks.asks_for("How do you write a literal brace?") == "a way"
+    assert checks.asks_for("Can a raw string end in a backslash?") == "yes or no"
+    assert checks.asks_for("Octal literal prefix?") is None  # no question word: any

@@ -63,6 +63,10 @@ def _question(prompt: str) -> str:
     return f"Who leads the {name} project?"
 
 
+# What the scripted model leaves out of a question to word it briefly.
+FILLER = frozenset({"is", "did", "does", "was", "the", "of", "on", "to", "be", "its"})
+
+
 class Script:
     """What the scripted model answers, by the system prompt of each ask; ``broken``
     names the kinds of ask whose every reply is malformed."""
@@ -120,11 +124,18 @@ class Script:
             label = "summary" if "Where and when" in question else "fact_single"
             return json.dumps({"label": label, "reason": "scripted"})
         if kind == "reading":
+            # simple's reference is read back: a place, from a passage that says it.
+            question = first_user.rsplit("Question: ", 1)[1]
+            place = re.search(r"being built in (\w+)", first_user)
+            if question.startswith("Where is") and place:
+                return json.dumps({"answer": place.group(1), "passage": 1})
             return '{"answer": "unknown", "passage": null}'
         if kind == "wording":
+            # Short: the question without its function words, its question words and
+            # names kept (a wording that loses them asks something else).
             question = last.rsplit("Question: ", 1)[1]
             words = re.sub(r"[?]", "", question).split()
-            return " ".join(words[-4:]) + "?"  # short: a few words
+            return " ".join(w for w in words if w.lower() not in FILLER) + "?"
         name = next(n for n in DOCS if n in first_user)
         return json.dumps(
             {"pairs": [{"question": f"Where is {name} being built?", "answer": "Norhaven"}]}

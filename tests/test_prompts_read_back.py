@@ -123,7 +123,8 @@ def test_summaries_and_conclusions_one_per_line(kind: str) -> None:
 def test_a_question_and_an_unanswerable_question_as_asked() -> None:
     assert "Reply with the question only." in _text(gen.question_prompt(FACTS.theme, ANSWER))
     assert gen.parse_question(QUESTION) == QUESTION
-    assert "Reply with the question only." in _text(gen.unanswerable_prompt(FACTS))
+    for kind in gen.UNANSWERABLE_KINDS:  # every near miss asks for the same reply
+        assert "Reply with the question only." in _text(gen.unanswerable_prompt(FACTS, kind))
     assert gen.parse_question("How much did Alder Bridge cost?") == (
         "How much did Alder Bridge cost?"
     )

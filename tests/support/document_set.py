@@ -173,10 +173,12 @@ def squad_contexts(squad_dir: Path) -> list[Context]:
 
 
 def balance_options(strategy: str, size: int) -> DocumentOptions:
-    """``statements`` with a uniform mix, or ``simple`` with two pairs a paragraph, over
-    one pass of the paragraphs."""
+    """``statements`` with a uniform mix (``mix: uniform``; the default is answerable
+    only), or ``simple`` with two pairs a paragraph, over one pass of the paragraphs."""
     if strategy == "statements":
-        return DocumentOptions(strategy="statements", size=size, rounds=1)
+        return DocumentOptions.model_validate(
+            {"strategy": "statements", "size": size, "rounds": 1, "mix": "uniform"}
+        )
     return DocumentOptions(strategy="simple", size=size, per_context=2, rounds=1)
 
 
@@ -203,6 +205,7 @@ __all__ = [
     "grounded",
     "label_answerable",
     "observed",
+    "own_wording_cases",
     "precision_options",
     "read_all",
     "reading_cases",
@@ -440,11 +443,39 @@ def wording_cases(squad_dir: Path, per_kind: int) -> list[WordingCase]:
     return [c for cases in by_kind.values() for c in cases[:per_kind]]
 
 
+# Wordings of document pairs written for the project (issue 41, item 10): twelve short
+# passages of a programming language's reference, a question and its answer from each, and
+# six wordings of each question, three asking the same (paraphrases, one in the short
+# style) and three that drift (another fact of the passage, the same ask about another
+# operand or subject, another kind of ask, the subject dropped).
+OWN_WORDINGS = Path(__file__).resolve().parents[1] / "data" / "document_wording_set.json"
+
+
+def own_wording_cases(path: Path = OWN_WORDINGS) -> list[WordingCase]:
+    """The labelled wordings of :data:`OWN_WORDINGS`, paraphrases first within a pair."""
+    cases = []
+    for pair in json.loads(path.read_text(encoding="utf-8")):
+        for w in pair["wordings"]:
+            cases.append(
+                WordingCase(
+                    pair["context"],
+                    pair["question"],
+                    pair["answer"],
+                    w["text"],
+                    w["same"],
+                    w["kind"],
+                )
+            )
+    return cases
+
+
 def check_wordings(
-    llm: LLMClient, cases: list[WordingCase], corpus: list[Context]
+    llm: LLMClient, cases: list[WordingCase], corpus: list[Context], *, drift: bool = True
 ) -> list[bool | None]:
-    """Per case, the generator's wording check's verdict (None: its reply stayed
-    malformed)."""
+    """Per case, the generator's wording check's verdict, as it decides a wording but for
+    its style's length (None: a reply stayed malformed). ``drift=False``: without the
+    drift checks before the reading (the reading alone, as before issue 41)."""
+    from ragaudit.documents.generation import answer_leak, question_problem
     from ragaudit.errors import LLMError
 
     generator = DocumentGenerator(
@@ -460,9 +491,18 @@ def check_wordings(
         found: list[bool | None] = []
         for case in cases:
             try:
-                same, _ = await generator.same_answer(
-                    case.context, case.question, case.answer, case.wording
-                )
+                if drift:
+                    same, _ = await generator.wording_verdict(
+                        case.context, case.question, case.answer, case.wording
+                    )
+                elif question_problem(case.wording) or answer_leak(
+                    case.question, case.wording, case.answer
+                ):
+                    same = False
+                else:
+                    same, _ = await generator.same_answer(
+                        case.context, case.question, case.answer, case.wording
+                    )
             except LLMError:
                 found.append(None)
                 continue

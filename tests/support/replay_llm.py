@@ -78,3 +78,18 @@ class Recording(LLMClient):
         """``{cache key: reply}`` of every request this client was asked, from its cache."""
         rows = sqlite3.connect(cache_path).execute("SELECT key, text FROM llm_cache")
         return {k: t for k, t in rows.fetchall() if k in self.keys}
+
+
+def seed_cache(cache_path: Path, replies: dict[str, str]) -> None:
+    """Put recorded replies (``{cache key: reply}``, the same model's to the same requests)
+    in a new or existing LLM cache, keeping an entry already there: a measurement started
+    from a recording asks the model only what the recording lacks."""
+    from ragaudit.llm.cache import LLMCache
+
+    LLMCache(cache_path).close()  # creates the table
+    with sqlite3.connect(cache_path) as conn:
+        conn.executemany(
+            "INSERT OR IGNORE INTO llm_cache (key, backend, model, request, text, "
+            "prompt_tokens, completion_tokens, finish_reason) VALUES (?,?,?,?,?,0,0,'stop')",
+            [(k, "local", MODEL_FILENAME, "{}", text) for k, text in replies.items()],
+        )

@@ -441,13 +441,15 @@ class Project:
         *,
         strategy: Literal["statements", "simple"] | None = None,
         size: int | None = None,
-        mix: dict[str, float] | None = None,
+        mix: dict[str, float] | Literal["uniform"] | None = None,
         seed: int | None = None,
         retry_failed: bool = False,
         dry_run: bool = False,
     ) -> DocumentStats | DryRun:
         """Write checked question-answer pairs from the corpus's documents into the
-        dataset's document part (``ragaudit generate --documents``). A rerun replays every
+        dataset's document part (``ragaudit generate --documents``). ``mix``: label
+        weights, or ``"uniform"`` for the four labels alike (None: the configured mix, by
+        default answerable questions only). A rerun replays every
         reply from the cache, the unusable ones too (a rerun asks nothing);
         ``retry_failed`` asks those again (``--retry-failed``). ``dry_run``: nothing is
         asked or written; returns the requests, tokens and cost it would spend (a

@@ -29,14 +29,14 @@ class Strategy(StrEnum):
     simple = "simple"
 
 
-def parse_mix(text: str) -> dict[str, float] | None:
-    """``uniform`` (None: the default) or ``label=weight,...`` as a mix; a typo, a label
-    given twice, or a weight that is not a finite number >= 0, is a :class:`UserError`
-    naming it."""
-    from ragaudit.documents.options import mix_problem
+def parse_mix(text: str) -> dict[str, float]:
+    """``uniform`` (the four labels alike, unanswerable included) or ``label=weight,...``
+    as a mix; a typo, a label given twice, or a weight that is not a finite number >= 0, is
+    a :class:`UserError` naming it. Without ``--mix`` the default mix is answerable only."""
+    from ragaudit.documents.options import UNIFORM, UNIFORM_MIX, mix_problem
 
-    if text.strip().lower() == "uniform":
-        return None
+    if text.strip().lower() == UNIFORM:
+        return {str(label): weight for label, weight in UNIFORM_MIX.items()}
     out: dict[str, float] = {}
     for part in text.split(","):
         label, _, weight = part.partition("=")
@@ -282,8 +282,8 @@ def generate_cmd(
         str | None,
         typer.Option(
             "--mix",
-            help="With --documents: label shares, 'uniform' or e.g. "
-            "'fact_single=2,summary=1,reasoning=1'.",
+            help="With --documents: label shares, e.g. 'fact_single=1,unanswerable=1', or "
+            "'uniform' (the four labels alike); default fact_single=2,summary=1,reasoning=1.",
         ),
     ] = None,
     retry_failed: Annotated[

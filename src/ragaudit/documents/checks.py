@@ -15,10 +15,15 @@
 6. :func:`near_duplicate`: a question too close (cosine of embeddings) to one accepted
    before is dropped.
 
-A generated wording of an accepted question is read like a question: the model answers it
+A ``simple`` pair's reference is read back the same way: the model answers the question
 from the context alone (:func:`reading_prompt`), and :func:`answers_agree` compares that
-answer with the pair's answer, or else with the answer the model reads for the question
-itself.
+answer with the reference.
+
+A generated wording of an accepted question is first checked for drift without the model
+(:func:`wording_drift`: the kind of fact asked, the names, numbers and code kept), then
+read like a question: the model answers it from the context alone, and
+:func:`answers_agree` compares that answer with the pair's answer, or else with the answer
+the model reads for the question itself.
 """
 
 from __future__ import annotations
@@ -118,6 +123,21 @@ def answer_support(context: str, answer: str) -> tuple[Support | None, str]:
         return "unsupported", "no word of the short answer is in the context"
     share = 1 - len(missing) / len(set(wanted))
     return None, f"{share:.0%} of the answer's content words are in the context"
+
+
+def answer_in_question(question: str, answer: str) -> str | None:
+    """Why a pair is circular, or None: every content word of ``answer`` is in
+    ``question`` ("What was the name of the Duchy of Normandy?" answered "Duchy of
+    Normandy"), so the question gives its answer and asks nothing. Its words are all in
+    the context and a reader reads it back, so no other check drops it.
+
+    >>> answer_in_question("What is the name of the Rhine-Meuse Delta?", "The Rhine-Meuse Delta")
+    "it holds its own answer ('The Rhine-Meuse Delta')"
+    """
+    wanted = {stem(w) for w in content_words(answer)}
+    if wanted and wanted <= {stem(w) for w in content_words(question)}:
+        return f"it holds its own answer ({answer[:60]!r})"
+    return None
 
 
 # -- critiques -----------------------------------------------------------------------------
@@ -304,7 +324,122 @@ def answers_agree(expected: str | None, found: str | None) -> bool:
     the same question?" says yes to most rewordings, docs/documents.md)."""
     if expected is None or found is None:
         return expected is None and found is None
-    return "supported" in (answer_support(expected, found)[0], answer_support(found, expected)[0])
+    if "supported" in (answer_support(expected, found)[0], answer_support(found, expected)[0]):
+        return True
+    if content_words(expected) and content_words(found):
+        return False
+    # An answer of function words, single letters or symbols ("once", "x", "0o", "()")
+    # has no content word to look up: its tokens, every word and run of symbols, are.
+    mine, theirs = _answer_tokens(expected), _answer_tokens(found)
+    return bool(mine and theirs) and (mine <= theirs or theirs <= mine)
+
+
+# Words too common to tell two short answers apart.
+_ANSWER_STOP = frozenset(
+    {"a", "an", "the", "of", "to", "in", "on", "at", "by", "for", "with", "it", "its"}
+    | {"is", "are", "was", "were", "be"}
+)
+
+
+def _answer_tokens(text: str) -> set[str]:
+    """The words and runs of symbols of an answer (quotes dropped), casefolded, without
+    the commonest function words: ``'only once'`` is {only, once}, ``'f"{{'`` {f, {{}."""
+    plain = re.sub(r"[\"'`“”‘’«»]", " ", text.casefold())
+    return {t for t in re.findall(r"\w+|[^\w\s]+", plain) if t not in _ANSWER_STOP}
+
+
+# -- what a wording must keep of its question -------------------------------------------------
+
+# What a question asks for, by its question words (first match wins): a wording that asks
+# for another kind of fact (a place for a time, a reason for a value) asks something else,
+# however its answer reads. "what" and "which" ask for a thing of any kind.
+_ASKS: tuple[tuple[str, str], ...] = (
+    (r"\bwhy\b|\breason\b|\bwhat (?:makes|causes)\b", "a reason"),
+    (r"\bhow (?:many|much|often|long|far|big|large|old)\b", "an amount"),
+    (
+        r"\bwhen\b|\b(?:what|which) (?:year|date|time|day|month|century)\b|\bat what point\b",
+        "a time",
+    ),
+    (r"\bwhere\b|\bin what (?:place|country|city|region)\b", "a place"),
+    (r"\bwho\b|\bwhom\b|\bwhose\b", "a person"),
+    (r"\bhow\b", "a way"),
+    (r"\bwhat\b|\bwhich\b", "a thing"),
+)
+# A question without a question word that opens with one of these asks yes or no.
+_YES_NO = re.compile(
+    r"^(?:is|are|was|were|do|does|did|can|could|will|would|should|has|have|had|may|must)\b",
+    re.IGNORECASE,
+)
+# A token a rewording must keep as written: a number, code (a token holding a symbol,
+# e.g. r"\", -7, //, s[0], 1_000_000) or a name (a capitalized word after the first). A
+# hyphen or an apostrophe between letters is part of a word ("one-element", "river's").
+_SYMBOL = re.compile(r"[0-9\\\"'`\[\](){}<>=%/*+\-_.|&^~@#$]")
+_WORDLIKE = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*", re.UNICODE)
+
+
+def asks_for(question: str) -> str | None:
+    """What kind of fact ``question`` asks for, by its question words ("a time", "a
+    reason", ...; "yes or no" for a question opening with a verb), or None when it has
+    no question word (a short query such as "Octal literal prefix?").
+
+    >>> asks_for("When are default values evaluated?"), asks_for("Is 07 valid?")
+    ('a time', 'yes or no')
+    """
+    text = question.casefold()
+    for pattern, kind in _ASKS:
+        if re.search(pattern, text):
+            return kind
+    return "yes or no" if _YES_NO.match(question.strip()) else None
+
+
+def kept_tokens(question: str) -> set[str]:
+    """The tokens of ``question`` a rewording must keep as written: numbers, code and names
+    (capitalized words after the first), without the punctuation that ends a sentence.
+
+    >>> sorted(kept_tokens("Why does s[0] = 'x' fail in one-element Python code?"))
+    ["'x'", '=', 'python', 's[0]']
+    """
+    out = set()
+    for i, raw in enumerate(question.split()):
+        token = raw.rstrip("?!,;:")
+        if token.endswith(".") and not re.search(r"[0-9]\.$", token):
+            token = token.rstrip(".")
+        if not token:
+            continue
+        if _WORDLIKE.fullmatch(token):
+            if i > 0 and token[0].isupper():
+                out.add(token.casefold())  # a name, whatever case a wording gives it
+        elif _SYMBOL.search(token):
+            out.add(token)
+    return out
+
+
+def wording_drift(question: str, wording: str) -> str | None:
+    """Why ``wording`` asks something other than ``question`` whatever its answer reads, or
+    None: it asks for another kind of fact (a reason where the question asks for a time;
+    yes or no where it asks for a value), or it leaves out a number, a piece of code or a
+    name that the question has, or adds a number or code (the rewording prompt asks to
+    keep them as written). A
+    small reader answers a drifted wording with the question's answer when both point at
+    one sentence ("Why is the backslash not a valid string literal?" for a question about
+    ``r"\"``); these decide before it is asked. docs/documents.md states the rates."""
+    asked, worded = asks_for(question), asks_for(wording)
+    # "what" and "which" ask for any kind of fact: "What has shortened the Rhine?" and
+    # "Why has the Rhine been shortened?" are people's paraphrases in SQuAD.
+    if asked and worded and asked != worded and "a thing" not in (asked, worded):
+        return f"it asks for {worded}, the question for {asked}"
+    if "yes or no" in (asked, worded) and asked != worded and None not in (asked, worded):
+        return f"it asks for {worded}, the question for {asked}"
+    mine, theirs = kept_tokens(question), kept_tokens(wording)
+    words = {w.casefold() for w in _WORDLIKE.findall(wording)}  # a name in any case
+    lost = sorted((mine - theirs) - words, key=question.casefold().find)
+    if lost:
+        return f"it leaves out {lost[0]!r} of the question"
+    # Code and numbers it adds (a name it adds may be the subject's fuller name).
+    added = sorted(t for t in theirs - mine if not _WORDLIKE.fullmatch(t))
+    if added:
+        return f"it adds {added[0]!r}, which the question does not have"
+    return None
 
 
 # -- near-duplicates -------------------------------------------------------------------------
@@ -328,14 +463,18 @@ __all__ = [
     "READING_REPLY",
     "Critique",
     "ReadingReply",
+    "answer_in_question",
     "answer_support",
     "answers_agree",
+    "asks_for",
     "content_words",
     "critique_prompt",
     "failed_critiques",
+    "kept_tokens",
     "near_duplicate",
     "parse_critiques",
     "parse_reading",
     "reading_prompt",
     "stem",
+    "wording_drift",
 ]

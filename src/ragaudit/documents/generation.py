@@ -228,18 +228,43 @@ def question_prompt(theme: str, statement: str) -> Messages:
     ]
 
 
-def unanswerable_prompt(facts: Facts) -> Messages:
-    """Ask for a question on the context's theme that none of its statements answers: what a
-    user of this corpus might plausibly ask and not find."""
+# The kinds of near miss an unanswerable question is written as, each the instruction the
+# model is given: what a user of the corpus might plausibly ask about a subject it covers
+# and not find. One template made every such question alike ("What is the cost of ...?",
+# twice from one document, issue 41); each candidate draws a kind its context has not had.
+UNANSWERABLE_KINDS: dict[str, str] = {
+    "amount": "asks how many or how much of something about the subject (a count, an "
+    "amount, a size or a duration) that no statement gives",
+    "time": "asks when something about the subject happened, began or will happen, where "
+    "no statement gives that date or time",
+    "person": "asks who made, led, owns or decided something about the subject, where no "
+    "statement names that person or group",
+    "cause": "asks why something the statements mention happened or is so, where no "
+    "statement gives the reason",
+    "neighbour": "asks for the kind of detail one statement gives, but about another, "
+    "related subject that the statements do not cover (another member of the same group, "
+    "place or period)",
+    "outcome": "asks what followed from, or became of, something the statements mention, "
+    "where no statement says",
+}
+
+
+def unanswerable_prompt(facts: Facts, kind: str) -> Messages:
+    """Ask for a question on the context's theme that none of its statements answers, as
+    a near miss of ``kind`` (a key of :data:`UNANSWERABLE_KINDS`): what a user of this
+    corpus might plausibly ask and not find."""
     return [
         system(
             "You write one question for a search engine that the given statements cannot "
-            "answer. It names the same subject as the theme, but asks for a detail that none "
-            "of the statements gives, such as a cost, a size, a number of people, a reason or "
-            "a name they never mention. Never mention a passage, context or statement. Reply "
-            "with the question only."
+            "answer. It is a near miss: it names the same subject as the theme, so that "
+            "someone would expect these statements to answer it, but it asks for a detail "
+            "that none of them gives, as the task says. Never mention a passage, context or "
+            "statement. Reply with the question only."
         ),
-        user(f"Theme: {facts.theme}\nStatements:\n{_facts_block(facts)}"),
+        user(
+            f"Task: write a question that {UNANSWERABLE_KINDS[kind]}.\n\n"
+            f"Theme: {facts.theme}\nStatements:\n{_facts_block(facts)}"
+        ),
     ]
 
 
@@ -324,6 +349,7 @@ __all__ = [
     "STATEMENTS_REPLY",
     "STATEMENT_KIND",
     "STRATEGIES",
+    "UNANSWERABLE_KINDS",
     "WORDING_REPLY",
     "Facts",
     "QAPair",

@@ -1,7 +1,8 @@
 """The document generator: question-answer pairs written from contexts with the LLM, each
-checked (support by the context, near-duplicates, the unanswerable reading, critiques, the
-label), until the requested number is accepted; then the accepted questions worded in
-every style, each wording checked to ask the same thing.
+checked (support by the context, near-duplicates, the reading of a ``simple`` reference,
+the unanswerable reading, critiques, the label), until the requested number is accepted;
+then the accepted questions worded in every style, each wording checked to ask the same
+thing.
 
 Contexts are visited in a seeded order, round after round, until ``size`` pairs are
 accepted; each requested label has its quota of the size (largest remainders), so the mix
@@ -306,7 +307,12 @@ class DocumentGenerator:
         f = pending.fields
         context = pending.context
         question, answer = f["question"], f.get("answer")
-        problem = gen.question_problem(question)
+        simple = self.options.strategy == "simple" and answer is not None
+        problem = gen.question_problem(question) or (
+            # A simple answer is the asked value alone; a statements answer is a whole
+            # statement, which names its subject as its question does.
+            checks.answer_in_question(question, answer) if simple and answer else None
+        )
         if problem:
             return f"question: {problem}"
         decided: checks.Support | None = None
@@ -319,6 +325,18 @@ class DocumentGenerator:
         dup = self._duplicate(vector)
         if dup:
             return dup
+        read_agrees = False
+        if simple and answer is not None:
+            # simple's reference is free text written with its question: its words can all
+            # be in the context in another order and say the opposite ("both evaluate the
+            # left side first"). The model reads the question in the context alone, as
+            # the wording check reads a wording, and that answer must be the reference's.
+            read = await self._read(context.text, question)
+            if read is None or not checks.answers_agree(answer, read):
+                got = "nothing" if read is None else repr(read[:60])
+                return f"reading: the context gives {got}, the reference says {answer[:60]!r}"
+            read_agrees = True
+            f["support"] = f"{f['support']}; reading: the context gives it ({read[:60]!r})"
         if pending.label == "unanswerable":  # the check most such questions fail, first
             passages = [context.text, *self._corpus_passages(context, question)]
             reading = await self.llm.acomplete_parsed(
@@ -330,7 +348,10 @@ class DocumentGenerator:
             if reading.answer is not None:
                 where = "its context" if reading.passage in (None, 1) else "another passage"
                 return f"unanswerable check: {where} answers it ({reading.answer[:80]!r})"
-            f["support"] = f"unanswerable: none of {len(passages)} passages answers it"
+            f["support"] = (
+                f"unanswerable: none of {len(passages)} passages answers it "
+                f"(a near miss: {f.get('miss', 'any')})"
+            )
         critiques = await self.llm.acomplete_parsed(
             checks.critique_prompt(context.text, question, answer),
             checks.parse_critiques,
@@ -344,7 +365,7 @@ class DocumentGenerator:
         if answer is None:  # a question meant to be unanswered: only the question is rated
             thresholds = {k: thresholds[k] for k in ("stand_alone", "specificity")}
         failed = checks.failed_critiques(critiques, thresholds)
-        if answer is not None and decided is None:
+        if answer is not None and decided is None and not read_agrees:
             grounded = critiques["answer_grounding"].rating
             f["support"] = f"critique: answer_grounding {grounded}"
         if failed:
@@ -422,8 +443,17 @@ class DocumentGenerator:
                 raise _StatementsFailed((context.id, stage), exc) from None
             pending.fields["theme"] = facts.theme
             if kind is None:
+                # A near miss of a kind this context has not had yet (each kind once per
+                # context), drawn with the candidate's seeded choice.
+                had = self._used.setdefault((context.id, "unanswerable"), set())
+                kinds = [k for k in gen.UNANSWERABLE_KINDS if k not in had]
+                if not kinds:
+                    raise _NothingLeft("unanswerable")
+                miss = rng.choice(kinds)
+                had.add(miss)
+                pending.fields["miss"] = miss
                 pending.fields["question"] = await self.llm.acomplete_parsed(
-                    gen.unanswerable_prompt(facts),
+                    gen.unanswerable_prompt(facts, miss),
                     gen.parse_question,
                     gen.QUESTION_REPLY,
                     self.params(80, round_),
@@ -562,6 +592,26 @@ class DocumentGenerator:
         was = "nothing" if read is None else repr(read[:60])
         return False, f"the context gives it {got}, the question {was}"
 
+    async def wording_verdict(
+        self, context: str, question: str, answer: str | None, wording: str
+    ) -> tuple[bool, str | None]:
+        """Whether ``wording`` may stand for ``question`` (answered by ``answer`` in
+        ``context``), and why not: the checks that need no model first (it leans on a text,
+        gives the answer away, asks for another kind of fact or leaves out a name, number
+        or piece of code: :func:`~ragaudit.documents.checks.wording_drift`), then the
+        reading (:meth:`same_answer`). Everything :meth:`word` checks but its style's
+        length; docs/documents.md states the rates. Raises ``LLMError`` when a reply stays
+        malformed."""
+        problem = gen.question_problem(wording) or gen.answer_leak(question, wording, answer)
+        if problem:
+            return False, problem
+        drift = checks.wording_drift(question, wording)
+        if drift is None:
+            same, drift = await self.same_answer(context, question, answer, wording)
+            if same:
+                return True, None
+        return False, f"asks something else: {drift}"
+
     async def worded(self, record: CandidateRecord) -> CandidateRecord:
         """An accepted candidate with its wordings (:meth:`word`), whose requests are added
         to its cost: a pair's cost is its writing, its checks and its wordings."""
@@ -590,23 +640,18 @@ class DocumentGenerator:
                     self.params(120),
                 )
                 given = self.wording_problem
-                problem = (
-                    (given(style, question, text) if given else None)
-                    or gen.question_problem(text)
-                    or gen.answer_leak(question, text, record.answer)
-                )
+                problem = given(style, question, text) if given else None
                 if problem:
                     out.append(WordingCheck(style=style, text=text, kept=False, reason=problem))
                     continue
-                same, why = await self.same_answer(context, question, record.answer, text)
+                same, why = await self.wording_verdict(context, question, record.answer, text)
             except FATAL_LLM_ERRORS:
                 raise
             except LLMError as exc:
                 reason = f"llm: {_short(exc)}"
                 out.append(WordingCheck(style=style, text=text, kept=False, reason=reason))
                 continue
-            dropped = None if same else f"asks something else: {why}"
-            out.append(WordingCheck(style=style, text=text, kept=same, reason=dropped))
+            out.append(WordingCheck(style=style, text=text, kept=same, reason=why))
         return out
 
 

@@ -32,6 +32,17 @@ def mix_problem(weights: Mapping[str, float] | Mapping[QuestionLabel, float]) ->
     return None
 
 
+# The default mix: answerable questions only, half of them single facts. A user of Ragas or
+# DeepEval expects answerable questions unless asking for others; this is Ragas's default
+# query distribution (single-hop specific 0.5, multi-hop abstract 0.25, multi-hop
+# specific 0.25) in the paper's labels, and keeps fact_single, what users ask most, the
+# largest share. docs/documents.md says why.
+DEFAULT_MIX: dict[QuestionLabel, float] = {"fact_single": 2.0, "summary": 1.0, "reasoning": 1.0}
+# ``mix: uniform`` (``--mix uniform``): the four labels alike, unanswerable included.
+UNIFORM = "uniform"
+UNIFORM_MIX: dict[QuestionLabel, float] = dict.fromkeys(LABELS, 1.0)
+
+
 def _default_thresholds() -> dict[str, int]:
     return dict.fromkeys(CRITIQUES, 3)
 
@@ -48,7 +59,8 @@ class DocumentOptions(StrictOptions):
     mix: dict[QuestionLabel, float] | None = Field(
         None,
         description="Requested share of each label (statements), e.g. {fact_single: 1, "
-        "summary: 1}; normalized; default: uniform over the four labels.",
+        "summary: 1}, normalized, or 'uniform' (the four labels alike, unanswerable "
+        "included); default: answerable only, fact_single 2, summary 1, reasoning 1.",
     )
     per_context: int = Field(
         1, ge=1, le=10, description="Pairs asked per context and round (simple)."
@@ -107,6 +119,14 @@ class DocumentOptions(StrictOptions):
                 raise ValueError(f"{name}: a threshold is a rating from 1 to 5")
         return _default_thresholds() | value
 
+    @field_validator("mix", mode="before")
+    @classmethod
+    def _named_mix(cls, value: object) -> object:
+        # 'uniform' names the four labels alike; any other text is left to be refused.
+        if isinstance(value, str) and value.strip().lower() == UNIFORM:
+            return dict(UNIFORM_MIX)
+        return value
+
     @field_validator("mix")
     @classmethod
     def _weights(
@@ -124,10 +144,11 @@ class DocumentOptions(StrictOptions):
         return self
 
     def shares(self) -> dict[QuestionLabel, float]:
-        """The requested share of each label, summing to 1 (statements only)."""
-        weights = self.mix or dict.fromkeys(LABELS, 1.0)
+        """The requested share of each label, summing to 1 (statements only): the mix
+        given, else :data:`DEFAULT_MIX` (answerable questions only)."""
+        weights = self.mix or DEFAULT_MIX
         total = sum(weights.values())
         return {label: weights.get(label, 0.0) / total for label in LABELS if weights.get(label)}
 
 
-__all__ = ["DocumentOptions", "mix_problem"]
+__all__ = ["DEFAULT_MIX", "UNIFORM", "UNIFORM_MIX", "DocumentOptions", "mix_problem"]
