@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections import Counter
 
 from ragaudit.cli.generate import parse_mix
 from ragaudit.documents import checks
@@ -150,3 +151,60 @@ def test_a_simple_reference_that_its_context_contradicts_is_dropped_by_the_readi
     assert kept.accepted and "reading: the context gives it ('Norhaven')" in str(kept.support)
     readings = [r for r in requests if "numbered passages" in r[0]["content"]]
     assert len(readings) == 2  # one reading per pair
+
+
+def _statements_responder(messages: Messages) -> str:
+    """A model whose answerable pairs all pass and whose unanswerable questions are all
+    answered by their own context: the label that can never fill its quota."""
+    system, user = messages[0]["content"], messages[-1]["content"]
+    if "You extract facts" in system:
+        return _facts(user)
+    if "You work with statements" in system:  # summaries and conclusions: two facts joined
+        facts = [line[2:].rstrip(".") for line in user.splitlines() if line.startswith("> ")]
+        return "\n".join(f"> {facts[i]} and {facts[i + 1].lower()}." for i in range(3))
+    if "cannot answer" in system:
+        theme = user.split("Theme: ", 1)[1].splitlines()[0]
+        return f"How long is {theme}?"
+    if "You write one question" in system:
+        statement = user.split("Statement: ", 1)[1].strip().rstrip(".")
+        return f"Is it recorded that {statement.lower()}?"
+    if "numbered passages" in system:  # the unanswerable check: the context answers it
+        return '{"answer": "about 300 metres", "passage": 1}'
+    if "You review test questions" in system:
+        return FIVES
+    raise AssertionError(f"unexpected ask: {system[:60]}")
+
+
+def test_a_label_that_never_passes_takes_its_share_of_the_contexts_not_all_of_them() -> None:
+    """With the uniform mix and unanswerable questions that their own context always
+    answers, the answerable labels still fill their quotas: the requests follow the mix.
+    Asking "the label furthest below its quota" gave the unanswerable label every context
+    once the others had one pair each (issue 41: 79 of 83 asks on SQuAD, 3 pairs)."""
+    contexts = [
+        Context(
+            f"Bridge {i}#0",
+            f"Bridge {i}",
+            f"Bridge {i} is being built in {place}. Work began on {i + 1} May 2021. "
+            f"Completion is planned for 9 June 2023. The client is the {place} council.",
+        )
+        for i, place in enumerate(PLACES * 2)
+    ]
+    options = DocumentOptions.model_validate(
+        {"mix": "uniform", "size": 8, "rounds": 1, "check_label": False, "corpus_check": 0}
+    )
+    backend = Scripted(responder=_statements_responder, max_concurrency=1)
+    with LLMClient(backend) as llm:
+        generator = DocumentGenerator(
+            llm, options, contexts, embedder=Embedder(method="words"), styles={}
+        )
+        records = asyncio.run(generator.generate())
+    asked = Counter(r.requested_label for r in records)
+    accepted = Counter(r.requested_label for r in records if r.accepted)
+    assert accepted == {"fact_single": 2, "summary": 2, "reasoning": 2}, (asked, accepted)
+    assert all(
+        str(r.dropped).startswith("unanswerable check")
+        for r in records
+        if r.requested_label == "unanswerable"
+    )
+    # Its share of the asks while the others filled, then the contexts left over.
+    assert asked["unanswerable"] <= len(contexts) - 6

@@ -163,6 +163,7 @@ class DocumentGenerator:
         if options.strategy == "statements":
             self.wanted = {k: v for k, v in quotas(options.shares(), options.size).items()}
         self.taken: Counter[QuestionLabel | None] = Counter()  # accepted or in flight
+        self.asked: Counter[QuestionLabel | None] = Counter()  # claims, per label
         self.accepted: Counter[QuestionLabel | None] = Counter()
         self._memo: dict[tuple[str, ...], asyncio.Future[Any]] = {}
         self._failed_contexts: set[str] = set()
@@ -197,16 +198,24 @@ class DocumentGenerator:
         return all(self.accepted[label] >= n for label, n in self.wanted.items())
 
     def _claim(self, rng: random.Random) -> tuple[bool, QuestionLabel | None]:
-        """A label with a free slot, the one furthest below its quota (ties at random),
-        taken: ``(True, label)``; ``(False, None)`` when every slot is accepted or in
-        flight."""
+        """A label with a free slot, taken: ``(True, label)``; ``(False, None)`` when every
+        slot is accepted or in flight. Of the labels with a free slot, the one asked least
+        for its share (ties at random): the requests follow the mix, so a label whose
+        candidates keep failing (unanswerable questions that their context answers) gets
+        its share of the contexts and no more, where "the label furthest below its quota"
+        gave it every context once the others had one pair each."""
         free = {label: n - self.taken[label] for label, n in self.wanted.items()}
         open_ = [label for label, n in free.items() if n > 0]
         if not open_:
             return False, None
-        most = max(free[label] / max(1, self.wanted[label]) for label in open_)
-        label = rng.choice([lab for lab in open_ if free[lab] / max(1, self.wanted[lab]) == most])
+
+        def asked(lab: QuestionLabel | None) -> float:
+            return self.asked[lab] / max(1, self.wanted[lab])
+
+        least = min(asked(label) for label in open_)
+        label = rng.choice([lab for lab in open_ if asked(lab) == least])
         self.taken[label] += 1
+        self.asked[label] += 1
         return True, label
 
     def _record(self, outcome: _Outcome, *, holds_slot: bool = True) -> None:
@@ -548,6 +557,7 @@ class DocumentGenerator:
             for (_, _, _, label), outcomes in zip(batch, results, strict=True):
                 if not outcomes:  # nothing to write from: the slot is free again
                     self.taken[label] -= 1
+                    self.asked[label] -= 1
                 for i, outcome in enumerate(outcomes):
                     self._record(outcome, holds_slot=i == 0)
         if self.records and self._carried != (0, 0):  # asked after the last record: its
