@@ -57,26 +57,27 @@ READING_ANSWERED = {False: 20, True: 20}
 READING_MALFORMED = 0
 SQUAD = REPO.parent / "shared" / "reference" / "squad2-subset"
 # Balance on SQuAD's 83 paragraphs, 32 pairs asked of each strategy: by the labeller (in
-# steps, as the generator asks it) statements is closer to uniform than simple, but not
-# measurably; relabelled in default, not even closer. The labeller called the accepted
-# unanswerable pairs (none answered by three passages) summary or fact_single.
+# steps, as the generator asks it) statements is no closer to uniform than simple;
+# relabelled in default, not either. The 1.5B reader answered 52 of statements' 56
+# unanswerable near misses from some passage, so none was accepted: the answerable labels
+# filled their quotas (8 each) and the shortfall is the unanswerable one.
 BALANCE_SIZE = 32
 COMPOSITION = {
-    "statements": {"summary": 14, "fact_single": 12, "reasoning": 2, "unanswerable": 1},
-    "simple": {"fact_single": 27, "summary": 6, "reasoning": 2, "unanswerable": 1},
+    "statements": {"summary": 12, "fact_single": 10, "reasoning": 2, "unanswerable": 1},
+    "simple": {"fact_single": 21, "summary": 9, "reasoning": 3, "unanswerable": 1},
 }
 # The same pairs relabelled in the labeller's default phrasing (None: undecided).
 RELABELLED = {
-    "statements": {"summary": 23, "fact_single": 5, "reasoning": 1},
-    "simple": {"summary": 19, "fact_single": 13, "reasoning": 1, None: 3},
+    "statements": {"summary": 20, "fact_single": 4, "reasoning": 1},
+    "simple": {"summary": 19, "fact_single": 11, "reasoning": 2, None: 2},
 }
 CANDIDATES = {
     "statements": (
         83,
-        28,
-        {"unanswerable check": 46, "label": 4, "llm": 2, "critique": 2, "near-duplicate": 1},
+        24,
+        {"unanswerable check": 52, "llm": 3, "label": 2, "question": 1, "near-duplicate": 1},
     ),
-    "simple": (39, 32, {"label": 4, "near-duplicate": 2, "size": 1}),
+    "simple": (64, 32, {"question": 14, "reading": 10, "label": 7, "near-duplicate": 1}),
 }
 # The labeller's two phrasings, asked once each as the generator asks, on the subset's
 # first 150 answerable questions (None: undecided). The paper's Llama-3-70B called about
@@ -180,24 +181,23 @@ def test_balance_of_both_strategies_on_squad_paragraphs(squad: Path) -> None:
     assert {k: dict(Counter(labels[k])) for k in COMPOSITION} == COMPOSITION
     statements = composition_distance(labels["statements"], seed=0)
     simple = composition_distance(labels["simple"], seed=0)
-    assert (round(statements.value or 0, 2), simple.value) == (0.40, 0.5)
+    assert (round(statements.value or 0, 2), round(simple.value or 0, 2)) == (0.38, 0.38)
     for a, b, expected in (
-        ("statements", "simple", 0.103),
-        ("statements (default)", "simple (default)", -0.073),
+        ("statements", "simple", 0.002),
+        ("statements (default)", "simple (default)", -0.113),
     ):
         difference = distance_difference(labels[a], labels[b], seed=0)
         assert difference is not None
         value, (low, high) = difference
         assert round(value, 3) == expected and low < 0 < high
     figures = generation_figures(every).strategies
-    # The critiques passed every answerable pair they rated (the 1.5B critic rates nearly
-    # all 5); they held back 2 of statements' 9 unanswerable questions.
-    for name, strategy in figures.items():
-        for label, by_critique in strategy.critiques.items():
-            passed = {c.passed.value for c in by_critique.values()}
-            assert passed == {1.0} or (name, label) == ("statements", "unanswerable")
-    unanswerable = figures["statements"].critiques["unanswerable"]["stand_alone"].passed
-    assert (unanswerable.k, unanswerable.n) == (7, 9)
+    # The critiques passed every pair they rated (the 1.5B critic rates nearly all 5).
+    for strategy in figures.values():
+        for by_critique in strategy.critiques.values():
+            assert {c.passed.value for c in by_critique.values()} == {1.0}
+    # No unanswerable near miss was accepted, so none reached the critiques: the planner
+    # shared the visits until the answerable quotas were full, then gave it the rest.
+    assert "unanswerable" not in figures["statements"].critiques
 
 
 def test_the_wording_check_on_labelled_squad_wordings(squad: Path) -> None:
