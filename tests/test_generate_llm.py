@@ -304,6 +304,39 @@ def test_an_unfit_sentence_of_context_is_not_put_before_the_question(
     assert any(why.endswith("the long style needs at least 30") for why in reasons)
 
 
+def test_a_line_the_free_checks_reject_gets_no_sentence_of_context(
+    llm_server: ScriptedLLMServer,
+) -> None:
+    """A line too short for the long style gets a sentence of context before it (a call)
+    only when the checks that need no call pass it: a broken possessive is rejected
+    whatever comes before it, so that sentence is not paid for."""
+    from ragaudit.generate.text.llm import StyleRequest
+    from ragaudit.generate.text.naturalness import naturalness_problem
+
+    asked_context: list[dict[str, Any]] = []
+
+    def model(body: dict[str, Any]) -> str:
+        if body["messages"][0]["content"].startswith("You write one sentence of context"):
+            asked_context.append(body)
+            return "For my report to the board, I need this."
+        return (
+            f"For the quarterly review, could you tell me what '{NAME}''s industry is, "
+            "as far as you know?"
+        )
+
+    llm_server.responder = model
+    request = {"long": StyleRequest(STYLE_INSTRUCTIONS["long"], "(unused)")}
+    _word(llm_server, request, 1, attempts=1)
+    assert len(asked_context) == 1  # without the free checks first: paid for
+    asked_context.clear()
+    result = _word(llm_server, request, 1, attempts=1, precheck=naturalness_problem)
+    assert asked_context == [] and result.calls == 1
+    assert result.texts["long"] == []
+    assert [why for _style, _text, why in result.rejected] == [
+        "unnatural: broken possessive (\"'[Client.Name]''s\"; write [Client.Name]'s, or 'of')"
+    ]
+
+
 def test_the_verbalizer_fills_in_what_the_model_cannot_word(llm_server: ScriptedLLMServer) -> None:
     from ragaudit.generate.text.llm import StyleRequest
 

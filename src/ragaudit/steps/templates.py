@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -358,6 +359,11 @@ def make_text_templates(
                         meaning=describe(template, schema),
                         bindings=dict(sample.example.bindings),
                         verify=verifier.averify_candidates if verifier else None,
+                        precheck=(
+                            functools.partial(verifier.deterministic, template)
+                            if verifier
+                            else None
+                        ),
                         attempts=config.templates.attempts,
                     )
                 )

@@ -196,6 +196,7 @@ async def llm_text_templates(
     meaning: str,
     bindings: dict[str, object],
     verify: Verify | None = None,
+    precheck: Callable[[str], str | None] | None = None,
     attempts: int = 3,
 ) -> LLMTextResult:
     """``n`` wordings per style, reworded by the LLM from a filled example.
@@ -209,7 +210,9 @@ async def llm_text_templates(
     line the verifier rejected, or a repeat, the next ask starts afresh rather than being
     told why, and a question that is merely too short gets a sentence of context before
     it. What is still missing then comes from ``StyleRequest.fallback`` (verified too),
-    with a note.
+    with a note. ``precheck`` (the verifier's checks that need no call) is asked first
+    about a line that would get a sentence of context: a line it rejects would be
+    rejected with any sentence in front of it, so that sentence is not paid for.
     """
     result = LLMTextResult()
     names = [str(v) for v in bindings.values()]
@@ -272,7 +275,14 @@ async def llm_text_templates(
                     problems.append((line, asks_why_problem))
                     continue
                 short_by = _too_short_by(style, text)
-                if single and 0 < short_by <= MAX_LENGTHENING:
+                lengthen = single and 0 < short_by <= MAX_LENGTHENING
+                unfit_line = precheck(text) if precheck and lengthen else None
+                if unfit_line:
+                    result.rejected.append((style, text, unfit_line))
+                    problems.append((line, unfit_line))
+                    restart = True  # as after a verdict: a fresh ask, not the reason
+                    continue
+                if lengthen:
                     # A good question that is merely short gets a sentence of context
                     # before it (one short call) rather than being thrown away.
                     context = await llm.acomplete(context_prompt(line, short_by + 10))
