@@ -43,7 +43,7 @@ chromium:
 	bash scripts/ensure-chromium.sh
 
 test: $(STAMP_DEV) postgres chromium
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist loadfile
 
 bench: $(STAMP_DEV)
 	$(BIN)/python benchmarks/run_all.py

