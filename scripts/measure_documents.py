@@ -33,7 +33,9 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -228,6 +230,17 @@ def reading(args: argparse.Namespace) -> dict[str, str]:
     return replies
 
 
+def _print_both_rates(
+    cases: Sequence[Any], found: Sequence[bool | None], kept: str, dropped: str
+) -> None:
+    """The wording check's two rates: good wordings (``same``) kept, bad ones dropped
+    (an undecided verdict counts as neither)."""
+    same = [f for c, f in zip(cases, found, strict=True) if c.same]
+    other = [f for c, f in zip(cases, found, strict=True) if not c.same]
+    print(f"{kept}: {proportion(sum(1 for f in same if f), len(same))}")
+    print(f"{dropped}: {proportion(sum(1 for f in other if f is False), len(other))}")
+
+
 def wording(args: argparse.Namespace) -> dict[str, str]:
     """The wording check on SQuAD questions: people's paraphrases (same) and three kinds
     of wording that ask something else."""
@@ -251,10 +264,7 @@ def wording(args: argparse.Namespace) -> dict[str, str]:
         for c, f in zip(cases, found, strict=True):
             if c.kind == kind and f != c.same:
                 print(f"  wrong: {c.question!r} -> {c.wording!r}")
-    same = [f for c, f in zip(cases, found, strict=True) if c.same]
-    other = [f for c, f in zip(cases, found, strict=True) if not c.same]
-    print(f"same kept: {proportion(sum(1 for f in same if f), len(same))}")
-    print(f"others rejected: {proportion(sum(1 for f in other if f is False), len(other))}")
+    _print_both_rates(cases, found, "same kept", "others rejected")
     print(f"model calls: {calls}")
     return replies
 
@@ -282,10 +292,7 @@ def wording_own(args: argparse.Namespace) -> dict[str, str]:
             for c, f in got:
                 if f is not c.same:
                     print(f"  wrong ({f}): {c.question!r} -> {c.wording!r}")
-        same = [f for c, f in zip(cases, found, strict=True) if c.same]
-        other = [f for c, f in zip(cases, found, strict=True) if not c.same]
-        print(f"paraphrases kept: {proportion(sum(1 for f in same if f), len(same))}")
-        print(f"drifts dropped: {proportion(sum(1 for f in other if f is False), len(other))}")
+        _print_both_rates(cases, found, "paraphrases kept", "drifts dropped")
     print(f"model calls: {calls}")
     return replies
 
