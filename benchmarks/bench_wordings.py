@@ -89,6 +89,41 @@ def _calls(run: Path) -> int:
     return int(usage["calls"])
 
 
+# The model alone, in a process of its own: a fresh prompt of about 700 tokens read and 120
+# tokens written, twice. The wordings target is a wall time on "the project machine", and
+# that machine's speed moves from day to day (replies were written at about 27 tokens/s on
+# 2026-11-24 and 15 to 17 on 2026-11-26): these rates say which machine a run had.
+_MODEL_SPEED = """
+import json, random, time
+from ragaudit.llm.backends.local import LocalBackend
+backend = LocalBackend()
+backend.load()
+server = backend._server()
+words = "river city bridge castle history people language trade king army ship valley".split()
+rates = []
+for trial in range(2):
+    pick = random.Random(trial)
+    text = " ".join(pick.choice(words) for _ in range(700))
+    reply = server.handle_chat_completions({
+        "messages": [{"role": "user", "content": text + "\\nWrite a long story of these words."}],
+        "max_tokens": 120, "temperature": 0, "seed": 0,
+    })
+    timings = reply.get("timings", {})
+    rates.append((timings.get("prompt_per_second", 0), timings.get("predicted_per_second", 0)))
+print(json.dumps({"prompt": max(r[0] for r in rates), "written": max(r[1] for r in rates)}))
+"""
+
+
+def _model_speed() -> dict[str, float]:
+    """The embedded model's best rates of two trials, in tokens per second: prompt tokens
+    read and reply tokens written."""
+    done = subprocess.run(
+        [sys.executable, "-c", _MODEL_SPEED], capture_output=True, text=True, check=True
+    )
+    rates = json.loads(done.stdout.strip().splitlines()[-1])
+    return {k: round(float(v), 1) for k, v in rates.items()}
+
+
 def run() -> dict[str, Any]:
     """Word and verify Spider's templates with the LLM and with the verbalizer."""
     if not DATABASE.exists():
@@ -116,6 +151,9 @@ def run() -> dict[str, Any]:
                 min(styles.get(s, 0) for s in ("short", "long")) for styles in verified.values()
             )
     out["ratio_llm_to_verbalizer"] = round(out["llm_seconds"] / out["verbalizer_seconds"], 2)
+    speed = _model_speed()
+    out["model_prompt_tokens_per_s"] = speed["prompt"]
+    out["model_written_tokens_per_s"] = speed["written"]
     out["target_llm_under_3_min"] = out["llm_seconds"] < TARGET_S
     out["target_two_verified_per_style"] = out["llm_fewest_verified"] >= PER_STYLE and (
         out["llm_templates"] == 10
