@@ -11,6 +11,9 @@ Definitions (grammar-v2 section 4.3), all computed within one system and one var
   or more: a group of one query is right or wrong, never non-robust, so R would be 1.00
   by construction (a document set, whose groups have one query per variant);
 * **gap fraction** lambda = examples in gap groups / total, so accuracy = R x (1 - lambda);
+  undefined with R where each group has one query (a group of one is a gap exactly when
+  its answer is wrong: lambda would be 1 - accuracy), as are robustness_retrieval and the
+  variant's acc_retrieval_db;
 * **accuracy_retrieval** = examples whose retrieval was correct / examples with a
   retrieval verdict (the retrieval module alone: the language model's errors removed);
   queries without a gold document (gold ids unknown, or ``[]``: no document holds the
@@ -316,6 +319,11 @@ def robustness_undefined(outside_gaps: Iterable[Example]) -> str | None:
     return ONE_QUERY if found else ALL_GAPS
 
 
+def _undefined(figure: Proportion) -> Proportion:
+    """``figure`` shown undefined (null, interval the whole range), its counts kept."""
+    return figure.model_copy(update={"value": None, "ci95": (0.0, 1.0)})
+
+
 def robustness_note(systems: Mapping[str, SystemFigures]) -> str | None:
     """One sentence for every system and variant whose R cannot be measured because each
     group has one query there, or None: said once, instead of one line per comparison.
@@ -326,7 +334,9 @@ def robustness_note(systems: Mapping[str, SystemFigures]) -> str | None:
     >>> examples = answers("rag", "short") + answers("rag", "long") + answers("bm25", "short")
     >>> print(robustness_note(analyze(examples).systems))
     R is undefined on long (rag) and short: each group has one query there, so none can be
-    non-robust and R would be 1.00 by construction; it is shown as undefined and not compared.
+    non-robust and R would be 1.00 by construction; it is shown as undefined and not compared,
+    with retrieval R, the gap fraction and Acc_retrieval_db (a group of one query is a gap
+    exactly when its answer is wrong).
     """
     where: dict[str, list[str]] = defaultdict(list)
     for name, figures in systems.items():
@@ -343,7 +353,8 @@ def robustness_note(systems: Mapping[str, SystemFigures]) -> str | None:
     return (
         f"R is undefined on {listed}: each group has one query there, so none can be "
         "non-robust and R would be 1.00 by construction; it is shown as undefined and not "
-        "compared."
+        "compared, with retrieval R, the gap fraction and Acc_retrieval_db (a group of one "
+        "query is a gap exactly when its answer is wrong)."
     )
 
 
@@ -380,7 +391,7 @@ def variant_metrics(
     robustness = proportion(correct, n - in_gap)
     undefined = robustness_undefined(outside)
     if undefined is not None and n:
-        robustness = robustness.model_copy(update={"value": None, "ci95": (0.0, 1.0)})
+        robustness = _undefined(robustness)
     judged = [ex for ex in examples if ex.retrieval_correct is not None]
     judged_outside = [ex for ex in judged if tags[ex.group_id] != "gap"]
     retrievals = judged + [ex for ex in judge_failed if ex.retrieval_correct is not None]
@@ -394,6 +405,22 @@ def variant_metrics(
                 state == "unknown" and ex.retrieved is not None
             )
     gap_groups = sum(1 for t in tags.values() if t == "gap")
+    gap_fraction = proportion(in_gap, n)
+    retrieval_db = proportion(len(tags) - gap_groups, len(tags))
+    robustness_retrieval = (
+        proportion(sum(bool(ex.retrieval_correct) for ex in judged_outside), len(judged_outside))
+        if judged
+        else None
+    )
+    if undefined == ONE_QUERY:
+        # A group of one query is a gap exactly when its answer is wrong: lambda is
+        # 1 - accuracy and Acc_retrieval_db the accuracy over groups, not a knowledge base's
+        # coverage; and retrieval R, like R, is a share over groups that cannot be
+        # non-robust. All four are shown undefined with R's reason.
+        gap_fraction = _undefined(gap_fraction)
+        retrieval_db = _undefined(retrieval_db)
+        if robustness_retrieval is not None:
+            robustness_retrieval = _undefined(robustness_retrieval)
     return VariantFigures(
         n_queries=n,
         n_groups=len(tags),
@@ -402,19 +429,15 @@ def variant_metrics(
         accuracy=proportion(correct, n),
         robustness=robustness,
         robustness_undefined=undefined if n else None,
-        gap_fraction=proportion(in_gap, n),
+        gap_fraction=gap_fraction,
         accuracy_retrieval=proportion(
             sum(bool(ex.retrieval_correct) for ex in retrievals), len(retrievals)
         )
         if retrievals
         else None,
         retrieval_left_out=dict(left_out),
-        robustness_retrieval=proportion(
-            sum(bool(ex.retrieval_correct) for ex in judged_outside), len(judged_outside)
-        )
-        if judged
-        else None,
-        acc_retrieval_db=proportion(len(tags) - gap_groups, len(tags)),
+        robustness_retrieval=robustness_retrieval,
+        acc_retrieval_db=retrieval_db,
         accuracy_balanced=_balanced_accuracy(examples),
         # Blame by the GRAMMAR convention needs a retrieval verdict: queries whose gold ids
         # are unknown get the context comparison's, for blame only (the retrieval figures

@@ -148,7 +148,9 @@ class VariantFigures(_Model):
         "so none can be non-robust and R would be 1.00 by construction)",
     )
     gap_fraction: Proportion = Field(
-        description="lambda: queries in gap groups among all, so accuracy = R x (1 - lambda)"
+        description="lambda: queries in gap groups among all, so accuracy = R x (1 - lambda); "
+        "its value is null where robustness_undefined is 'one query per group' (a group of "
+        "one query is a gap exactly when its answer is wrong)"
     )
     accuracy_retrieval: Proportion | None = Field(
         description="correct retrievals among the queries with a retrieval verdict, answers "
@@ -161,10 +163,12 @@ class VariantFigures(_Model):
     )
     robustness_retrieval: Proportion | None = Field(
         description="correct retrievals among the judged queries with a retrieval verdict "
-        "outside gap groups; null when no judged query has a retrieval verdict"
+        "outside gap groups; null when no judged query has a retrieval verdict; its value "
+        "is null where robustness_undefined is 'one query per group'"
     )
     acc_retrieval_db: Proportion = Field(
-        description="groups that are not gaps among all groups of this variant"
+        description="groups that are not gaps among all groups of this variant; its value "
+        "is null where robustness_undefined is 'one query per group'"
     )
     accuracy_balanced: float | None = Field(
         None,

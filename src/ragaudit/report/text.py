@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from ragaudit.analysis.metrics import ONE_QUERY
 from ragaudit.analysis.retrieval_metrics import ranking_columns
 from ragaudit.analysis.summary import (
     AUROC,
@@ -45,6 +46,10 @@ METRIC_NAMES = (
     "accuracy_balanced",
 )
 
+# The figures that are undefined with R where each group has one query: a group of one
+# query is a gap exactly when its answer is wrong (ragaudit.analysis.metrics).
+WITH_R = frozenset({"robustness_retrieval", "gap_fraction", "acc_retrieval_db"})
+
 BLAME_HEADERS = (
     "system",
     "variant",
@@ -69,15 +74,20 @@ def show(value: Proportion | float | None) -> str:
 
 def figure_cell(m: VariantFigures, name: str) -> str:
     """A variant's figure ``name`` for a table: :func:`show`, or, for R where it cannot be
-    measured, "undefined (why)" rather than a bare "n/a".
+    measured (and the figures undefined with it: :data:`WITH_R`), "undefined (why)"
+    rather than a bare "n/a".
 
     >>> from ragaudit.analysis.metrics import Example, variant_metrics
     >>> one_each = variant_metrics([Example("q1", "g1", "short", True),
     ...                             Example("q2", "g2", "short", False)])
     >>> figure_cell(one_each, "robustness"), figure_cell(one_each, "accuracy")
     ('undefined (one query per group)', '0.50 [0.09, 0.91]')
+    >>> figure_cell(one_each, "gap_fraction")
+    'undefined (one query per group)'
     """
-    if name == "robustness" and m.robustness_undefined is not None:
+    if m.robustness_undefined is not None and (
+        name == "robustness" or (name in WITH_R and m.robustness_undefined == ONE_QUERY)
+    ):
         return f"undefined ({m.robustness_undefined})"
     value: Proportion | float | None = getattr(m, name)
     return show(value)
