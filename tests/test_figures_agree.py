@@ -7,6 +7,7 @@ is one figure under one label everywhere."""
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 from collections import Counter
 from pathlib import Path
@@ -86,13 +87,14 @@ ANSWERS = {
 }
 
 
-def _unanswerable_run(root: Path) -> RunDir:
+def _unanswerable_run(root: Path, prefix: str = "") -> RunDir:
     """The run written as generate, run and judge (the deterministic judge; no LLM) write
-    it."""
+    it (``prefix``: put before each system's name)."""
     run = RunDir(root)
     queries = _dataset()
     write_jsonl_atomic(run.dataset, queries)
-    for system, answers in ANSWERS.items():
+    for name, answers in ANSWERS.items():
+        system = prefix + name
         responses = [
             ResponseRecord(
                 query_id=q.query_id,
@@ -206,6 +208,13 @@ def test_r_is_undefined_where_every_group_has_one_query_and_said_once(tmp_path: 
         for figures in system.variants.values():
             assert figures.robustness.value is None
             assert figures.robustness_undefined == "one query per group"
+            # A group of one query is a gap exactly when its answer is wrong: lambda,
+            # Acc_retrieval_db and retrieval R go undefined with R, not 1 - accuracy.
+            assert figures.gap_fraction.value is None and figures.acc_retrieval_db.value is None
+            assert figures.robustness_retrieval is None or (
+                figures.robustness_retrieval.value is None
+            )
+            assert figures.accuracy.value is not None
     notes = [w for w in summary.warnings if "R is undefined" in w]
     assert len(notes) == 1 and "one query" in notes[0]
     warned = [line for line in result.stderr.splitlines() if "R is undefined" in line]
@@ -223,12 +232,36 @@ def test_r_is_undefined_where_every_group_has_one_query_and_said_once(tmp_path: 
     rows = [line.strip("│ ") for line in lines if line.strip("│ ").startswith("robustness ")]
     assert len(rows) == 2  # one per system's table
     assert all("undefined (one query per group)" in row and "1.00" not in row for row in rows)
+    for name in ("gap_fraction", "acc_retrieval_db"):
+        rows = [line.strip("│ ") for line in lines if line.strip("│ ").startswith(f"{name} ")]
+        assert len(rows) == 2 and all("undefined (one query per group)" in r for r in rows)
     markdown = run.summary_md.read_text()
     assert "undefined (one query per group)" in markdown and "R is undefined" in markdown
     report = collect(run)
     assert all(
         row.cells[1] == "undefined (one query per group)" for t in report.tables for row in t.rows
     )
+
+
+def test_the_terminal_tables_cut_no_name_at_80_columns(tmp_path: Path) -> None:
+    """Two systems whose names differ at their end ("...-careful", "...-bold") and the
+    variants' names stay whole on an 80-column terminal: long names fold, never end in an
+    ellipsis."""
+    from rich.console import Console
+
+    from ragaudit.report.terminal import blame_table, system_tables
+
+    run = _unanswerable_run(tmp_path / "runs" / "default", prefix="bm25-top3-dense-")
+    result = ragaudit("analyze", cwd=tmp_path, env={"COLUMNS": "80"})
+    assert result.returncode == 0, result.stderr
+    assert "Where the answers go wrong" in result.stdout
+    assert "…" not in result.stdout
+    summary = read_summary(run.summary)
+    for table in [*system_tables(summary), blame_table(summary)]:
+        console = Console(width=80, record=True, file=io.StringIO())
+        console.print(table)
+        lines = console.export_text().splitlines()
+        assert max(len(line) for line in lines) <= 80 and "…" not in "".join(lines)
 
 
 def test_the_gate_does_not_check_r_where_every_group_has_one_query(tmp_path: Path) -> None:

@@ -136,7 +136,7 @@ def test_the_terminal_tables_show_the_figures(analyzed: tuple[RunDir, Summary, s
     _, summary, _ = analyzed
     shown = _terminal(summary)
     rag = summary.systems["rag"]
-    assert f"rag  (acc_retrieval_db {rag.acc_retrieval_db}" in shown
+    assert f"rag  (Acc_retrieval_db across variants: {rag.acc_retrieval_db}" in shown
     assert str(rag.variants["short"].accuracy) in shown
     assert "Where the answers go wrong" in shown and "Retrieval ranking" in shown
     assert terminal.judge_failed_lines(summary) == []

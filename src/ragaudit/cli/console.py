@@ -36,7 +36,7 @@ def usage_table(meter: UsageMeter) -> Table:
         "wall s",
         "cost",
     ):
-        table.add_column(header, justify="left" if header == "step" else "right")
+        table.add_column(header, justify="left" if header == "step" else "right", overflow="fold")
     costs = meter.costs()
     notes: list[str] = []
     for name, usage in meter.snapshot().items():
@@ -93,7 +93,9 @@ def print_dry_run(dry: DryRun) -> None:
         title=f"Dry run of {dry.step}: nothing asked, nothing written", title_justify="left"
     )
     for header in ("work", "model", "items", "requests", "cached", "tok in", "tok out", "cost"):
-        table.add_column(header, justify="left" if header in ("work", "model") else "right")
+        table.add_column(
+            header, justify="left" if header in ("work", "model") else "right", overflow="fold"
+        )
     for line in dry.lines:
         table.add_row(
             line.what,

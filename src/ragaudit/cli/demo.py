@@ -62,7 +62,9 @@ def demo_cmd(
     )
     table = Table(title="Where the time went", title_justify="left")
     for header in ("step", "seconds", ""):
-        table.add_column(header, justify="right" if header == "seconds" else "left")
+        table.add_column(
+            header, justify="right" if header == "seconds" else "left", overflow="fold"
+        )
     for step, (seconds, note) in result.timings.items():
         table.add_row(step, f"{seconds:.1f}", escape(note))
     console.print(table)

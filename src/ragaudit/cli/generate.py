@@ -57,9 +57,9 @@ def parse_mix(text: str) -> dict[str, float]:
 
 def wordings_cell(counts: dict[str, int]) -> str:
     """The documents table's cell for one style's wordings: how many were kept and, when
-    some were dropped, how many for each reason, each reason quoted (a reason such as "8
-    words; the long style needs at least 30" starts with a number of its own), e.g.
-    ``0 (dropped: 3 for "8 words; the long style needs at least 30")``."""
+    some were dropped, how many for each kind of reason (every length problem is one,
+    ``length``), each quoted, e.g. ``0 (dropped: 3 for "length", 1 for "asks something
+    else")``."""
     dropped = ", ".join(f'{n} for "{why}"' for why, n in counts.items() if why != "kept")
     return str(counts.get("kept", 0)) + (f" (dropped: {dropped})" if dropped else "")
 
@@ -112,8 +112,8 @@ def _documents(
     )
     run = RunDir(project.run_dir)
     table = Table(title=f"Dataset from documents -> {run.dataset}", title_justify="left")
-    table.add_column("")
-    table.add_column("count", justify="right")
+    table.add_column("", overflow="fold")
+    table.add_column("count", justify="right", overflow="fold")
     table.add_row("strategy", stats.strategy)
     table.add_row("contexts", str(stats.contexts))
     table.add_row("candidates", str(stats.candidates))
@@ -156,9 +156,9 @@ def _refresh(config_path: Path | None, example: bool, db: str | None, new: bool)
     report = project.refresh(new=new)
     run = RunDir(project.run_dir)
     table = Table(title=f"Refresh of {run.dataset}", title_justify="left")
-    table.add_column("")
-    table.add_column("groups", justify="right")
-    table.add_column("queries", justify="right")
+    table.add_column("", overflow="fold")
+    table.add_column("groups", justify="right", overflow="fold")
+    table.add_column("queries", justify="right", overflow="fold")
     rows = [
         ("unchanged (ids and records kept)", report.unchanged),
         ("changed (new answer, new ids)", report.changed),
@@ -348,8 +348,8 @@ def generate_cmd(
         options = options.model_copy(update={"include_null": include_null})
     overview = stats.overview()
     table = Table(title=f"Dataset -> {run.dataset}", title_justify="left")
-    table.add_column("")
-    table.add_column("count", justify="right")
+    table.add_column("", overflow="fold")
+    table.add_column("count", justify="right", overflow="fold")
     table.add_row("SQL templates", str(overview.sql_templates))
     table.add_row("placeholder combinations", str(overview.combinations))
     table.add_row("semantic groups", str(overview.semantic_groups))

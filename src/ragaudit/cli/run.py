@@ -73,7 +73,7 @@ def run_cmd(
     table = Table(title=f"Responses -> {run.responses_dir}", title_justify="left")
     headers = ("system", *(("repeats",) if repeated else ()), "asked now", "already done")
     for header in (*headers, "errors", "queries/s", "tokens"):
-        table.add_column(header, justify="left" if header == "system" else "right")
+        table.add_column(header, justify="left" if header == "system" else "right", overflow="fold")
     for name, s in results.items():
         table.add_row(
             escape(name),

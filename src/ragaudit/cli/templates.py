@@ -62,7 +62,7 @@ def templates_sql(
     table.add_column("id", overflow="fold")
     table.add_column("placeholders", overflow="fold")
     for header in ("combinations", "groups", "multi-answer"):
-        table.add_column(header, justify="right")
+        table.add_column(header, justify="right", overflow="fold")
     for t in result.templates:
         table.add_row(
             escape(t.id),
@@ -100,7 +100,9 @@ def _print_wordings(result: TextTemplatesResult) -> None:
         )
     table = Table(title=f"Wordings -> {result.path}", title_justify="left")
     for header in ("style", "proposed", "verified", "rejected", "not checked", "rate", "why"):
-        table.add_column(header, justify="left" if header in ("style", "why") else "right")
+        table.add_column(
+            header, justify="left" if header in ("style", "why") else "right", overflow="fold"
+        )
     for style, c in result.counts.items():
         why = ", ".join(f"{n} {kind}" for kind, n in c.reasons.most_common())
         rate = "—" if c.rate is None else f"{c.rate:.0%}"

@@ -67,8 +67,8 @@ def world_cmd(
     )
     summary, rewrite = made.summary, made.rewrite
     table = Table(title=f"World -> {out}", title_justify="left")
-    table.add_column("")
-    table.add_column("count", justify="right")
+    table.add_column("", overflow="fold")
+    table.add_column("count", justify="right", overflow="fold")
     for name, n in summary.rows.items():
         table.add_row(f"{name} rows", str(n))
     table.add_row("documents (project reports)", str(summary.documents))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rich import box
 from rich.markup import escape
 from rich.table import Table
 
@@ -31,6 +32,18 @@ if TYPE_CHECKING:
     from ragaudit.generate.dataset import DatasetOverview, TableStats
 
 
+# What the rows' names mean, under the last system's table (docs/analyze.md says it at
+# length).
+SYSTEM_CAPTION = (
+    "A gap is a group (one question's wordings) whose every answer is wrong. robustness "
+    "(R): accuracy outside the gaps; gap_fraction (lambda): the share of queries in gaps, "
+    "so accuracy = R x (1 - lambda); acc_retrieval_db: the share of groups that are not "
+    "gaps, which the knowledge base (documents or database) answers; in the title, across "
+    "variants, a group is a gap only if it is one in every variant. *_retrieval: the same "
+    "for the retriever finding a gold document."
+)
+
+
 def system_tables(summary: Summary) -> list[Table]:
     """One table per system: a column per variant, a row per figure; the title gives
     Acc_retrieval_db across variants (and without open-domain groups, and the groups no
@@ -42,12 +55,13 @@ def system_tables(summary: Summary) -> list[Table]:
         if figures.knowledge_base_holes is not None:
             extra += f"; groups no document answers {figures.knowledge_base_holes}"
         table = Table(
-            title=f"{system}  (acc_retrieval_db {figures.acc_retrieval_db}{extra})",
+            title=f"{escape(system)}  (Acc_retrieval_db across variants: "
+            f"{figures.acc_retrieval_db}{extra})",
             title_justify="left",
         )
-        table.add_column("metric")
+        table.add_column("metric", no_wrap=True, overflow="fold")
         for variant in figures.variants:
-            table.add_column(escape(variant), justify="right")
+            table.add_column(escape(variant), justify="right", overflow="fold")
         variants = list(figures.variants.values())
         for name in ("n_queries", "n_groups", "n_errors"):
             table.add_row(name, *(str(getattr(m, name)) for m in variants))
@@ -55,16 +69,43 @@ def system_tables(summary: Summary) -> list[Table]:
             table.add_row(name, *(figure_cell(m, name) for m in variants))
         table.add_row("retrieval queries", *(escape(retrieval_queries(m)) for m in variants))
         tables.append(table)
+    if tables:
+        tables[-1].caption, tables[-1].caption_justify = SYSTEM_CAPTION, "left"
     return tables
 
 
 def blame_table(summary: Summary) -> Table:
-    """Where the answers go wrong (shares of the queries), per system and variant."""
-    table = Table(title="Where the answers go wrong (shares of the queries)", title_justify="left")
-    for header in BLAME_HEADERS:
-        table.add_column(header, justify="left" if header in BLAME_HEADERS[:3] else "right")
-    for row in blame_rows(summary):
-        table.add_row(*(escape(cell) for cell in row))
+    """Where the answers go wrong (shares of the queries), per system and variant. Nine
+    columns fit 80 characters: no vertical rules, a header broken between its words, the
+    rule in the title when every row has the same one, and a name folded rather than cut
+    ("bm25-top3" and "bm25-top5" must stay apart)."""
+    rows = blame_rows(summary)
+    rules = {row[2] for row in rows}
+    one_rule = len(rules) == 1
+    title = "Where the answers go wrong (shares of the queries)"
+    if one_rule:
+        title += f"; rule: {next(iter(rules))}"
+    table = Table(
+        title=title,
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1, 0, 0),
+        pad_edge=False,
+        show_edge=False,
+    )
+    kept = [i for i, h in enumerate(BLAME_HEADERS) if not (one_rule and h == "rule")]
+    for i in kept:
+        header = BLAME_HEADERS[i]
+        named = i < 3  # a name is whole up to 16 characters, a header's words always
+        longest = max((len(row[i]) for row in rows), default=0)
+        table.add_column(
+            header.replace(" ", "\n"),
+            justify="left" if named else "right",
+            overflow="fold",
+            min_width=min(longest, 16) if named else max(len(w) for w in header.split()),
+        )
+    for row in rows:
+        table.add_row(*(escape(row[i]) for i in kept))
     return table
 
 
@@ -77,7 +118,11 @@ def ranking_table(summary: Summary) -> Table | None:
     table = Table(title="Retrieval ranking (means; intervals in summary.md)", title_justify="left")
     names = ranking_columns(ranking)
     for header in ("system", "variant", *names):
-        table.add_column(header, justify="left" if header in ("system", "variant") else "right")
+        table.add_column(
+            header,
+            justify="left" if header in ("system", "variant") else "right",
+            overflow="fold",
+        )
     for name, entry in ranking.items():
         for variant, metrics in entry.variants.items():
             table.add_row(
@@ -107,10 +152,10 @@ def label_tables(figures: LabelFigures) -> list[Table]:
         f"({figures.no_majority} without a majority)"
     )
     table = Table(title=title, title_justify="left")
-    table.add_column("label")
-    table.add_column("all pairs", justify="right")
+    table.add_column("label", overflow="fold")
+    table.add_column("all pairs", justify="right", overflow="fold")
     if figures.composition_answerable is not None:
-        table.add_column("answerable (by the set's flag)", justify="right")
+        table.add_column("answerable (by the set's flag)", justify="right", overflow="fold")
     for label in LABELS:
         cells = [_share(figures.composition[label])]
         if figures.composition_answerable is not None:
@@ -127,7 +172,9 @@ def label_tables(figures: LabelFigures) -> list[Table]:
             "no majority",
             "undecided",
         ):
-            agreement.add_column(header, justify="left" if header == "rater" else "right")
+            agreement.add_column(
+                header, justify="left" if header == "rater" else "right", overflow="fold"
+            )
         for row in figures.per_rater:
             agreement.add_row(
                 escape(row.rater),
@@ -161,7 +208,7 @@ def scan_table(scan: WeightScan) -> Table:
         "best weight",
     )
     for header in headers:
-        table.add_column(header, justify="left" if header == "label" else "right")
+        table.add_column(header, justify="left" if header == "label" else "right", overflow="fold")
     for row in scan.rows:
         diff = (
             "" if row.difference is None or row.label == "inclusive" else f"{row.difference:+.3f}"
@@ -190,7 +237,9 @@ def by_label_table(summary: Summary) -> Table | None:
         return None
     table = Table(title="By question label", title_justify="left")
     for header in ("system", "label", "queries", "groups", "accuracy", "accuracy_retrieval"):
-        table.add_column(header, justify="left" if header in ("system", "label") else "right")
+        table.add_column(
+            header, justify="left" if header in ("system", "label") else "right", overflow="fold"
+        )
     for system, labels in summary.by_label.items():
         for label, m in labels.items():
             table.add_row(
@@ -215,7 +264,7 @@ def reliability_table(summary: Summary) -> Table | None:
         title_justify="left",
     )
     for header in RELIABILITY_HEADERS:
-        table.add_column(header, justify="left" if header == "metric" else "right")
+        table.add_column(header, justify="left" if header == "metric" else "right", overflow="fold")
     for row in reliability_rows(figures.metrics):
         table.add_row(*(escape(cell) for cell in row))
     return table
@@ -244,7 +293,9 @@ def stability_tables(summary: Summary) -> list[Table]:
         title_justify="left",
     )
     for header in GROUP_HEADERS:
-        groups.add_column(header, justify="left" if header in GROUP_HEADERS[:2] else "right")
+        groups.add_column(
+            header, justify="left" if header in GROUP_HEADERS[:2] else "right", overflow="fold"
+        )
     for row in group_stability_rows(summary):
         groups.add_row(*(escape(cell) for cell in row))
     return [rates, groups]
@@ -260,7 +311,7 @@ def table_stats_table(tables: list[TableStats], overview: DatasetOverview) -> Ta
     )
     headers = TABLE_STATS_HEADERS[:-1]
     for header in headers:
-        table.add_column(header, justify="left" if header == "table" else "right")
+        table.add_column(header, justify="left" if header == "table" else "right", overflow="fold")
     rows = table_stats_rows(tables, overview)
     for i, row in enumerate(rows):
         cells = (escape(cell) for cell in row[: len(headers)])
