@@ -124,3 +124,24 @@ def test_a_corpus_doctor_cannot_read_is_a_failed_check(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "corpus check failed" in result.stderr and "missing" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_documents_config_init_writes_fits_page_long_documents_in_the_context(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``init --documents`` on a folder of page-long documents (600 words each, as a
+    library's reference pages are): its built-in systems' k chunks fit the model's
+    context, so doctor has nothing to flag (one chunk per file put three pages, ~4,200
+    tokens, in a 4,096-token context)."""
+    assert ragaudit("init", "--documents", cwd=tmp_path).returncode == 0
+    folder = tmp_path / "documents"
+    folder.mkdir()
+    for i in range(21):
+        words = " ".join(f"word{i}x{j}" if j % 7 else "the" for j in range(600))
+        (folder / f"page{i}.txt").write_text(f"Page {i}. {words}.\n")
+    monkeypatch.chdir(tmp_path)
+    report = ra.Project("ragaudit.yaml", progress="none").doctor(use_llm=False)
+    corpus = report.corpus
+    assert corpus is not None and corpus.documents == 21
+    assert corpus.chunks > 21  # windows, not one chunk per page
+    assert not corpus.too_long and not corpus.crowded
