@@ -142,7 +142,8 @@ def test_a_log_gets_a_line_when_a_task_starts_every_tenth_every_30_s_and_when_do
     assert out.getvalue().splitlines() == [
         "pairs accepted: started, 20 to do",
         "pairs accepted: 2/20 (10%), 10s elapsed, ETA 1m30s",
-        "pairs accepted: 3/20 (15%); accepted 3, dropped 8, 46s elapsed, ETA 4m21s",
+        # The pace since the last line: 1 pair in 36 s.
+        "pairs accepted: 3/20 (15%); accepted 3, dropped 8, 46s elapsed, ETA 10m12s",
         "pairs accepted: done, 20/20; accepted 3, dropped 8, in 56s",
     ]
 
@@ -157,6 +158,27 @@ def test_a_log_says_what_was_done_before_and_counts_the_pace_from_there() -> Non
         "judge rag: 90/100 done before, going on",
         "judge rag: 95/100 (95%), 50s elapsed, ETA 50s",
     ]
+
+
+def test_the_time_left_follows_the_pace_after_work_answered_from_a_cache() -> None:
+    """Issue 41: after a rerun replayed its cached replies in an instant, the log said
+    "ETA 0s" while the model still had every remaining pair to write. The time left is
+    the pace since the last line; where no unit was done since then, none is promised."""
+    out, clock = io.StringIO(), Clock()
+    task = LogProgress(out, every=4, clock=clock).task("pairs accepted", 12)
+    for _ in range(4):  # replayed from the cache
+        clock.now += 0.01
+        task.advance()
+    clock.now += 40  # the model's pace: a pair in 40 s
+    task.counts({"dropped": 1})  # 30 s passed, no pair since the last line
+    clock.now += 40
+    task.advance()
+    lines = out.getvalue().splitlines()
+    assert lines[1] == "pairs accepted: 4/12 (33%), 0s elapsed, ETA 0s"
+    assert lines[2] == "pairs accepted: 4/12 (33%); dropped 1, 40s elapsed"
+    # A pair in 40 s since the last line: 40 s a pair for the 7 left (from the start's
+    # pace, 5 pairs in 80 s, it would promise 1m52s).
+    assert lines[3] == "pairs accepted: 5/12 (42%); dropped 1, 1m20s elapsed, ETA 4m40s"
 
 
 def test_tallies_go_only_to_displays_that_show_them() -> None:

@@ -135,8 +135,8 @@ class _LogTask:
         self._counts: dict[str, int] = {}
         self._finished = False
         now = log.clock()
-        self._since, self._from = now, 0  # the pace is measured from here
-        self._last_at, self._last_done = now, 0
+        self._since = now
+        self._last_at, self._last_done = now, 0  # the pace is measured from here
         log.write(f"{description}: started" + (f", {total} to do" if total else ""))
 
     def _every(self) -> int:
@@ -152,9 +152,12 @@ class _LogTask:
         text = f"{self._description}: {done}" + (f"; {tallies}" if tallies else "")
         elapsed = now - self._since
         text += f", {_duration(elapsed)} elapsed"
-        made = self._done - self._from
-        if self._total and made > 0 and elapsed > 0:
-            left = (self._total - self._done) * elapsed / made
+        # The pace since the last line, not since the start: work answered from a cache
+        # goes by in an instant, and a pace that counts it promises "ETA 0s" for what the
+        # model still has to do. No unit done since the last line: no ETA.
+        made, took = self._done - self._last_done, now - self._last_at
+        if self._total and made > 0 and took > 0:
+            left = (self._total - self._done) * took / made
             text += f", ETA {_duration(left)}"
         return text
 
@@ -173,13 +176,13 @@ class _LogTask:
             return
         due = self._done - self._last_done >= self._every()
         if force or due or now - self._last_at >= self._log.interval_s:
-            self._last_at, self._last_done = now, self._done
             self._log.write(self._line(now))
+            self._last_at, self._last_done = now, self._done
 
     def start(self, total: int | None, done: int = 0) -> None:
         """(Re)start at ``done`` of ``total``: said when work was done before."""
         self._total, self._done, self._finished = total, done, False
-        self._since, self._from = self._log.clock(), done
+        self._since = self._last_at = self._log.clock()
         self._last_done = done
         if done:
             self._log.write(f"{self._description}: {done}/{total} done before, going on")

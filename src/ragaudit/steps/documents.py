@@ -184,7 +184,7 @@ def generate_from_documents(
     half of dataset.jsonl (the SQL half is kept) and documents.stats.json. Nothing accepted
     is a :class:`UserError` that says why (candidates.jsonl is still written, so the reasons
     can be read), and the dataset is left as it was. ``progress`` shows the pairs accepted
-    (``pairs accepted``, with the candidates accepted and dropped so far), then the
+    (``pairs accepted``, with the candidates dropped so far), then the
     accepted questions worded in every style (``wording pairs``). Each candidate is
     appended to candidates.jsonl.partial as it is decided, and that file is removed when
     candidates.jsonl is written."""
@@ -218,10 +218,14 @@ def generate_from_documents(
 
     def on_candidate(record: CandidateRecord) -> None:
         partial.append(record)  # durable: a user can read the drops as they come
-        decided["accepted" if record.accepted else "dropped"] += 1
-        show_counts(accepting, accepted=decided["accepted"], dropped=decided["dropped"])
+        # The count is the pairs accepted; the tally beside it the candidates dropped, so
+        # that a line written at either call reads the same state (an accepted candidate
+        # leaves the tally as it was).
         if record.accepted:
             accepting.advance()
+        else:
+            decided["dropped"] += 1
+            show_counts(accepting, dropped=decided["dropped"])
 
     with session.llm("generate-documents") as llm, partial:
         assert llm is not None
