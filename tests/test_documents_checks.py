@@ -254,7 +254,7 @@ def test_a_wording_that_is_the_question_again_or_off_its_style_is_dropped_unread
     assert wording_problem("short", question, same) == "the same as the generated question"
     long = "Who is the person that manages the Tiandrul Tramway project for the city council?"
     assert wording_problem("short", question, long) == (
-        "14 words; the short style allows at most 12"
+        "length: 14 words; the short style allows at most 12"
     )
     assert wording_problem("short", question, "Tiandrul Tramway manager?") is None
     assert wording_problem("formal", question, long) is None  # no length rule of its own

@@ -168,7 +168,11 @@ def _statements_responder(messages: Messages) -> str:
     if "You write one question" in system:
         statement = user.split("Statement: ", 1)[1].strip().rstrip(".")
         return f"Is it recorded that {statement.lower()}?"
-    if "numbered passages" in system:  # the unanswerable check: the context answers it
+    if "numbered passages" in system:
+        question = user.rsplit("Question: ", 1)[1]
+        if question.startswith("Is it recorded that "):  # a reference read back
+            return json.dumps({"answer": question[20:].rstrip("?"), "passage": 1})
+        # The unanswerable check: the context answers it.
         return '{"answer": "about 300 metres", "passage": 1}'
     if "You review test questions" in system:
         return FIVES

@@ -176,7 +176,7 @@ def test_rewordings_become_templates_and_every_rejection_is_told(
     assert reasons[("short", "Industry of Acme Corp")] == f"'{NAME}' is missing"
     assert reasons[("short", "industry of [Client.Name]")] == "near-duplicate"
     assert reasons[("long", "Which industry is [Client.Name] in?")] == (
-        "5 words; the long style needs at least 30"
+        "length: 5 words; the long style needs at least 30"
     )
     sector = result.verdicts[("short", "Sector of '[Client.Name]'")]
     assert not sector.verified and "another column" in (sector.reason or "")

@@ -63,6 +63,7 @@ _STOP_WORDS = (
 _STOP = frozenset(_STOP_WORDS.split())
 _WORD = re.compile(r"[a-z0-9]+(?:[.,][0-9]+)*")
 _NUMBER = re.compile(r"^[0-9]+(?:[.,][0-9]+)*$")
+_ORDINAL = re.compile(r"^([0-9]+)(?:st|nd|rd|th)$")
 
 Support = Literal["supported", "unsupported"]
 # Up to this many content words, an answer is a value or a name: all of them missing from
@@ -73,13 +74,15 @@ SHORT_ANSWER_WORDS = 3
 def _words(text: str) -> list[str]:
     """The words of ``text``, accents dropped and case folded; a number keeps its decimal
     point and loses its thousands separators' commas only where they separate groups of
-    three (1,200 -> 1200)."""
+    three (1,200 -> 1200), and an ordinal its suffix (7th -> 7)."""
     decomposed = unicodedata.normalize("NFKD", text)
     plain = "".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold()
     words = []
     for word in _WORD.findall(plain):
         if re.fullmatch(r"[0-9]{1,3}(?:,[0-9]{3})+", word):
             word = word.replace(",", "")
+        # An ordinal is its number: "the 7th of September" states "September 7".
+        word = _ORDINAL.sub(r"\1", word)
         words.append(word)
     return words
 

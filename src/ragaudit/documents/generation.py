@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from ragaudit.documents.checks import content_words
 from ragaudit.llm.parsing import extract_json, parse_lines
-from ragaudit.llm.types import Messages, system, user
+from ragaudit.llm.types import Messages, assistant, system, user
 from ragaudit.records.models import QuestionLabel
 
 Strategy = Literal["simple", "statements"]
@@ -150,6 +150,27 @@ def _statement(line: str) -> str:
     return " ".join(text.split())
 
 
+# A line that begins as code does ("return f(x)", "def main():", "$ pip install", ">>> x").
+_CODE_START = re.compile(
+    r"(?:return|def|class|import|from|raise|assert|yield|lambda)\s|@\w|\$\s|>>>|#!"
+)
+# A word of prose: letters, perhaps hyphenated or with an apostrophe, perhaps followed by
+# punctuation; "update_wrapper(new_func," and "x=1" are not.
+_PROSE_WORD = re.compile(r"[(\"'`]?[A-Za-z]+(?:[-'][A-Za-z]+)*[)\"'`]?[.,;:!?]?")
+
+
+def looks_like_code(text: str) -> bool:
+    """Whether a statement is a line of code rather than a sentence: it begins as code
+    does, or fewer than half its tokens are words of prose. A documentation page's facts
+    list can copy a line of its example ("return update_wrapper(new_func, f)"); a question
+    written from it asks what the line does, and the line does not say."""
+    tokens = text.split()
+    if not tokens or _CODE_START.match(text):
+        return True
+    prose = sum(1 for t in tokens if _PROSE_WORD.fullmatch(t))
+    return prose * 2 < len(tokens)
+
+
 def parse_facts_reply(reply: str) -> Facts:
     """The theme and statements of a :func:`facts_prompt` reply. Raises ``ValueError``
     when the theme line or every statement is missing, so it is re-asked."""
@@ -162,7 +183,8 @@ def parse_facts_reply(reply: str) -> Facts:
             continue
         text = _statement(line)
         words = len(text.split())
-        if 3 <= words <= _MAX_STATEMENT_WORDS and not text.endswith(":"):
+        fits = 3 <= words <= _MAX_STATEMENT_WORDS and not text.endswith(":")
+        if fits and not looks_like_code(text):  # a copied line of code is no fact
             facts.append(text)
     if not theme:
         raise ValueError("the first line must be 'Theme: <the main theme>'")
@@ -206,7 +228,8 @@ def parse_statements(reply: str) -> list[str]:
     out = []
     for line in parse_lines(reply):
         text = _statement(line)
-        if 4 <= len(text.split()) <= _MAX_STATEMENT_WORDS and not text.endswith((":", "?")):
+        fits = 4 <= len(text.split()) <= _MAX_STATEMENT_WORDS and not text.endswith((":", "?"))
+        if fits and not looks_like_code(text):
             out.append(text)
     if not out:
         raise ValueError("no statement: write each as a complete sentence on its own line")
@@ -313,6 +336,21 @@ def wording_prompt(question: str, instruction: str) -> Messages:
             "written, and never answer it. Reply with the reworded question only."
         ),
         user(f"Style: {instruction}\n\nQuestion: {question}"),
+    ]
+
+
+def wording_again(question: str, instruction: str, wording: str, problem: str) -> Messages:
+    """Ask once more for a wording that did not fit its style's length (``problem``:
+    "14 words; the short style allows at most 12"), in the same conversation: a small
+    model asked for a short question often writes 13 or 14 words, and says it in 12 when
+    told so."""
+    return [
+        *wording_prompt(question, instruction),
+        assistant(wording),
+        user(
+            f"That wording has {problem}. Write it again within that length, asking for "
+            "exactly the same information. Reply with the reworded question only."
+        ),
     ]
 
 

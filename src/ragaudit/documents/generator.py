@@ -166,6 +166,7 @@ class DocumentGenerator:
         self.asked: Counter[QuestionLabel | None] = Counter()  # claims, per label
         self.accepted: Counter[QuestionLabel | None] = Counter()
         self._memo: dict[tuple[str, ...], asyncio.Future[Any]] = {}
+        self._reads: dict[tuple[str, str], str | None] = {}  # (context, question): answer
         self._failed_contexts: set[str] = set()
         self._reported: set[tuple[str, str]] = set()
         self._used: dict[tuple[str, str], set[str]] = {}
@@ -335,11 +336,13 @@ class DocumentGenerator:
         if dup:
             return dup
         read_agrees = False
-        if simple and answer is not None:
-            # simple's reference is free text written with its question: its words can all
+        if answer is not None:
+            # A reference is free text written with its question: simple's words can all
             # be in the context in another order and say the opposite ("both evaluate the
-            # left side first"). The model reads the question in the context alone, as
-            # the wording check reads a wording, and that answer must be the reference's.
+            # left side first"); a statement can be one of several things the question
+            # asks for ("What does echo do?": one of its five behaviours). The model reads
+            # the question in the context alone, as the wording check reads a wording, and
+            # that answer must be the reference's (for a statement: within it).
             read = await self._read(context.text, question)
             if read is None or not checks.answers_agree(answer, read):
                 got = "nothing" if read is None else repr(read[:60])
@@ -574,15 +577,20 @@ class DocumentGenerator:
     # -- wordings ----------------------------------------------------------------------------
 
     async def _read(self, context: str, question: str) -> str | None:
-        """The answer the model reads for ``question`` in ``context`` alone (None: unknown).
-        Raises ``LLMError`` when the reply stays malformed."""
-        reading = await self.llm.acomplete_parsed(
-            checks.reading_prompt([context], question),
-            checks.parse_reading,
-            checks.READING_REPLY,
-            self.params(READING_TOKENS),
-        )
-        return reading.answer
+        """The answer the model reads for ``question`` in ``context`` alone (None: unknown),
+        read once: the reference's check and the wording check read the same question, and
+        a pair's cost counts the read once. Raises ``LLMError`` when the reply stays
+        malformed."""
+        key = (context, question)
+        if key not in self._reads:
+            reading = await self.llm.acomplete_parsed(
+                checks.reading_prompt([context], question),
+                checks.parse_reading,
+                checks.READING_REPLY,
+                self.params(READING_TOKENS),
+            )
+            self._reads[key] = reading.answer
+        return self._reads[key]
 
     async def same_answer(
         self, context: str, question: str, answer: str | None, wording: str
@@ -651,6 +659,17 @@ class DocumentGenerator:
                 )
                 given = self.wording_problem
                 problem = given(style, question, text) if given else None
+                if problem and problem.startswith("length: "):
+                    # Too long or too short by a few words: asked once more, told so.
+                    text = await self.llm.acomplete_parsed(
+                        gen.wording_again(
+                            question, instruction, text, problem.removeprefix("length: ")
+                        ),
+                        gen.parse_wording,
+                        gen.WORDING_REPLY,
+                        self.params(120),
+                    )
+                    problem = given(style, question, text) if given else None
                 if problem:
                     out.append(WordingCheck(style=style, text=text, kept=False, reason=problem))
                     continue

@@ -39,17 +39,22 @@ MAX_LENGTHENING = 20
 STYLE_WORDS = {"short": (1, 12), "long": (30, 400)}
 
 
+# What a length problem begins with: the drop reasons' tallies count them as one kind.
+LENGTH = "length"
+
+
 def style_problem(style: str, text: str) -> str | None:
-    """Why ``text`` does not fit a built-in style's length, or None."""
+    """Why ``text`` does not fit a built-in style's length (``length: 14 words; ...``),
+    or None."""
     bounds = STYLE_WORDS.get(style)
     if bounds is None:
         return None
     n = len(text.split())
     low, high = bounds
     if n < low:
-        return f"{n} words; the {style} style needs at least {low}"
+        return f"{LENGTH}: {n} words; the {style} style needs at least {low}"
     if n > high:
-        return f"{n} words; the {style} style allows at most {high}"
+        return f"{LENGTH}: {n} words; the {style} style allows at most {high}"
     return None
 
 
@@ -297,7 +302,7 @@ async def llm_text_templates(
                 problem = style_problem(style, text)
                 if problem:
                     result.rejected.append((style, text, problem))
-                    problems.append((line, _as_feedback(problem, style)))
+                    problems.append((line, as_feedback(problem, style)))
                     continue
                 if near_duplicate_key(text) in seen:
                     result.rejected.append((style, text, "near-duplicate"))
@@ -361,8 +366,9 @@ async def llm_text_templates(
     return result
 
 
-def _as_feedback(problem: str, style: str) -> str:
+def as_feedback(problem: str, style: str) -> str:
     """A length problem said as what to change: 'too short by 12 words'."""
+    problem = problem.removeprefix(f"{LENGTH}: ")
     found = re.match(r"(\d+) words; the \w+ style needs at least (\d+)", problem)
     if found:
         return f"too short by {int(found[2]) - int(found[1])} words"
