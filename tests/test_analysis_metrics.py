@@ -248,3 +248,31 @@ def test_blame_of_a_failed_response_and_of_mixed_gold() -> None:
     assert m.blame.counts["system error"] == 1
     # Neither rule decided the failed call.
     assert m.blame.rule == "convention" and (m.blame.by_evidence, m.blame.by_convention) == (0, 1)
+
+
+def test_a_system_that_retrieves_nothing_has_no_retriever_to_blame() -> None:
+    """Issue 41's trial: llm-only (no retrieval, by design) had 5 wrong answers blamed on a
+    retriever it does not have, and a retrieval accuracy of 0. A system that retrieved
+    nothing for any question has no retrieval figures, and its wrong answers are the
+    language model's; a system that retrieved nothing for one question still has a
+    retriever, which missed it."""
+
+    def answers(system: str, retrieved: list[tuple[str, ...]]) -> list[Example]:
+        return [
+            Example(
+                f"{system}{i}", f"g{i}", "short", i == 0, system=system, gold=("d1",),
+                gold_kind="states", retrieved=found, retrieval_correct="d1" in found,
+            )
+            for i, found in enumerate(retrieved)
+        ]  # fmt: skip
+
+    systems = analyze(
+        answers("llm-only", [(), (), ()]) + answers("rag", [("d1",), (), ("d1",)])
+    ).systems
+    alone = systems["llm-only"].variants["short"]
+    assert alone.blame is not None and alone.blame.counts["retriever"] == 0
+    assert alone.blame.counts["language model"] == 2 and alone.blame.counts["correct"] == 1
+    assert alone.accuracy_retrieval is None
+    rag = systems["rag"].variants["short"]
+    assert rag.blame is not None and rag.blame.counts["retriever"] == 1
+    assert rag.accuracy_retrieval is not None and rag.accuracy_retrieval.k == 2

@@ -215,6 +215,8 @@ def test_r_is_undefined_where_every_group_has_one_query_and_said_once(tmp_path: 
                 figures.robustness_retrieval.value is None
             )
             assert figures.accuracy.value is not None
+    for system in summary.systems.values():  # across variants too: one query a group
+        assert system.acc_retrieval_db.value is None
     notes = [w for w in summary.warnings if "R is undefined" in w]
     assert len(notes) == 1 and "one query" in notes[0]
     warned = [line for line in result.stderr.splitlines() if "R is undefined" in line]
@@ -232,6 +234,8 @@ def test_r_is_undefined_where_every_group_has_one_query_and_said_once(tmp_path: 
     rows = [line.strip("│ ") for line in lines if line.strip("│ ").startswith("robustness ")]
     assert len(rows) == 2  # one per system's table
     assert all("undefined (one query per group)" in row and "1.00" not in row for row in rows)
+    titles = [line for line in lines if "Acc_retrieval_db across variants" in line]
+    assert len(titles) == 2 and all("undefined (one query per group)" in t for t in titles)
     for name in ("gap_fraction", "acc_retrieval_db"):
         rows = [line.strip("│ ") for line in lines if line.strip("│ ").startswith(f"{name} ")]
         assert len(rows) == 2 and all("undefined (one query per group)" in r for r in rows)

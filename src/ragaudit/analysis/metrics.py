@@ -598,6 +598,7 @@ def analyze(
     systems: dict[str, SystemFigures] = {}
     all_tags: dict[str, dict[str, dict[str, Tag]]] = {}
     for system, variants in sorted(by_system.items()):
+        variants = _without_retriever(variants)
         tags = {variant: group_tags(items) for variant, items in sorted(variants.items())}
         figures = {
             variant: variant_metrics(variants[variant], t, failed.get((system, variant), ()))
@@ -614,9 +615,14 @@ def analyze(
             closed = [g for g in groups if g not in open_domain]
             open_groups = len(groups) - len(closed)
             closed_db = proportion(sum(1 for g in closed if g not in always_gap), len(closed))
+        retrieval_db = proportion(len(groups) - len(always_gap), len(groups))
+        if figures and all(m.robustness_undefined == ONE_QUERY for m in figures.values()):
+            # One query per group in every variant: across them a group is a gap when its
+            # one or two answers are wrong, not a hole the variants agree on.
+            retrieval_db = _undefined(retrieval_db)
         systems[system] = SystemFigures(
             system=system,
-            acc_retrieval_db=proportion(len(groups) - len(always_gap), len(groups)),
+            acc_retrieval_db=retrieval_db,
             knowledge_base_holes=_holes(ex for items in variants.values() for ex in items),
             open_domain_groups=open_groups,
             acc_retrieval_db_closed_domain=closed_db,
@@ -624,6 +630,26 @@ def analyze(
         )
         all_tags[system] = tags
     return Analysis(systems, all_tags)
+
+
+def _without_retriever(variants: Mapping[str, list[Example]]) -> dict[str, list[Example]]:
+    """A system's answers as the figures read them: where it retrieved nothing for any
+    question (an LLM-only system, by design), it has no retriever, so no retrieval verdict
+    and no retriever to blame (its wrong answers are the language model's), rather than a
+    retriever that missed every time.
+
+    >>> ex = Example("q1", "g1", "short", False, system="llm-only", retrieved=(),
+    ...              retrieval_correct=False, gold=("d1",), gold_kind="states")
+    >>> [(e.retrieved, e.retrieval_correct) for e in _without_retriever({"short": [ex]})["short"]]
+    [(None, None)]
+    """
+    every = [ex for items in variants.values() for ex in items]
+    if not every or any(ex.retrieved != () for ex in every):
+        return dict(variants)
+    return {
+        variant: [replace(ex, retrieved=None, retrieval_correct=None) for ex in items]
+        for variant, items in variants.items()
+    }
 
 
 def with_left_out(

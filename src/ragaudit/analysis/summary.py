@@ -188,7 +188,8 @@ class SystemFigures(_Model):
     system: str = Field(description="the system's name")
     acc_retrieval_db: Proportion = Field(
         description="Acc_retrieval_db across variants: groups that are not a gap in every "
-        "variant they appear in, among all groups"
+        "variant they appear in, among all groups; its value is null where every variant "
+        "has one query per group"
     )
     knowledge_base_holes: Proportion | None = Field(
         None,
@@ -817,7 +818,7 @@ class Summary(_Model):
             >>> summary = Summary(retrieval_rule="any", systems=analyze(examples).systems)
             >>> for row in summary.rows()[:3]:
             ...     print(row["system"], row["variant"], row["metric"], row["value"], row["n"])
-            rag all acc_retrieval_db 0.5 2
+            rag all acc_retrieval_db None 2
             rag short accuracy 0.5 2
             rag short robustness None 1
             >>> Summary.model_validate_json(summary.model_dump_json()) == summary  # summary.json

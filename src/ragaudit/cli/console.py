@@ -9,6 +9,7 @@ from rich.table import Table
 from ragaudit.llm.estimate import DryRun
 from ragaudit.llm.prices import format_usd
 from ragaudit.llm.usage import UsageMeter
+from ragaudit.report.terminal import compact_table
 
 # soft_wrap: a message stays one line however wide the terminal (tables still fit it).
 # emoji=False: names are the user's (a rater "openai:m:default", a system "gpt:smile:v2")
@@ -23,8 +24,7 @@ def usage_table(meter: UsageMeter) -> Table:
     several models, a row per model; under ``run``, a row per system answered. A cost that
     cannot be given shows ``n/a`` and the caption says why; the embedded model's 0 says
     so too."""
-    table = Table(title="LLM usage", title_justify="left")
-    for header in (
+    headers = [
         "step",
         "calls",
         "cached",
@@ -35,8 +35,8 @@ def usage_table(meter: UsageMeter) -> Table:
         "LLM s",
         "wall s",
         "cost",
-    ):
-        table.add_column(header, justify="left" if header == "step" else "right", overflow="fold")
+    ]
+    table = compact_table("LLM usage", headers, frozenset({"step"}))
     costs = meter.costs()
     notes: list[str] = []
     for name, usage in meter.snapshot().items():

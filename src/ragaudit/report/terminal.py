@@ -18,6 +18,7 @@ from ragaudit.report.text import (
     RELIABILITY_HEADERS,
     STABILITY_HEADERS,
     TABLE_STATS_HEADERS,
+    across_variants,
     blame_rows,
     figure_cell,
     group_stability_rows,
@@ -56,7 +57,7 @@ def system_tables(summary: Summary) -> list[Table]:
             extra += f"; groups no document answers {figures.knowledge_base_holes}"
         table = Table(
             title=f"{escape(system)}  (Acc_retrieval_db across variants: "
-            f"{figures.acc_retrieval_db}{extra})",
+            f"{across_variants(figures)}{extra})",
             title_justify="left",
         )
         table.add_column("metric", no_wrap=True, overflow="fold")
@@ -74,17 +75,10 @@ def system_tables(summary: Summary) -> list[Table]:
     return tables
 
 
-def blame_table(summary: Summary) -> Table:
-    """Where the answers go wrong (shares of the queries), per system and variant. Nine
-    columns fit 80 characters: no vertical rules, a header broken between its words, the
-    rule in the title when every row has the same one, and a name folded rather than cut
-    ("bm25-top3" and "bm25-top5" must stay apart)."""
-    rows = blame_rows(summary)
-    rules = {row[2] for row in rows}
-    one_rule = len(rules) == 1
-    title = "Where the answers go wrong (shares of the queries)"
-    if one_rule:
-        title += f"; rule: {next(iter(rules))}"
+def compact_table(title: str, headers: list[str], names: frozenset[str]) -> Table:
+    """A table of many columns that fits 80 characters: no vertical rules, a header broken
+    between its words, a figure never split (``names``' columns hold names, folded rather
+    than cut: "bm25-top3" and "bm25-top5" must stay apart)."""
     table = Table(
         title=title,
         title_justify="left",
@@ -93,17 +87,29 @@ def blame_table(summary: Summary) -> Table:
         pad_edge=False,
         show_edge=False,
     )
-    kept = [i for i, h in enumerate(BLAME_HEADERS) if not (one_rule and h == "rule")]
-    for i in kept:
-        header = BLAME_HEADERS[i]
-        named = i < 3  # a name is whole up to 16 characters, a header's words always
-        longest = max((len(row[i]) for row in rows), default=0)
+    for header in headers:
+        named = header in names
         table.add_column(
             header.replace(" ", "\n"),
             justify="left" if named else "right",
             overflow="fold",
-            min_width=min(longest, 16) if named else max(len(w) for w in header.split()),
+            no_wrap=not named,
+            min_width=None if named else max(len(w) for w in header.split()),
         )
+    return table
+
+
+def blame_table(summary: Summary) -> Table:
+    """Where the answers go wrong (shares of the queries), per system and variant, in a
+    :func:`compact_table`; the rule in the title when every row has the same one."""
+    rows = blame_rows(summary)
+    rules = {row[2] for row in rows}
+    one_rule = len(rules) == 1
+    title = "Where the answers go wrong (shares of the queries)"
+    if one_rule:
+        title += f"; rule: {next(iter(rules))}"
+    kept = [i for i, h in enumerate(BLAME_HEADERS) if not (one_rule and h == "rule")]
+    table = compact_table(title, [BLAME_HEADERS[i] for i in kept], frozenset(BLAME_HEADERS[:3]))
     for row in rows:
         table.add_row(*(escape(row[i]) for i in kept))
     return table

@@ -93,6 +93,13 @@ def figure_cell(m: VariantFigures, name: str) -> str:
     return show(value)
 
 
+def across_variants(figures: SystemFigures) -> str:
+    """A system's Acc_retrieval_db across variants for a table: its figure, or "undefined
+    (one query per group)" where every variant has one query per group."""
+    across = figures.acc_retrieval_db
+    return str(across) if across.value is not None else f"undefined ({ONE_QUERY})"
+
+
 def _unsided(why: str) -> str | None:
     """The reason of an undefined comparison when it holds for both sides alike (``side
     both: ...`` or no side), else None: a reason of one side names it, and stays whole."""
@@ -187,7 +194,7 @@ def metrics_table(summary: Summary | Mapping[str, SystemFigures]) -> str:
         holes = figures.knowledge_base_holes
         lines.append(
             f"| {system} | all variants | | | | | acc_retrieval_db (gap in every variant): "
-            f"{figures.acc_retrieval_db}"
+            f"{across_variants(figures)}"
             + (f"; groups no document answers: {holes}" if holes else "")
             + " |"
             + " |" * (len(METRIC_NAMES) - 1)
