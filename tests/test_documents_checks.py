@@ -3,6 +3,8 @@ deterministic checks a pair passes first, and the label quotas."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -348,3 +350,36 @@ def test_what_a_question_asks_for_is_read_from_its_question_words() -> None:
     assert checks.asks_for("How do you write a literal brace?") == "a way"
     assert checks.asks_for("Can a raw string end in a backslash?") == "yes or no"
     assert checks.asks_for("Octal literal prefix?") is None  # no question word: any
+
+
+def test_a_window_past_the_first_names_its_page_so_a_question_from_it_can(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 41: with a page cut into 200-word windows, ``simple`` asked "What is the
+    default value for the `case_sensitive` parameter?" of a window that never says whose
+    parameter it is. A window past the first of its document is written from with the
+    document's title (its short first line, else its id) as a first line; the first one
+    and a whole document are left as they are."""
+    from ragaudit.config import load_config
+    from ragaudit.steps.documents import corpus_contexts
+
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "documents"
+    folder.mkdir()
+    body = " ".join(f"word{i}" for i in range(450))
+    (folder / "choice.txt").write_text(f"click.Choice\n\n{body}\n")
+    (folder / "untitled.txt").write_text(f"This page has no title line at all, it starts {body}\n")
+    config = tmp_path / "ragaudit.yaml"
+    config.write_text(
+        "corpus:\n  path: documents\n  chunking: window\n  chunk_size: 200\n  chunk_overlap: 50\n"
+    )
+    contexts, _ = corpus_contexts(load_config(config))
+    by_id = {c.id: c.text for c in contexts}
+    assert by_id["choice#0"].startswith("click.Choice word0")  # the title is in it
+    assert by_id["choice#1"].startswith("click.Choice (continued)\n\nword")
+    assert by_id["untitled#2"].startswith("untitled (continued)\n\nword")
+    whole = tmp_path / "whole.yaml"
+    whole.write_text("corpus:\n  path: documents\n")
+    assert [c.text.strip() for c in corpus_contexts(load_config(whole))[0]] == [
+        (folder / name).read_text().strip() for name in ("choice.txt", "untitled.txt")
+    ]

@@ -41,7 +41,7 @@ from ragaudit.records.io import JsonlAppender, atomic_write_json, write_jsonl_at
 from ragaudit.records.models import CandidateRecord
 from ragaudit.steps.generate import other_half
 from ragaudit.steps.session import Session
-from ragaudit.systems.corpus import Chunk, chunk, load_corpus
+from ragaudit.systems.corpus import Chunk, Document, chunk, load_corpus
 
 # Contexts shorter than this hold too little to write a question from.
 MIN_CONTEXT_WORDS = 12
@@ -61,12 +61,43 @@ def corpus_contexts(config: Config) -> tuple[list[Context], int]:
         size=config.corpus.chunk_size,
         overlap=config.corpus.chunk_overlap,
     )
+    titles = {d.id: document_title(d) for d in docs}
     out = [
-        Context(f"{c.doc_id}#{c.index}", c.doc_id, c.text)
+        Context(f"{c.doc_id}#{c.index}", c.doc_id, with_title(c.text, titles[c.doc_id], c.index))
         for c in pieces
         if len(c.text.split()) >= MIN_CONTEXT_WORDS
     ]
     return out, len(pieces) - len(out)
+
+
+# Up to this many words, a document's first line is its title ("click.Choice",
+# "Alder Bridge: project report"); a longer one is prose.
+TITLE_WORDS = 12
+
+
+def document_title(document: Document) -> str:
+    """What a document is about, in a few words: its first line where that is short (a
+    title), else its id (a folder's file name without its extension)."""
+    first = next((line.strip() for line in document.text.splitlines() if line.strip()), "")
+    if first and len(first.split()) <= TITLE_WORDS:
+        return first.lstrip("#").strip()
+    return document.id
+
+
+def with_title(text: str, title: str, index: int) -> str:
+    r"""A chunk as a question is written from it: a chunk past the first of its document
+    gets the document's title as a first line, since a window or paragraph cut from a
+    reference page names no subject ("the `case_sensitive` parameter" of what?) and a
+    question written from it would not either.
+
+    >>> with_title("Defaults to True.", "click.Choice", 2)
+    'click.Choice (continued)\n\nDefaults to True.'
+    >>> with_title("click.Choice\n\nThe choice type.", "click.Choice", 0)
+    'click.Choice\n\nThe choice type.'
+    """
+    if index == 0 or not title:
+        return text
+    return f"{title} (continued)\n\n{text}"
 
 
 def style_instructions(config: Config, styles: list[str]) -> dict[str, str]:
