@@ -75,10 +75,13 @@ def system_tables(summary: Summary) -> list[Table]:
     return tables
 
 
-def compact_table(title: str, headers: list[str], names: frozenset[str]) -> Table:
-    """A table of many columns that fits 80 characters: no vertical rules, a header broken
-    between its words, a figure never split (``names``' columns hold names, folded rather
-    than cut: "bm25-top3" and "bm25-top5" must stay apart)."""
+def compact_table(
+    title: str, headers: list[str], names: frozenset[str], *, break_headers: bool = False
+) -> Table:
+    """A table of many columns that fits 80 characters: no vertical rules, a figure never
+    split, ``names``' columns (names) folded rather than cut ("bm25-top3" and "bm25-top5"
+    must stay apart) and at least 8 characters wide; ``break_headers``: every header on
+    one line per word, for a table too wide for its headers on one line."""
     table = Table(
         title=title,
         title_justify="left",
@@ -90,11 +93,11 @@ def compact_table(title: str, headers: list[str], names: frozenset[str]) -> Tabl
     for header in headers:
         named = header in names
         table.add_column(
-            header.replace(" ", "\n"),
+            header.replace(" ", "\n") if break_headers else header,
             justify="left" if named else "right",
             overflow="fold",
             no_wrap=not named,
-            min_width=None if named else max(len(w) for w in header.split()),
+            min_width=8 if named else max(len(w) for w in header.split()),
         )
     return table
 
@@ -109,7 +112,8 @@ def blame_table(summary: Summary) -> Table:
     if one_rule:
         title += f"; rule: {next(iter(rules))}"
     kept = [i for i, h in enumerate(BLAME_HEADERS) if not (one_rule and h == "rule")]
-    table = compact_table(title, [BLAME_HEADERS[i] for i in kept], frozenset(BLAME_HEADERS[:3]))
+    headers = [BLAME_HEADERS[i] for i in kept]
+    table = compact_table(title, headers, frozenset(BLAME_HEADERS[:3]), break_headers=True)
     for row in rows:
         table.add_row(*(escape(row[i]) for i in kept))
     return table
