@@ -79,6 +79,14 @@ def _read(passages: str, question: str) -> str | None:
     """The scripted reader's answer: the value the question's words ask for."""
     if question.startswith("Why does"):  # a conclusion: read back, and rated ungrounded
         return "it holds several facts"
+    about = re.match(r"What (?:is )?stated about (.+?)\??$", question)
+    if about:  # another corpus: the sentence itself (its short wording too)
+        start = about.group(1)
+        start = start.removeprefix("In summary ")  # a summary: the first fact it merges
+        for sentence in re.split(r"(?<=\.)\s+|\n+", passages):
+            if re.sub(r"[^\w ]", "", sentence).startswith(start):
+                return sentence.strip()
+        return None
     for words, pattern in _READ:
         if all(w in question for w in words):
             found = re.search(pattern, passages)
@@ -127,6 +135,12 @@ class Script:
             if "Merge" not in first_user:
                 return "\n".join(f"> Conclusion {i} of {name} holds several facts." for i in "ABC")
             # Summaries that merge the first facts, as a model writes them.
+            if name not in DOCS:  # another corpus: its first facts, two at a time
+                facts = [x[2:].rstrip(".") for x in first_user.splitlines() if x.startswith("> ")]
+                return "\n".join(
+                    f"> In summary, {facts[i]}, and {facts[i + 1][0].lower()}{facts[i + 1][1:]}."
+                    for i in range(min(3, len(facts) - 1))
+                )
             text = DOCS.get(name, "")
             place = re.search(r"built in (\w+)", text)
             began = re.search(r"Work began on ([\w ]+)\.", text)

@@ -145,9 +145,10 @@ def _usage_row(stdout: str, step: str) -> dict[str, str]:
     """The cells of ``step``'s row of the LLM usage table a command prints."""
     lines = stdout.splitlines()
     header = next(line for line in lines if "LLM s" in line)
-    row = next(line for line in lines if line.strip("│ ").startswith(step + " "))
-    names = [c.strip() for c in re.split("[│┃]", header)]
-    return dict(zip(names, (c.strip() for c in re.split("[│┃]", row)), strict=True))
+    row = next(line for line in lines if line.strip().startswith(step + " "))
+    # Columns stand two spaces apart or more; a header's words one ("tok in").
+    names = re.split(r"\s{2,}", header.strip())
+    return dict(zip(names, re.split(r"\s{2,}", row.strip()), strict=True))
 
 
 def test_a_rerun_over_a_finished_cache_asks_nothing_and_reports_no_llm_time(
