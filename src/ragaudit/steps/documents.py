@@ -32,6 +32,7 @@ from ragaudit.documents.generator import (
     PassageSearch,
     queries_of,
 )
+from ragaudit.documents.markup import render_markup
 from ragaudit.documents.options import DocumentOptions
 from ragaudit.errors import UserError
 from ragaudit.generate.text.llm import STYLE_INSTRUCTIONS, style_problem
@@ -49,7 +50,9 @@ MIN_CONTEXT_WORDS = 12
 
 def corpus_contexts(config: Config) -> tuple[list[Context], int]:
     """The corpus's chunks, as the built-in systems chunk it, and how many were too short
-    to write a question from."""
+    to write a question from. A chunk is written from as its page reads: reST markup
+    rendered (``.. versionadded:: 3.0`` as "New in version 3.0."), past the first chunk
+    of its document with the document's title."""
     if config.corpus.path is None:
         raise UserError(
             "generating from documents needs a corpus: set corpus.path in the configuration"
@@ -63,7 +66,11 @@ def corpus_contexts(config: Config) -> tuple[list[Context], int]:
     )
     titles = {d.id: document_title(d) for d in docs}
     out = [
-        Context(f"{c.doc_id}#{c.index}", c.doc_id, with_title(c.text, titles[c.doc_id], c.index))
+        Context(
+            f"{c.doc_id}#{c.index}",
+            c.doc_id,
+            with_title(render_markup(c.text), titles[c.doc_id], c.index),
+        )
         for c in pieces
         if len(c.text.split()) >= MIN_CONTEXT_WORDS
     ]
