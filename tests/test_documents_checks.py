@@ -3,6 +3,7 @@ deterministic checks a pair passes first, and the label quotas."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,7 @@ from ragaudit.documents import generation as gen
 from ragaudit.documents.generator import quotas
 from ragaudit.documents.options import DocumentOptions
 from ragaudit.llm.parsing import CUT
+from tests.conftest import REPO
 
 CONTEXT = (
     "Tiandrul Tramway is being built in Cheismouth, Tusland. Work got under way on "
@@ -383,3 +385,59 @@ def test_a_window_past_the_first_names_its_page_so_a_question_from_it_can(
     assert [c.text.strip() for c in corpus_contexts(load_config(whole))[0]] == [
         (folder / name).read_text().strip() for name in ("choice.txt", "untitled.txt")
     ]
+
+
+def test_rest_markup_is_written_from_as_the_page_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 41's trial on click's docstrings: ``.. versionadded:: 3.0`` became a
+    reference "added in Python 3.0", and ``:param name: The name of the group command.``
+    a reference that restates its question. A context is written from with its reST
+    rendered as Sphinx shows it; prose and Markdown are left alone."""
+    from ragaudit.config import load_config
+    from ragaudit.documents.markup import render_markup
+    from ragaudit.steps.documents import corpus_contexts
+
+    page = (
+        "click.open_file\n\nOpens a file, see :func:`~click.File` and :ref:`the guide <files>`.\n"
+        ":param str filename: The name of the file, or ``-`` for stdin.\n"
+        ":returns: The file object.\n"
+        ".. versionchanged:: 8.0\n    Added the ``lazy`` parameter.\n"
+        ".. warning::\n    Not thread-safe.\n"
+        "Example::\n\n.. code-block:: python\n\n    open_file('x')\n"
+        ".. versionadded:: 3.0\n"
+    )
+    assert render_markup(page) == (
+        "click.open_file\n\nOpens a file, see `File` and the guide.\n"
+        "Parameter `filename`: The name of the file, or `-` for stdin.\n"
+        "Returns: The file object.\n"
+        "Changed in version 8.0:\n    Added the `lazy` parameter.\n"
+        "Warning:\n    Not thread-safe.\n"
+        "Example:\n\n\n    open_file('x')\n"
+        "New in version 3.0.\n"
+    )
+    prose = "Markdown `code`, ```fenced```, a time 10:30 and a ratio 1::2 stay.\n- item: x"
+    assert render_markup(prose) == prose
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "documents").mkdir()
+    (tmp_path / "documents" / "open_file.txt").write_text(page)
+    (tmp_path / "ragaudit.yaml").write_text("corpus:\n  path: documents\n")
+    [context], _ = corpus_contexts(load_config(tmp_path / "ragaudit.yaml"))
+    assert context.text == render_markup(page)
+
+
+def test_the_restating_check_on_labelled_statement_pairs() -> None:
+    """docs/documents.md: on 40 statement pairs written for the project (16 that only
+    restate their question, from issue 41's trial and the recorded generations, and 24
+    that answer it, yes-or-no questions, "X is the Y" answers and named parameters among
+    them), the check drops 13 of the 16 and keeps all 24. What it misses is a verb its
+    crude stem does not join ("begin"/"began", "set"/"sets")."""
+    from ragaudit.documents.checks import restates_question
+
+    cases = json.loads((REPO / "tests/data/document_restating_set.json").read_text())
+    flagged = [restates_question(c["question"], c["statement"]) is not None for c in cases]
+    dropped = sum(f for f, c in zip(flagged, cases, strict=True) if c["restates"])
+    kept = sum(not f for f, c in zip(flagged, cases, strict=True) if not c["restates"])
+    assert (dropped, sum(c["restates"] for c in cases)) == (13, 16)
+    assert (kept, sum(not c["restates"] for c in cases)) == (24, 24)

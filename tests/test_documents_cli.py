@@ -526,3 +526,38 @@ def test_a_wording_of_the_wrong_length_is_asked_once_more_and_its_drops_are_one_
     assert 0 < alders < 6
     stats = json.loads((tmp_path / "runs/default/documents.stats.json").read_text())
     assert stats["wordings"]["short"] == {"kept": 6 - alders, "length": alders}
+
+
+def test_a_statement_that_only_restates_its_question_is_dropped(
+    llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    """Issue 41's trial: "What is the name of the group command?" was accepted with the
+    reference "The name of the group command." (the page's ``:param name:`` line): the
+    reader finds it in the context, so only a check that the statement adds something to
+    its question drops it. Here the model writes the place into the question of the
+    statement "X is being built in Y." ("Where in Y is X being built?"); those candidates
+    are dropped with that reason and the others pass."""
+    script = Script()
+
+    def restating(body: dict[str, Any]) -> str:
+        if "You write one question" in body["messages"][0]["content"]:
+            statement = body["messages"][1]["content"].split("Statement: ", 1)[1]
+            built = re.match(r"(.+) is being built in (\w+)\.", statement)
+            if built:
+                return f"Where in {built.group(2)} is {built.group(1)} being built?"
+        return script(body)
+
+    llm_server.responder = restating
+    env = _setup(tmp_path, llm_server)
+    result = ragaudit(
+        "generate", "--documents", "--size", "4", "--mix", "fact_single", cwd=tmp_path, env=env
+    )
+    assert result.returncode == 0, result.stderr
+    candidates = _candidates(tmp_path)
+    restated = [c for c in candidates if c.statement and " is being built in " in c.statement]
+    assert restated and all(
+        c.dropped and c.dropped.startswith("question: it only restates its question")
+        for c in restated
+    )
+    accepted = [c for c in candidates if c.accepted]
+    assert len(accepted) == 4 and not any(c in restated for c in accepted)

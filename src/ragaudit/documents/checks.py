@@ -143,6 +143,36 @@ def answer_in_question(question: str, answer: str) -> str | None:
     return None
 
 
+# Words that say what kind of thing a statement is about ("the `name` parameter"), not
+# what it says of it: a statement that adds only these to its question adds nothing.
+_FORM_WORDS = "param parameter argument arg option attribute field function method class "
+_FORM_WORDS += "property setting variable called named"
+_FORM_STEMS = frozenset(_FORM_WORDS.split()) | {stem(w) for w in _FORM_WORDS.split()}
+
+
+def restates_question(question: str, statement: str) -> str | None:
+    """Why a statement answers its question only by repeating it, or None: every content
+    word of ``statement`` is in ``question`` but for words that name a kind of thing
+    ("parameter", "method"). "What is the name of the group command?" answered "The name
+    parameter is the name of the group command." (issue 41's trial, from ``:param name:
+    The name of the group command.``) asks for a name and is given none; a reader finds
+    the statement in the context, so no other check drops it. A yes-or-no question is
+    answered by a statement of its own words ("Is it thread-safe?" "It is not
+    thread-safe."), so it is never taken for one.
+
+    >>> restates_question("What is the name of the group command?",
+    ...                   "The name parameter is the name of the group command.")
+    "it only restates its question ('The name parameter is the name of the group command.')"
+    >>> restates_question("What is the capital of France?", "Paris is the capital of France.")
+    """
+    if asks_for(question) == "yes or no":
+        return None
+    said = {stem(w) for w in content_words(statement)} - _FORM_STEMS
+    if said <= {stem(w) for w in content_words(question)}:
+        return f"it only restates its question ({statement[:60]!r})"
+    return None
+
+
 # -- critiques -----------------------------------------------------------------------------
 
 # What a re-ask of a critique or a reading tells the model to reply with (as the prompts

@@ -318,11 +318,11 @@ class DocumentGenerator:
         context = pending.context
         question, answer = f["question"], f.get("answer")
         simple = self.options.strategy == "simple" and answer is not None
-        problem = gen.question_problem(question) or (
-            # A simple answer is the asked value alone; a statements answer is a whole
-            # statement, which names its subject as its question does.
-            checks.answer_in_question(question, answer) if simple and answer else None
-        )
+        # A simple answer is the asked value alone, so none of its words may be the
+        # question's; a statement names its subject as its question does, and must add
+        # more than the kind of thing it is about.
+        circular = checks.answer_in_question if simple else checks.restates_question
+        problem = gen.question_problem(question) or (circular(question, answer) if answer else None)
         if problem:
             return f"question: {problem}"
         decided: checks.Support | None = None
