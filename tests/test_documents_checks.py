@@ -425,6 +425,13 @@ def test_rest_markup_is_written_from_as_the_page_reads(
     (tmp_path / "ragaudit.yaml").write_text("corpus:\n  path: documents\n")
     [context], _ = corpus_contexts(load_config(tmp_path / "ragaudit.yaml"))
     assert context.text == render_markup(page)
+    # A window joins its words on one line: the page is rendered before it is cut.
+    (tmp_path / "windows.yaml").write_text(
+        "corpus:\n  path: documents\n  chunking: window\n  chunk_size: 400\n"
+    )
+    [window], _ = corpus_contexts(load_config(tmp_path / "windows.yaml"))
+    assert window.text == " ".join(render_markup(page).split())
+    assert "Parameter `filename`:" in window.text and "New in version 3.0." in window.text
 
 
 def test_the_restating_check_on_labelled_statement_pairs() -> None:

@@ -57,7 +57,11 @@ def corpus_contexts(config: Config) -> tuple[list[Context], int]:
         raise UserError(
             "generating from documents needs a corpus: set corpus.path in the configuration"
         )
-    docs = load_corpus(config.corpus.path)
+    # Rendered before it is cut: a window joins its words on one line, and a directive
+    # or a field list is known by where its line starts. The windows can then fall a few
+    # words from the systems' (a directive's words are not its rendering's); a pair's gold
+    # id is its document, which is the same.
+    docs = [Document(d.id, render_markup(d.text)) for d in load_corpus(config.corpus.path)]
     pieces = chunk(
         docs,
         config.corpus.chunking,
@@ -69,7 +73,7 @@ def corpus_contexts(config: Config) -> tuple[list[Context], int]:
         Context(
             f"{c.doc_id}#{c.index}",
             c.doc_id,
-            with_title(render_markup(c.text), titles[c.doc_id], c.index),
+            with_title(c.text, titles[c.doc_id], c.index),
         )
         for c in pieces
         if len(c.text.split()) >= MIN_CONTEXT_WORDS
