@@ -196,7 +196,9 @@ def test_auto_takes_sql_from_the_threshold_and_memory_below(
         choose_engine(run, "sql", neutral=[], table=None, outcome="retrieval")
 
 
-def test_sql_refuses_what_only_memory_computes(tmp_path: Path) -> None:
+def test_sql_refuses_what_only_memory_computes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     run = RunDir(tmp_path / "run")
     query = QueryRecord(
         query_id="q1",
@@ -214,8 +216,11 @@ def test_sql_refuses_what_only_memory_computes(tmp_path: Path) -> None:
     write_answer_table(run)
     with pytest.raises(UserError, match="question label"):
         run_analysis(run, engine="sql")
+    with pytest.raises(UserError, match="question label"):  # a table has no records
+        run_analysis(run, engine="auto", table=run.answers_table)
     # auto falls back to memory, which gives the breakdown by label
-    assert run_analysis(run, engine="auto", table=run.answers_table).summary.by_label
+    monkeypatch.setattr("ragaudit.steps.analyze.SQL_MIN_ROWS", 1)
+    assert run_analysis(run, engine="auto").summary.by_label
 
 
 def test_a_stale_answer_table_is_rebuilt_before_sql_reads_it(tmp_path: Path) -> None:

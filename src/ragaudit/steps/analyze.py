@@ -234,6 +234,8 @@ def choose_engine(
     :data:`SQL_MIN_ROWS` rows or more, when SQL can give every figure; neutral JSON Lines
     and ``--outcome retrieval`` are analyzed in memory."""
     if engine == "memory":
+        if table is not None:
+            raise UserError("a Parquet answer table is analyzed in SQL: --engine sql or auto")
         return "memory", []
     why: list[str] = []
     if neutral:
@@ -274,7 +276,7 @@ def run_analysis(
     neutral = neutral or []
     chosen, _ = choose_engine(run, engine, neutral=neutral, table=table, outcome=outcome)
     if chosen == "sql":
-        strict = engine == "sql"
+        strict = engine == "sql" or table is not None  # a table has no records to fall back on
         result = sql_analysis(run, table=table, seed=seed, llm_only=llm_only, strict=strict)
         if result is not None:
             return result

@@ -163,16 +163,23 @@ def _prepare(con: duckdb.DuckDBPyConnection, paths: Sequence[Path]) -> None:
     )
     # The context comparison: a wrong answer without a retrieval verdict whose retrieved
     # ids (as a set) are those of a right answer of its group.
+    # Only the groups of such answers are read for their right answers' ids (usually none:
+    # where gold ids are known, nothing is compared).
+    con.execute(
+        """CREATE OR REPLACE TEMP TABLE wanted AS
+        SELECT system, variant, group_id, query_id, list_sort(retrieved_ids) AS ids
+        FROM answers
+        WHERE correct = false AND rc IS NULL AND retrieved_ids IS NOT NULL
+          AND gold_ids IS NULL"""
+    )
     con.execute(
         """CREATE OR REPLACE TEMP TABLE same_context AS
         WITH good AS (
-            SELECT DISTINCT system, variant, group_id, list_sort(retrieved_ids) AS ids
-            FROM answers WHERE correct AND retrieved_ids IS NOT NULL),
-        wanted AS (
-            SELECT system, variant, group_id, query_id, list_sort(retrieved_ids) AS ids
-            FROM answers
-            WHERE correct = false AND rc IS NULL AND retrieved_ids IS NOT NULL
-              AND gold_ids IS NULL)
+            SELECT DISTINCT a.system, a.variant, a.group_id, list_sort(a.retrieved_ids) AS ids
+            FROM answers a
+            SEMI JOIN (SELECT DISTINCT system, variant, group_id FROM wanted) w
+              ON a.system = w.system AND a.variant = w.variant AND a.group_id = w.group_id
+            WHERE a.correct AND a.retrieved_ids IS NOT NULL)
         SELECT w.system, w.query_id FROM wanted w JOIN good g
           ON w.system = g.system AND w.variant = g.variant AND w.group_id = g.group_id
          AND w.ids = g.ids"""
