@@ -79,6 +79,29 @@ class GroupCounts:
     code: Ints
     counts: dict[str, Ints]
 
+    @classmethod
+    def from_rows(cls, rows: Sequence[tuple[str, str, str, Mapping[str, int]]]) -> GroupCounts:
+        """A table from (system, variant, group, counts) rows, in any order (a count not
+        given is 0): for examples and tests; an engine builds the columns directly.
+
+        >>> table = GroupCounts.from_rows([("rag", "short", "g2", {"n": 2}),
+        ...                                ("rag", "short", "g1", {"n": 2, "k": 2})])
+        >>> len(table), table.group, table.code.tolist(), table.sides()
+        (2, ['g1', 'g2'], [0, 1], {('rag', 'short'): slice(0, 2, None)})
+        """
+        ordered = sorted(rows, key=lambda row: row[:3])
+        codes = {g: i for i, g in enumerate(sorted({row[2] for row in ordered}))}
+        return cls(
+            system=[row[0] for row in ordered],
+            variant=[row[1] for row in ordered],
+            group=[row[2] for row in ordered],
+            code=np.array([codes[row[2]] for row in ordered], dtype=np.int64),
+            counts={
+                name: np.array([row[3].get(name, 0) for row in ordered], dtype=np.int64)
+                for name in COUNTS
+            },
+        )
+
     def __len__(self) -> int:
         return len(self.system)
 
@@ -99,7 +122,13 @@ class SideCounts:
     """What one system and variant counts answer by answer: where each judged answer went
     wrong (its blame, by :func:`~ragaudit.analysis.metrics.source_of` of the answer as the
     figures read it), and the queries without a retrieval verdict, by why (judged ones as
-    the figures read them, those the judge failed on as recorded)."""
+    the figures read them, those the judge failed on as recorded).
+
+    >>> blame = Blame(rule="convention", counts={"correct": 3, "language model": 1},
+    ...               by_evidence=0, by_convention=4, holes_answered=0)
+    >>> SideCounts(blame, {"unknown": 2}).left_out
+    {'unknown': 2}
+    """
 
     blame: Blame
     left_out: dict[str, int] = field(default_factory=dict)
@@ -180,7 +209,18 @@ def system_figures(
     """Every system's figures from the table, as :func:`~ragaudit.analysis.metrics.analyze`
     gives them: per variant, and across variants (a group is a gap of the retrieval
     database when it is a gap in every variant it was judged in; with ``llm_only``, the
-    groups that system answers right in some variant are open domain)."""
+    groups that system answers right in some variant are open domain).
+
+    >>> table = GroupCounts.from_rows([
+    ...     ("rag", "short", "g1", {"n": 2, "k": 2}), ("rag", "short", "g2", {"n": 2}),
+    ...     ("rag", "long", "g1", {"n": 2, "k": 1}), ("rag", "long", "g2", {"n": 2, "k": 1})])
+    >>> blame = Blame(rule="convention", counts={}, by_evidence=0, by_convention=4,
+    ...               holes_answered=0)
+    >>> sides = {("rag", "short"): SideCounts(blame), ("rag", "long"): SideCounts(blame)}
+    >>> rag = system_figures(table, sides)["rag"]
+    >>> str(rag.variants["short"].accuracy), str(rag.acc_retrieval_db)  # g2: no gap in long
+    ('0.50 [0.15, 0.85]', '1.00 [0.34, 1.00]')
+    """
     where = table.sides()
     open_domain: set[int] = set()
     if llm_only:
@@ -281,7 +321,15 @@ def group_comparisons(
 ) -> list[Comparison]:
     """Every pair of variants within a system, and of systems within a variant, compared
     from the table, as :func:`~ragaudit.analysis.comparisons.comparisons` compares them
-    from the answers (the same pairs, order, resamples and sentences)."""
+    from the answers (the same pairs, order, resamples and sentences).
+
+    >>> table = GroupCounts.from_rows(
+    ...     [("rag", "short", f"g{g}", {"n": 1, "k": 1}) for g in range(8)]
+    ...     + [("rag", "long", f"g{g}", {"n": 1, "k": int(g < 2)}) for g in range(8)])
+    >>> print(group_comparisons(table)[0].verdict)  # as comparisons() says it of the answers
+    long is less accurate than short (accuracy 0.25 vs 1.00, difference -0.75 [-1.00, -0.40],
+    p = 0.033, 8 groups).
+    """
     where = {key: rows for key, rows in table.sides().items() if np.any(table.counts["n"][rows])}
     failed = {key for key, rows in where.items() if np.any(table.counts["errors"][rows])}
     systems = sorted({s for s, _ in where})
@@ -328,7 +376,14 @@ def shape_ranking(
     """The ranking metrics from the shapes of the ranked queries (system -> variant, or
     label -> shape -> queries) and each system's retrieval depth, as
     :func:`~ragaudit.analysis.retrieval_metrics.ranking_summary` gives them from the
-    queries."""
+    queries.
+
+    >>> found = {(1, (0,)): 1, (1, (2,)): 1, (1, ()): 1}  # first, third, not found
+    >>> ranking = shape_ranking({"bm25": {"short": found}}, {}, depth={"bm25": 3})
+    >>> mrr = ranking["bm25"].variants["short"]["mrr"]
+    >>> round(mrr.value, 3), mrr.n  # (1 + 1/3 + 0) / 3
+    (0.444, 3)
+    """
     out: dict[str, SystemRanking] = {}
     for system, variants in shapes.items():
         deepest = depth.get(system, 0)
