@@ -231,3 +231,19 @@ def test_a_stale_answer_table_is_rebuilt_before_sql_reads_it(tmp_path: Path) -> 
     memory, _ = _analyzed(run, "memory")
     sql, _ = _analyzed(run, "sql")
     assert sql == memory
+
+
+def test_the_command_takes_the_engine_and_prints_the_same_tables(tmp_path: Path) -> None:
+    from tests.support.cli import ragaudit
+
+    _run(tmp_path / "runs" / "default", groups=30)
+    summary = tmp_path / "runs" / "default" / "summary.json"
+    printed, figures = [], []
+    for engine in ("memory", "sql"):
+        result = ragaudit("analyze", "--engine", engine, cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        printed.append(result.stdout)
+        figures.append(json.loads(summary.read_text())["systems"])
+    assert printed[0] == printed[1] and figures[0] == figures[1]
+    refused = ragaudit("analyze", "--engine", "sql", "--outcome", "retrieval", cwd=tmp_path)
+    assert refused.returncode == 2 and "--outcome retrieval" in refused.stderr
