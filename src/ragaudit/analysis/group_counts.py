@@ -385,7 +385,7 @@ def shape_ranking(
     (0.444, 3)
     """
     out: dict[str, SystemRanking] = {}
-    for system, variants in shapes.items():
+    for system, variants in sorted(shapes.items()):  # by name, as the run's files
         deepest = depth.get(system, 0)
         if deepest == 0:
             continue

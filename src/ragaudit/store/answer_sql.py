@@ -264,7 +264,8 @@ def aggregate(con: duckdb.DuckDBPyConnection, paths: Sequence[Path]) -> TableAgg
         ),
         judge_failed=dict(
             con.execute(
-                "SELECT system, count(*) FROM answers WHERE correct IS NULL GROUP BY system"
+                "SELECT system, count(*) FROM answers WHERE correct IS NULL "
+                "GROUP BY system ORDER BY system"
             ).fetchall()
         ),
     )
