@@ -6,10 +6,10 @@ variant (:class:`~ragaudit.analysis.group_counts.SideCounts`) and the shapes of 
 retrieved lists, from which the pure :mod:`ragaudit.analysis.group_counts` computes the
 same figures as the in-memory path; and they write the drill-down straight from SQL.
 
-The statements are plain SQL (CTEs, GROUP BY, CASE, a window for the group order), with
-DuckDB's list functions where a row's lists are read (``len``, ``list_position``,
-``list_sort``, ``list_has_any``; Spark and Trino name them ``size``/``cardinality``,
-``array_position``, ``array_sort``, ``arrays_overlap``).
+The statements are built of plain SQL (CTEs, joins, GROUP BY with CASE sums, one window
+for the group order), written in DuckDB's dialect where it is shorter: its list functions
+where a row's id lists are read, ``GROUP BY ALL``, ``UNION ALL BY NAME``, ``SEMI JOIN``
+and ``FILTER``; docs/analyze.md lists what a port to Spark SQL or Trino renames.
 """
 
 from __future__ import annotations
