@@ -93,3 +93,18 @@ def test_shared_resamples_give_each_outcome_its_own_figures() -> None:
         [(m, c) for c in (answer, retrieval) for m in ("accuracy", "robustness")], seed=5
     )
     assert shared == alone
+
+
+def test_fewer_resamples_per_chunk_give_the_same_figures(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past 131,072 groups a chunk holds fewer resamples (memory stays bounded): the draws,
+    and so the intervals and p-values, are those of the full chunks."""
+    from ragaudit.analysis import significance
+
+    rng = np.random.default_rng(1)
+    a = {f"g{i}": (int(rng.integers(0, 4)), 3) for i in range(500)}
+    b = {f"g{i}": (int(rng.integers(0, 4)), 3) for i in range(500)}
+    counts = significance.PairedCounts.from_dicts(a, b)
+    whole = significance.compare_many(counts, seed=4)
+    monkeypatch.setattr(significance, "_CHUNK_DRAWS", 500 * 7)  # 7 resamples a chunk
+    assert significance._chunk(500) == 7
+    assert significance.compare_many(counts, seed=4) == whole

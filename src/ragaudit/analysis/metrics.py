@@ -288,7 +288,18 @@ def _balanced_accuracy(examples: list[Example]) -> float | None:
         per_group[ex.group_id].append(ex.correct)
     if not per_group:
         return None
-    return sum(sum(v) / len(v) for v in per_group.values()) / len(per_group)
+    return balanced_mean(sum(v) / len(v) for v in per_group.values())
+
+
+def balanced_mean(shares: Iterable[float]) -> float | None:
+    """The mean of per-group accuracies, summed exactly (``math.fsum``): the same figure
+    whatever order the groups come in, in memory or from SQL; None for no group.
+
+    >>> balanced_mean([1.0, 0.5, 0.0]), balanced_mean([])
+    (0.5, None)
+    """
+    values = list(shares)
+    return math.fsum(values) / len(values) if values else None
 
 
 # Why R is undefined (VariantFigures.robustness_undefined), as the tables show it.

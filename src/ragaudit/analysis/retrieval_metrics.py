@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -128,32 +128,78 @@ def _gold_positions(retrieved: Sequence[str], gold: Sequence[str]) -> list[int]:
     return positions
 
 
-def _scores(examples: list[Example], ks: Sequence[int]) -> RankingMetrics:
-    """Recall@k, MRR and nDCG@max(k) of the examples: one pass over each retrieved list
-    (the same figures as :func:`recall_at_k`, :func:`reciprocal_rank`, :func:`ndcg_at_k`)."""
+Shape = tuple[int, tuple[int, ...]]  # (gold documents wanted, 0-based ranks where found)
+
+
+def query_shape(retrieved: Sequence[str], gold: Sequence[str]) -> Shape:
+    """What the ranking metrics of one query depend on: how many distinct gold documents
+    it wants (1 where one is named) and the sorted 0-based ranks at which each is first
+    retrieved. Queries of one shape have the same scores, so a million queries are a few
+    shapes with their counts (the same figures in memory and from SQL).
+
+    >>> query_shape(["d3", "d1", "d7", "d1"], gold=["d1", "d2"])
+    (2, (1,))
+    """
+    wanted = len(set(gold)) if len(gold) > 1 else 1
+    return wanted, tuple(_gold_positions(retrieved, gold))
+
+
+def shape_scores(shapes: Mapping[Shape, int], ks: Sequence[int]) -> RankingMetrics:
+    """Recall@k, MRR and nDCG@max(k) of queries given as shapes (:func:`query_shape`) and
+    how many queries have each: the same figures as :func:`recall_at_k`,
+    :func:`reciprocal_rank` and :func:`ndcg_at_k` averaged over the queries. The scores
+    are laid out in sorted order before they are averaged, so the figures depend on the
+    queries only, never on the order they came in.
+
+    >>> shape_scores({(1, (0,)): 2, (1, ()): 1}, ks=(1,))["mrr"].value  # two found first
+    0.6666666666666666
+    """
     deepest = max(ks)
     discount = [1.0 / math.log2(rank + 2) for rank in range(deepest)]
     ideal = list(itertools.accumulate(discount))
-    n = len(examples)
-    recall = {k: np.zeros(n) for k in ks}
-    rr = np.zeros(n)
-    ndcg = np.zeros(n)
-    for i, ex in enumerate(examples):
-        assert ex.retrieved is not None and ex.gold is not None
-        positions = _gold_positions(ex.retrieved, ex.gold)
+    counts = np.fromiter(shapes.values(), dtype=np.int64, count=len(shapes))
+    recall = {k: np.zeros(len(shapes)) for k in ks}
+    rr = np.zeros(len(shapes))
+    ndcg = np.zeros(len(shapes))
+    for i, (wanted, positions) in enumerate(shapes):
         if not positions:
             continue
-        wanted = len(set(ex.gold)) if len(ex.gold) > 1 else 1
         for k in ks:
             recall[k][i] = sum(p < k for p in positions) / wanted
         rr[i] = 1.0 / (positions[0] + 1)
         ndcg[i] = (
             sum(discount[p] for p in positions if p < deepest) / ideal[min(deepest, wanted) - 1]
         )
-    out: RankingMetrics = {f"recall@{k}": mean_interval(recall[k]) for k in ks}
-    out["mrr"] = mean_interval(rr)
-    out[f"ndcg@{deepest}"] = mean_interval(ndcg)
+
+    def spread(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        order = np.argsort(values, kind="stable")
+        out: npt.NDArray[np.float64] = np.repeat(values[order], counts[order])
+        return out
+
+    out: RankingMetrics = {f"recall@{k}": mean_interval(spread(recall[k])) for k in ks}
+    out["mrr"] = mean_interval(spread(rr))
+    out[f"ndcg@{deepest}"] = mean_interval(spread(ndcg))
     return out
+
+
+def _scores(examples: list[Example], ks: Sequence[int]) -> RankingMetrics:
+    """Recall@k, MRR and nDCG@max(k) of the examples (:func:`shape_scores` of their
+    shapes)."""
+    shapes: Counter[Shape] = Counter()
+    for ex in examples:
+        assert ex.retrieved is not None and ex.gold is not None
+        shapes[query_shape(ex.retrieved, ex.gold)] += 1
+    return shape_scores(shapes, ks)
+
+
+def ranking_cuts(depth: int, ks: Sequence[int] = DEFAULT_KS) -> list[int]:
+    """The cut-offs of a system that retrieves up to ``depth`` documents: those beyond it
+    would only repeat the last one.
+
+    >>> ranking_cuts(3), ranking_cuts(20)
+    ([1, 3], [1, 3, 5, 10])
+    """
+    return [k for k in ks if k <= depth] or [min(ks)]
 
 
 def ranking_summary(
@@ -190,7 +236,7 @@ def ranking_summary(
         depth = max(len(ex.retrieved or ()) for exs in variants.values() for ex in exs)
         if depth == 0:
             continue  # never retrieves (LLM only, or ids not reported): nothing to rank
-        cuts = [k for k in ks if k <= depth] or [min(ks)]
+        cuts = ranking_cuts(depth, ks)
         out[system] = SystemRanking(
             depth=depth,
             variants={v: _scores(exs, cuts) for v, exs in sorted(variants.items())},

@@ -71,6 +71,15 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
 
 METRICS = ("accuracy", "robustness")
 _CHUNK = 256  # resamples per matrix product: memory stays ~ _CHUNK x groups
+# At most this many draws per chunk: past 131,072 groups (10M answers have a million) a
+# chunk holds fewer resamples, so that its draws stay ~256 MB. The draws are the same
+# numbers in the same order whatever the chunk size, and so are the figures.
+_CHUNK_DRAWS = 1 << 25
+
+
+def _chunk(groups: int) -> int:
+    """Resamples per chunk for ``groups`` groups."""
+    return max(1, min(_CHUNK, _CHUNK_DRAWS // max(groups, 1)))
 
 
 @dataclass(frozen=True)
@@ -180,9 +189,10 @@ def compare_sets(
             for metric in metrics
         ]
     rng = np.random.default_rng(seed)
+    chunk = _chunk(g)
     boot: list[list[np.ndarray]] = [[] for _ in metrics]
-    for start in range(0, n_boot, _CHUNK):
-        weights = rng.poisson(1.0, size=(min(_CHUNK, n_boot - start), g)).astype(np.float32)
+    for start in range(0, n_boot, chunk):
+        weights = rng.poisson(1.0, size=(min(chunk, n_boot - start), g)).astype(np.float32)
         sums = weights @ parts.astype(np.float32)
         for i in range(m):
             boot[i].append(
@@ -195,8 +205,8 @@ def compare_sets(
     )
     extreme = [0] * m
     total = [0] * m
-    for start in range(0, n_perm, _CHUNK):
-        swap = (rng.random((min(_CHUNK, n_perm - start), g)) < 0.5).astype(np.float32)
+    for start in range(0, n_perm, chunk):
+        swap = (rng.random((min(chunk, n_perm - start), g)) < 0.5).astype(np.float32)
         moved = swap @ delta.astype(np.float32)
         for i in range(m):
             t = totals[4 * i : 4 * i + 4]

@@ -787,10 +787,15 @@ class Project:
         seed: int = 0,
         llm_only: str | None = None,
         outcome: Literal["answer", "retrieval"] = "answer",
+        engine: Literal["auto", "memory", "sql"] = "auto",
     ) -> Summary:
         """Groups, robustness, the retrieval database, module blame and paired tests
         (``ragaudit analyze``): writes summary.json, summary.md and drilldown.jsonl and
-        returns the typed :class:`~ragaudit.analysis.summary.Summary` (``.to_pandas()``)."""
+        returns the typed :class:`~ragaudit.analysis.summary.Summary` (``.to_pandas()``).
+        ``engine``: ``memory`` holds the answers as records; ``sql`` aggregates the run's
+        answers.parquet with DuckDB, out of core; ``auto`` takes SQL from
+        :data:`~ragaudit.steps.analyze.SQL_MIN_ROWS` answers on. The figures are the
+        same."""
         from ragaudit.steps.analyze import default_neutral, run_analysis
 
         check_rule(retrieval_rule)
@@ -802,6 +807,7 @@ class Project:
             "system": system if paths else None,
             "llm_only": llm_only,
             "outcome": outcome,
+            "engine": engine,
         }
         with self._step("analyze", options, create=False) as run:
             return run_analysis(
@@ -813,6 +819,7 @@ class Project:
                 llm_only=llm_only,
                 outcome=outcome,
                 reference_free=self.config.reference_free,
+                engine=engine,
             ).summary
 
     @step

@@ -183,6 +183,7 @@ class AnswerRow:
     variant: str
     group_id: str
     source: str
+    label: str | None  # the question type (document-grounded queries)
     reference: str
     answer: str | None
     error: str | None
@@ -191,6 +192,8 @@ class AnswerRow:
     retrieval_correct: bool | None
     retrieved_ids: list[str]
     gold_ids: list[str] | None
+    gold_kind: str | None  # what the gold ids mean: states, entity
+    answerable: bool  # False: the question has no answer, so a refusal is right
     where: str | None  # correct, knowledge base, retriever, language model, system error;
     # None unjudged
     rationale: str | None
@@ -235,9 +238,9 @@ class Answers:
 
     def to_pandas(self) -> pd.DataFrame:
         """One row per answer: system, query_id, repeat (which asking of the query, 0
-        without repeats), query, variant, group_id, source,
-        reference, answer, error, correct, method, retrieval_correct, retrieved_ids,
-        gold_ids, where (the module the answer went wrong in, or ``correct``), rationale,
+        without repeats), query, variant, group_id, source, label, reference, answer,
+        error, correct, method, retrieval_correct, retrieved_ids, gold_ids, gold_kind,
+        answerable, where (the module the answer went wrong in, or ``correct``), rationale,
         and one column per reference-free metric scored."""
         import pandas as pd
 

@@ -10,6 +10,7 @@ import typer
 from ragaudit.cli.common import project_for
 from ragaudit.cli.console import console, err_console
 from ragaudit.cli.options import (
+    AnalysisEngine,
     ConfigOption,
     Outcome,
     RetrievalRuleOption,
@@ -49,6 +50,15 @@ def analyze_cmd(
             "retrieval rule is analyzed as the outcome; no judging needed).",
         ),
     ] = Outcome.answer,
+    engine: Annotated[
+        AnalysisEngine,
+        typer.Option(
+            "--engine",
+            help="memory (the answers held as records), sql (the run's answers.parquet "
+            "aggregated by DuckDB, out of core) or auto: sql from 1,000,000 answers on. "
+            "The figures are the same.",
+        ),
+    ] = AnalysisEngine.auto,
 ) -> None:
     """Groups, robustness, retrieval database and module metrics, and paired tests:
     summary.json, summary.md and drilldown.jsonl in the run directory."""
@@ -75,6 +85,7 @@ def analyze_cmd(
         system=system,
         llm_only=llm_only,
         outcome="retrieval" if outcome is Outcome.retrieval else "answer",
+        engine=engine.value,
     )
     run = RunDir(project.run_dir)
     if outcome is Outcome.retrieval:

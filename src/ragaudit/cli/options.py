@@ -71,6 +71,14 @@ class Outcome(StrEnum):
     retrieval = "retrieval"
 
 
+class AnalysisEngine(StrEnum):
+    """Which path ``analyze`` aggregates the answers by: the same figures either way."""
+
+    auto = "auto"
+    memory = "memory"
+    sql = "sql"
+
+
 class SetSplit(StrEnum):
     """What tells a run's test sets apart (``ragaudit compare``)."""
 

@@ -3,16 +3,21 @@ drill-down, with paired comparisons between variants and between systems."""
 
 from __future__ import annotations
 
+import shutil
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from json.encoder import encode_basestring as json_string
 from pathlib import Path
+from typing import Literal
+
+import numpy as np
 
 from ragaudit.analysis import Analysis, Example, analyze
 from ragaudit.analysis.by_label import label_breakdown
 from ragaudit.analysis.comparisons import comparisons
 from ragaudit.analysis.documents import generation_figures, source_breakdown
+from ragaudit.analysis.group_counts import group_comparisons, shape_ranking, system_figures
 from ragaudit.analysis.metrics import gold_state, robustness_note, source_of, with_left_out
 from ragaudit.analysis.reliability import reference_free_figures
 from ragaudit.analysis.repeats import stability
@@ -45,6 +50,8 @@ from ragaudit.steps.inputs import read_neutral
 from ragaudit.steps.judge import read_judge_stats
 from ragaudit.steps.label import read_label_figures
 from ragaudit.steps.scan import read_scan
+from ragaudit.store import answer_sql
+from ragaudit.store.answers import fresh_answer_table
 from ragaudit.store.examples import answer_examples, repeat_attempts, retrieval_examples
 from ragaudit.store.files import DrilldownRow, read_documents_thresholds
 from ragaudit.store.records import (
@@ -203,6 +210,49 @@ def _drilldown_rows(
         yield row(ex, q.query if q else None, q.reference.display if q else None)
 
 
+Engine = Literal["auto", "memory", "sql"]
+
+# From this many rows of the run's answer table on, ``--engine auto`` aggregates it in SQL
+# (DuckDB over answers.parquet) rather than in memory: below it the in-memory path is as
+# fast and needs no table; above it, memory grows with every answer held as a record
+# (about 1 GB per million), while the SQL path's grows with the groups only. The figures
+# are the same either way (tests/test_analysis_sql.py).
+SQL_MIN_ROWS = 1_000_000
+
+
+def choose_engine(
+    run: RunDir,
+    engine: Engine,
+    *,
+    neutral: list[Path],
+    table: Path | None,
+    outcome: Outcome,
+) -> tuple[Literal["memory", "sql"], list[str]]:
+    """Which path analyzes: ``memory`` (the answers as records) or ``sql`` (the answer
+    table aggregated by DuckDB), with why not SQL where it was asked for or could not be
+    chosen. ``auto`` takes SQL for a table given (``table``) or a run whose answer table has
+    :data:`SQL_MIN_ROWS` rows or more, when SQL can give every figure; neutral JSON Lines
+    and ``--outcome retrieval`` are analyzed in memory."""
+    if engine == "memory":
+        if table is not None:
+            raise UserError("a Parquet answer table is analyzed in SQL: --engine sql or auto")
+        return "memory", []
+    why: list[str] = []
+    if neutral:
+        why.append("neutral JSON Lines are read in memory (give a Parquet answer table)")
+    if outcome != "answer":
+        why.append("--outcome retrieval is analyzed in memory")
+    if not why and table is None and engine == "auto":
+        path = run.answers_table
+        if not path.is_file() or answer_sql.table_rows([path]) < SQL_MIN_ROWS:
+            return "memory", []
+    if why:
+        if engine == "sql":
+            raise UserError("--engine sql cannot analyze these inputs: " + "; ".join(why))
+        return "memory", why
+    return "sql", []
+
+
 def run_analysis(
     run: RunDir,
     *,
@@ -213,12 +263,23 @@ def run_analysis(
     llm_only: str | None = None,
     outcome: Outcome = "answer",
     reference_free: ReferenceFreeOptions | None = None,
+    engine: Engine = "auto",
+    table: Path | None = None,
 ) -> AnalysisResult:
     """Analyze and write summary.json, summary.md and drilldown.jsonl into the run;
     ``system`` names the system of neutral files; ``reference_free`` (the configuration's
-    section) reads the reference-free scores, when the run has them, at its thresholds."""
+    section) reads the reference-free scores, when the run has them, at its thresholds.
+    ``engine`` chooses the path (:func:`choose_engine`): in memory, or the run's answer
+    table (or ``table``, a Parquet file in its schema) aggregated in SQL; both give the
+    same figures."""
     check_seed(seed)
     neutral = neutral or []
+    chosen, _ = choose_engine(run, engine, neutral=neutral, table=table, outcome=outcome)
+    if chosen == "sql":
+        strict = engine == "sql" or table is not None  # a table has no records to fall back on
+        result = sql_analysis(run, table=table, seed=seed, llm_only=llm_only, strict=strict)
+        if result is not None:
+            return result
     # Held for the whole step, so that every reader of the dataset in it shares one read.
     _held = read_dataset(run) if not neutral and run.dataset.exists() else None
     undecided: Counter[str] = Counter()
@@ -322,6 +383,77 @@ def run_analysis(
     # A DrilldownRow is a plain dict at run time, which the writer encodes as it is.
     write_jsonl_atomic(run.drilldown, rows)
     return result
+
+
+def sql_analysis(
+    run: RunDir,
+    *,
+    table: Path | None = None,
+    seed: int = 0,
+    llm_only: str | None = None,
+    strict: bool = False,
+) -> AnalysisResult | None:
+    """The analysis of the run's answer table (fresh: built again where the JSON Lines
+    changed since), or of ``table``, aggregated in SQL by DuckDB out of core
+    (:mod:`ragaudit.store.answer_sql`); the figures are those of the in-memory path. None
+    where a figure is computed in memory only (labels, several sources, reference-free
+    scores: :func:`~ragaudit.store.answer_sql.sql_blockers`), or a one-line error with
+    why when ``strict``."""
+    paths = [table] if table is not None else [fresh_answer_table(run)]
+    run.root.mkdir(parents=True, exist_ok=True)
+    spill = run.root / ".duckdb.tmp"
+    try:
+        with answer_sql.connect(spill) as con:
+            blockers = answer_sql.sql_blockers(con, paths)
+            if blockers:
+                if strict:
+                    raise UserError(
+                        "--engine sql cannot give every figure here: " + "; ".join(blockers)
+                    )
+                return None
+            found = answer_sql.aggregate(con, paths)
+            if not len(found.groups) or not np.any(found.groups.counts["n"]):
+                raise UserError(
+                    "nothing to analyze: the inputs hold no judged answers"
+                    + (
+                        f" ({sum(found.judge_failed.values())} judgements failed: rerun "
+                        "ragaudit judge)"
+                        if found.judge_failed
+                        else ""
+                    )
+                )
+            systems = system_figures(found.groups, found.sides, llm_only)
+            rule, warnings = _judge_rule(run)
+            warnings += _unjudged(run, {*systems, *found.judge_failed})
+            warnings += _unjudged_repeats(run)
+            note = robustness_note(systems)
+            if note is not None:
+                warnings.append(note)
+            summary = Summary(
+                by_source={},
+                documents=read_document_figures(run, seed),
+                outcome="answer",
+                retrieval_rule=rule,
+                warnings=warnings,
+                systems=systems,
+                judge_failed=found.judge_failed,
+                comparisons=group_comparisons(
+                    found.groups, seed=seed, outcomes=("answer", "retrieval")
+                ),
+                retrieval_ranking=shape_ranking(found.shapes, found.label_shapes, found.depth),
+                by_label={},
+                label_comparisons=[],
+                labels=read_label_figures(run),
+                weight_scan=read_scan(run),
+                reference_free=None,
+                stability=stability(repeat_attempts(run)),
+                cost=cost_figures(run),
+            )
+            result = _write(run, summary)
+            answer_sql.write_drilldown(con, run.drilldown)
+            return result
+    finally:
+        shutil.rmtree(spill, ignore_errors=True)
 
 
 def _unjudged(run: RunDir, analyzed: set[str]) -> list[str]:

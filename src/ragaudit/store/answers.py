@@ -54,8 +54,9 @@ if TYPE_CHECKING:
 # 3: ``where`` counts a refusal to an unanswerable question, and any right answer, as
 # correct (issue 41); 4: a judgement given against another reference than the question
 # has now is refused (issue 38, refresh); 5: repeat, and a row per repeat of
-# run --repeat N (issue 38, repeats).
-TABLE_VERSION = 5
+# run --repeat N (issue 38, repeats); 6: label, gold_kind and answerable, which the
+# figures need, so that analyze can aggregate the table in SQL (issue 40).
+TABLE_VERSION = 6
 FINGERPRINT_KEY = b"ragaudit.fingerprint"
 
 # The columns, in order, and what each holds (docs/records.md describes them).
@@ -67,6 +68,7 @@ COLUMNS = (
     "variant",
     "group_id",
     "source",
+    "label",  # the question type (document-grounded queries), or null
     "reference",  # its display string
     "answer",  # the response's text; null when the system failed
     "error",
@@ -75,6 +77,8 @@ COLUMNS = (
     "retrieval_correct",
     "retrieved_ids",
     "gold_ids",
+    "gold_kind",  # what the gold ids mean: states, entity, or null
+    "answerable",  # false for a question that has no answer (a refusal is right)
     "where",  # correct, or the module at fault (docs/records.md); null when unjudged
     "rationale",
     "scores",  # reference-free metric -> score (null: could not be computed)
@@ -89,6 +93,7 @@ def _schema() -> pa.Schema:
         "repeat": pa.int64(),
         "correct": flag,
         "retrieval_correct": flag,
+        "answerable": flag,
         "retrieved_ids": ids,
         "gold_ids": ids,
         "scores": pa.map_(pa.string(), pa.float64()),
@@ -260,6 +265,28 @@ def write_answer_table(run: RunDir) -> pa.Table:
     return table
 
 
+def fresh_answer_table(run: RunDir) -> Path:
+    """The path of the run's ``answers.parquet``, built again and written first where its
+    fingerprint does not match the source files as they are now: for a reader that
+    queries the file itself (the SQL path of ``analyze``) rather than loading it. Only
+    the file's footer is read when it is fresh."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = run.answers_table
+    mark = fingerprint(run)
+    try:
+        schema = pq.read_schema(path)
+        fresh = (schema.metadata or {}).get(FINGERPRINT_KEY) == mark.encode("utf-8") and (
+            schema.remove_metadata().equals(_schema())
+        )
+    except (OSError, ValueError, pa.ArrowException):
+        fresh = False
+    if not fresh:
+        write_parquet_atomic(path, build_answer_table(run, mark))
+    return path
+
+
 def read_answer_table(run: RunDir, *, write: bool = True) -> pa.Table:
     """The run's answer table: ``answers.parquet`` when its fingerprint matches the source
     files as they are now, else built from them again and (``write``) written back (where
@@ -306,6 +333,7 @@ def _add_row(
         ("variant", q.variant),
         ("group_id", q.group_id),
         ("source", q.source),
+        ("label", q.label),
         ("reference", q.reference.display),
         ("answer", r.response),
         ("error", r.error),
@@ -314,6 +342,8 @@ def _add_row(
         ("retrieval_correct", j.retrieval_correct if j else None),
         ("retrieved_ids", r.retrieved_ids),
         ("gold_ids", q.gold_ids),
+        ("gold_kind", q.gold_kind),
+        ("answerable", bool(q.reference.values)),
         ("rationale", j.rationale if j else None),
         ("scores", scores),
     ):
