@@ -561,3 +561,36 @@ def test_a_statement_that_only_restates_its_question_is_dropped(
     )
     accepted = [c for c in candidates if c.accepted]
     assert len(accepted) == 4 and not any(c in restated for c in accepted)
+
+
+def test_a_reading_that_agrees_only_in_the_questions_words_drops_the_pair(
+    llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    """Issue 41's trial: for "What is the default name of the help parameter?" the model
+    read "['--help']", whose one word, "help", is in the reference "The
+    help_option_names parameter is used to define how the default help parameter is
+    named": the reading agreed and a reference that does not give the name passed. The
+    answers are compared on what each says beyond the question. Here the reader reads
+    "['--project']" for "Who leads the X project?" (the reference names a person): those
+    pairs are dropped by the reading; the rest pass."""
+    script = Script()
+
+    def reading_a_symbol(body: dict[str, Any]) -> str:
+        reading = "You answer a question from numbered passages" in body["messages"][0]["content"]
+        if reading and body["messages"][1]["content"].rstrip().endswith("project?"):
+            return json.dumps({"answer": "['--project']", "passage": 1})
+        return script(body)
+
+    llm_server.responder = reading_a_symbol
+    env = _setup(tmp_path, llm_server)
+    result = ragaudit(
+        "generate", "--documents", "--size", "4", "--mix", "fact_single", cwd=tmp_path, env=env
+    )
+    assert result.returncode == 0, result.stderr
+    candidates = _candidates(tmp_path)
+    leads = [c for c in candidates if c.question and c.question.startswith("Who leads")]
+    assert leads and all(
+        c.dropped and c.dropped.startswith("reading: the context gives \"['--project']\"")
+        for c in leads
+    )
+    assert sum(c.accepted for c in candidates) == 4

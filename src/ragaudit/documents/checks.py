@@ -367,6 +367,36 @@ def answers_agree(expected: str | None, found: str | None) -> bool:
     return bool(mine and theirs) and (mine <= theirs or theirs <= mine)
 
 
+def reading_agrees(question: str, reference: str, read: str | None) -> bool:
+    """Whether the answer read for ``question`` is the pair's ``reference``, on what each
+    says beyond the question: :func:`answers_agree` of the two with the question's words
+    and symbols taken out. The words the question already holds agree with any answer
+    that repeats them: issue 41's trial read "['--help']" for "What is the default name
+    of the help parameter?", whose one content word, "help", is in the reference "The
+    help_option_names parameter is used to define how the default help parameter is
+    named", and the pair passed. Where either answer says nothing beyond the question,
+    they are compared whole (a question that holds its answer is another check's).
+
+    >>> question = "What is the default name of the help parameter?"
+    >>> reading_agrees(question, "It defines how the default help parameter is named.", "--help")
+    False
+    >>> reading_agrees(question, "The help parameter is named --help by default.", "--help")
+    True
+    """
+    if read is None:
+        return False
+    asked = _answer_tokens(question)
+
+    def beyond(text: str) -> str:
+        plain = re.sub(r"[\"'`“”‘’«»]", " ", text.casefold())
+        return " ".join(t for t in re.findall(r"\w+|[^\w\s]+", plain) if t not in asked)
+
+    mine, theirs = beyond(reference), beyond(read)
+    if not _answer_tokens(mine) or not _answer_tokens(theirs):
+        return answers_agree(reference, read)
+    return answers_agree(mine, theirs)
+
+
 # Words too common to tell two short answers apart.
 _ANSWER_STOP = frozenset(
     {"a", "an", "the", "of", "to", "in", "on", "at", "by", "for", "with", "it", "its"}
@@ -507,7 +537,9 @@ __all__ = [
     "near_duplicate",
     "parse_critiques",
     "parse_reading",
+    "reading_agrees",
     "reading_prompt",
+    "restates_question",
     "stem",
     "wording_drift",
 ]

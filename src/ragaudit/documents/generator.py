@@ -344,7 +344,7 @@ class DocumentGenerator:
             # the question in the context alone, as the wording check reads a wording, and
             # that answer must be the reference's (for a statement: within it).
             read = await self._read(context.text, question)
-            if read is None or not checks.answers_agree(answer, read):
+            if read is None or not checks.reading_agrees(question, answer, read):
                 got = "nothing" if read is None else repr(read[:60])
                 return f"reading: the context gives {got}, the reference says {answer[:60]!r}"
             read_agrees = True
