@@ -54,6 +54,27 @@ def _group_counts(
     return {g: (c, n) for g, (c, n) in counts.items()}
 
 
+def side_pairs(sides: Iterable[SideKey]) -> list[tuple[SideKey, SideKey]]:
+    """The pairs of (system, variant) sides compared: each system's variants with each
+    other, then each variant's systems with each other, in sorted order (the in-memory
+    and the SQL paths compare the same pairs in the same order). A pair can name a side
+    that has no answers (a system not asked in a variant): the caller skips it.
+
+    >>> for pair in side_pairs([("rag", "short"), ("rag", "long"), ("bm25", "short")]):
+    ...     print(*pair)
+    ('bm25', 'long') ('bm25', 'short')
+    ('rag', 'long') ('rag', 'short')
+    ('bm25', 'long') ('rag', 'long')
+    ('bm25', 'short') ('rag', 'short')
+    """
+    keys = set(sides)
+    systems = sorted({s for s, _ in keys})
+    variants = sorted({v for _, v in keys})
+    pairs = [((s, v1), (s, v2)) for s in systems for v1, v2 in itertools.combinations(variants, 2)]
+    pairs += [((s1, v), (s2, v)) for v in variants for s1, s2 in itertools.combinations(systems, 2)]
+    return pairs
+
+
 def comparisons(
     examples: list[Example],
     seed: int = 0,
@@ -96,8 +117,7 @@ def comparisons(
         unjudged[ex.system, ex.variant].append(ex)
     systems = sorted({s for s, _ in by})
     variants = sorted({v for _, v in by})
-    pairs = [((s, v1), (s, v2)) for s in systems for v1, v2 in itertools.combinations(variants, 2)]
-    pairs += [((s1, v), (s2, v)) for v in variants for s1, s2 in itertools.combinations(systems, 2)]
+    pairs = side_pairs(by)
     out: dict[Outcome, list[Comparison]] = {outcome: [] for outcome in outcomes}
     for left, right in pairs:
         if left not in by or right not in by:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from ragaudit.analysis.comparisons import _comparison
+from ragaudit.analysis.comparisons import _comparison, side_pairs
 from ragaudit.analysis.metrics import (
     ALL_GAPS,
     ONE_QUERY,
@@ -334,8 +334,7 @@ def group_comparisons(
     failed = {key for key, rows in where.items() if np.any(table.counts["errors"][rows])}
     systems = sorted({s for s, _ in where})
     variants = sorted({v for _, v in where})
-    pairs = [((s, v1), (s, v2)) for s in systems for v1, v2 in itertools.combinations(variants, 2)]
-    pairs += [((s1, v), (s2, v)) for v in variants for s1, s2 in itertools.combinations(systems, 2)]
+    pairs = side_pairs(where)
     out: dict[Outcome, list[Comparison]] = {outcome: [] for outcome in outcomes}
     for left, right in pairs:
         if left not in where or right not in where:
