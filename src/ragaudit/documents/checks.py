@@ -382,14 +382,24 @@ def reading_agrees(question: str, reference: str, read: str | None) -> bool:
     False
     >>> reading_agrees(question, "The help parameter is named --help by default.", "--help")
     True
+    >>> reading_agrees("What does style('A', blink=True) do?",
+    ...                "It styles the text 'A' with blinking text.",
+    ...                "It prints the styled text 'A' with the blink style enabled.")
+    True
     """
     if read is None:
         return False
-    asked = _answer_tokens(question)
+
+    # Words as the support lookup splits them ("resolve_path" is resolve and path), by
+    # stem ("blinking" is the question's "blink=True"), and runs of symbols.
+    def tokens(text: str) -> list[str]:
+        plain = re.sub(r"[\"'`“”‘’«»]", " ", text.casefold())
+        return re.findall(r"[^\W_]+|[^\w\s]+|_+", plain)
+
+    asked = {stem(t) for t in tokens(question)}
 
     def beyond(text: str) -> str:
-        plain = re.sub(r"[\"'`“”‘’«»]", " ", text.casefold())
-        return " ".join(t for t in re.findall(r"\w+|[^\w\s]+", plain) if t not in asked)
+        return " ".join(t for t in tokens(text) if stem(t) not in asked)
 
     mine, theirs = beyond(reference), beyond(read)
     if not _answer_tokens(mine) or not _answer_tokens(theirs):
