@@ -393,8 +393,7 @@ def reading_agrees(question: str, reference: str, read: str | None) -> bool:
     # Words as the support lookup splits them ("resolve_path" is resolve and path), by
     # stem ("blinking" is the question's "blink=True"), and runs of symbols.
     def tokens(text: str) -> list[str]:
-        plain = re.sub(r"[\"'`“”‘’«»]", " ", text.casefold())
-        return re.findall(r"[^\W_]+|[^\w\s]+|_+", plain)
+        return re.findall(r"[^\W_]+|[^\w\s]+|_+", _unquoted(text))
 
     asked = {stem(t) for t in tokens(question)}
 
@@ -417,8 +416,12 @@ _ANSWER_STOP = frozenset(
 def _answer_tokens(text: str) -> set[str]:
     """The words and runs of symbols of an answer (quotes dropped), casefolded, without
     the commonest function words: ``'only once'`` is {only, once}, ``'f"{{'`` {f, {{}."""
-    plain = re.sub(r"[\"'`“”‘’«»]", " ", text.casefold())
-    return {t for t in re.findall(r"\w+|[^\w\s]+", plain) if t not in _ANSWER_STOP}
+    return {t for t in re.findall(r"\w+|[^\w\s]+", _unquoted(text)) if t not in _ANSWER_STOP}
+
+
+def _unquoted(text: str) -> str:
+    """``text`` casefolded, its quotes and backticks made spaces."""
+    return re.sub(r"[\"'`“”‘’«»]", " ", text.casefold())
 
 
 # -- what a wording must keep of its question -------------------------------------------------
