@@ -21,7 +21,7 @@ first, so that only what they lack is asked of the model.
 
     .venv/bin/python scripts/measure_documents.py precision \
         --record tests/data/document_precision_replies.json
-    .venv/bin/python scripts/measure_documents.py balance --size 24 \
+    .venv/bin/python scripts/measure_documents.py balance --size 32 \
         --record tests/data/document_balance_replies.json
 """
 

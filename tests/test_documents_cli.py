@@ -563,6 +563,37 @@ def test_a_statement_that_only_restates_its_question_is_dropped(
     assert len(accepted) == 4 and not any(c in restated for c in accepted)
 
 
+def test_a_question_that_does_not_name_its_subject_is_dropped(
+    llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    """Issue 41's trial: "What is the name of the CLI?" and "What is the character set for
+    the input and output data?" were accepted (every critique 5) from reference pages that
+    all have a name and data; their references were a program's name and a parameter's.
+    Here the model asks "When did work begin?" of every report's start date, which all
+    three reports give: those candidates are dropped with the reason and the rest pass."""
+    script = Script()
+
+    def vague(body: dict[str, Any]) -> str:
+        if "You write one question" in body["messages"][0]["content"]:
+            statement = body["messages"][1]["content"].split("Statement: ", 1)[1]
+            if statement.startswith("Work began on"):
+                return "When did work begin?"
+        return script(body)
+
+    llm_server.responder = vague
+    env = _setup(tmp_path, llm_server)
+    result = ragaudit(
+        "generate", "--documents", "--size", "4", "--mix", "fact_single", cwd=tmp_path, env=env
+    )
+    assert result.returncode == 0, result.stderr
+    candidates = _candidates(tmp_path)
+    asked = [c for c in candidates if c.question == "When did work begin?"]
+    assert asked and all(
+        c.dropped and c.dropped.startswith("question: it does not name its subject") for c in asked
+    )
+    assert sum(c.accepted for c in candidates) == 4
+
+
 def test_a_reading_that_agrees_only_in_the_questions_words_drops_the_pair(
     llm_server: ScriptedLLMServer, tmp_path: Path
 ) -> None:

@@ -36,7 +36,7 @@ FIVES = json.dumps({name: [5, "fine"] for name in checks.CRITIQUES})
 
 
 def _facts(user: str) -> str:
-    name = re.search(r"Bridge \d", user)
+    name = re.search(r"Bridge \d+", user)
     sentences = [s.strip() + "." for s in user.split("Passage:\n", 1)[1].split(".") if s.strip()]
     return f"Theme: the {name.group(0) if name else 'bridge'} project\n" + "\n".join(
         f"> {s}" for s in sentences
@@ -63,7 +63,7 @@ def _responder(messages: Messages) -> str:
             return json.dumps({"answer": found.group(1) if found else "unknown", "passage": 1})
         return '{"answer": "unknown", "passage": null}'
     if "You write test questions" in system:  # simple: one right pair and one wrong
-        name = re.search(r"Bridge \d", user)
+        name = re.search(r"Bridge \d+", user)
         assert name is not None
         return json.dumps(
             {
@@ -165,13 +165,15 @@ def _statements_responder(messages: Messages) -> str:
     if "cannot answer" in system:
         theme = user.split("Theme: ", 1)[1].splitlines()[0]
         return f"How long is {theme}?"
-    if "You write one question" in system:
+    if "You write one question" in system:  # naming its subject, as the prompt asks
+        theme = user.split("Theme: ", 1)[1].splitlines()[0]
         statement = user.split("Statement: ", 1)[1].strip().rstrip(".")
-        return f"Is it recorded that {statement.lower()}?"
+        return f"Is it recorded of {theme} that {statement.lower()}?"
     if "numbered passages" in system:
         question = user.rsplit("Question: ", 1)[1]
-        if question.startswith("Is it recorded that "):  # a reference read back
-            return json.dumps({"answer": question[20:].rstrip("?"), "passage": 1})
+        if question.startswith("Is it recorded of "):  # a reference read back
+            said = question.split(" that ", 1)[1]
+            return json.dumps({"answer": said.rstrip("?"), "passage": 1})
         # The unanswerable check: the context answers it.
         return '{"answer": "about 300 metres", "passage": 1}'
     if "You review test questions" in system:

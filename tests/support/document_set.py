@@ -166,7 +166,9 @@ def squad_contexts(squad_dir: Path) -> list[Context]:
     """The subset's paragraphs, one context each (``<title>#<i>``)."""
     data = json.loads((squad_dir / SQUAD_FILE).read_text(encoding="utf-8"))
     return [
-        Context(f"{article['title']}#{i}", f"{article['title']}#{i}", p["context"])
+        Context(
+            f"{article['title']}#{i}", f"{article['title']}#{i}", p["context"], article["title"]
+        )
         for article in data["data"]
         for i, p in enumerate(article["paragraphs"])
     ]

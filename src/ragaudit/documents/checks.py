@@ -1,7 +1,9 @@
 """The checks a generated question-answer pair passes before it is accepted, cheapest first
 (pure; :mod:`ragaudit.documents.generator` calls the LLM):
 
-1. :func:`question_problem` (in :mod:`.generation`): the question stands without its text.
+1. :func:`question_problem` (in :mod:`.generation`): the question stands without its text;
+   :func:`names_no_subject`: it says what it asks about in the corpus (a word of its
+   document's title, or one few documents hold).
 2. :func:`answer_support`: the answer's content words are looked up in the context. All
    found decides *supported*; a number the context does not hold decides *unsupported*;
    anything else is left to the critique's ``answer_grounding`` rating.
@@ -30,7 +32,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -171,6 +174,76 @@ def restates_question(question: str, statement: str) -> str | None:
     if said <= {stem(w) for w in content_words(question)}:
         return f"it only restates its question ({statement[:60]!r})"
     return None
+
+
+# A word is rare in a corpus when at most this share of its documents hold it (and at least
+# one, its own): a question that holds one names something few documents are about.
+RARE_SHARE = 0.1
+
+
+def _subject_words(text: str) -> set[str]:
+    """The stems of ``text``'s content words, a code name also split into its parts and
+    kept whole: "click.testing.CliRunner" gives click, test, cli, runner and clirunner."""
+    split = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", text)
+    return {stem(w) for w in content_words(text) + content_words(split)}
+
+
+class CorpusWords:
+    """Which documents of a corpus hold each word (by stem): what tells a word that names
+    one document's subject from one every document uses."""
+
+    def __init__(self, texts: Iterable[tuple[str, str]]) -> None:
+        by_doc: dict[str, set[str]] = {}
+        for doc_id, text in texts:
+            by_doc.setdefault(doc_id, set()).update(_subject_words(text))
+        self.words = by_doc
+        self.documents = Counter(w for words in by_doc.values() for w in words)
+        self.rare_at = max(1, int(RARE_SHARE * len(by_doc)))
+        # A title word more than half the documents hold ("project report", the library's
+        # name on every page) names none of them.
+        self.common_at = max(1, len(by_doc) // 2)
+
+    def rare_in(self, doc_id: str, text: str) -> list[str]:
+        """The stems of ``text`` that document ``doc_id`` holds and that few documents
+        hold (at most :data:`RARE_SHARE` of them, or only it)."""
+        own = self.words.get(doc_id, set())
+        found = _subject_words(text) & own
+        return sorted(w for w in found if self.documents[w] <= self.rare_at)
+
+
+def _same_word(a: str, b: str) -> bool:
+    # "edit" in a title names what "the editor" of a question is.
+    return a == b or (min(len(a), len(b)) >= 4 and (a.startswith(b) or b.startswith(a)))
+
+
+def names_no_subject(question: str, doc_id: str, title: str, corpus: CorpusWords) -> str | None:
+    r"""Why a question does not say what it is about, or None: it shares no word with its
+    document's title and none of its words that the document holds is rare in the corpus.
+    "What is the name of the CLI?" (from ``click.version_option``), "What is the character
+    set for the input and output data?" (``click.testing.CliRunner``): every reference page
+    of a library has a name and data, and the critiques rated both 5 for standing alone.
+    The title is what a page is about ("click.Path"); a rare word is a name the question
+    gives in its place ("Rollo", "resilient_parsing"), so a question about a paragraph of a
+    broad article ("Normans") passes by what it names.
+
+    >>> corpus = CorpusWords([("a", "click.Path\nA path. file_okay: allow a file."),
+    ...                       ("b", "click.File\nA file. lazy: allow opening it late.")])
+    >>> names_no_subject("What allows a file?", "a", "click.Path", corpus)
+    "it does not name its subject (no word of its title 'click.Path', none rare in the corpus)"
+    >>> names_no_subject("What does file_okay allow?", "a", "click.Path", corpus)
+    """
+    if title.strip() and title.strip().casefold() in question.casefold():
+        return None  # "`click.command`": common words, one name
+    asked = _subject_words(question)
+    naming = [t for t in _subject_words(title) if corpus.documents[t] <= corpus.common_at]
+    if any(_same_word(a, t) for a in asked for t in naming):
+        return None
+    if corpus.rare_in(doc_id, question):
+        return None
+    return (
+        f"it does not name its subject (no word of its title {title[:60]!r}, "
+        "none rare in the corpus)"
+    )
 
 
 # -- critiques -----------------------------------------------------------------------------
@@ -536,7 +609,9 @@ def near_duplicate(
 __all__ = [
     "CRITIQUES",
     "CRITIQUE_REPLY",
+    "RARE_SHARE",
     "READING_REPLY",
+    "CorpusWords",
     "Critique",
     "ReadingReply",
     "answer_in_question",
@@ -547,6 +622,7 @@ __all__ = [
     "critique_prompt",
     "failed_critiques",
     "kept_tokens",
+    "names_no_subject",
     "near_duplicate",
     "parse_critiques",
     "parse_reading",

@@ -67,6 +67,9 @@ class Context:
     id: str
     doc_id: str
     text: str
+    # What its document is about ("click.Path"): a question must name it or something as
+    # rare (:func:`~ragaudit.documents.checks.names_no_subject`); empty, the document id.
+    title: str = ""
 
 
 def quotas(shares: dict[QuestionLabel, float], size: int) -> dict[QuestionLabel, int]:
@@ -171,6 +174,7 @@ class DocumentGenerator:
         self._reported: set[tuple[str, str]] = set()
         self._used: dict[tuple[str, str], set[str]] = {}
         self.rater = Rater(str(getattr(llm.backend, "model", "llm")), options.label_phrasing)
+        self.corpus_words = checks.CorpusWords((c.doc_id, c.text) for c in contexts)
 
     # -- small helpers -------------------------------------------------------------------
 
@@ -322,7 +326,13 @@ class DocumentGenerator:
         # question's; a statement names its subject as its question does, and must add
         # more than the kind of thing it is about.
         circular = checks.answer_in_question if simple else checks.restates_question
-        problem = gen.question_problem(question) or (circular(question, answer) if answer else None)
+        problem = (
+            gen.question_problem(question)
+            or (circular(question, answer) if answer else None)
+            or checks.names_no_subject(
+                question, context.doc_id, context.title or context.doc_id, self.corpus_words
+            )
+        )
         if problem:
             return f"question: {problem}"
         decided: checks.Support | None = None

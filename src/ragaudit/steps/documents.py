@@ -74,6 +74,7 @@ def corpus_contexts(config: Config) -> tuple[list[Context], int]:
             f"{c.doc_id}#{c.index}",
             c.doc_id,
             with_title(c.text, titles[c.doc_id], c.index),
+            titles[c.doc_id],
         )
         for c in pieces
         if len(c.text.split()) >= MIN_CONTEXT_WORDS
