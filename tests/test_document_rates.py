@@ -76,10 +76,10 @@ CANDIDATES = {
         83,
         24,
         {
-            "unanswerable check": 30,
-            "reading": 16,
+            "unanswerable check": 31,
+            "reading": 18,
             "question": 6,
-            "llm": 4,
+            "llm": 1,
             "label": 2,
             "support": 1,
         },
@@ -258,9 +258,9 @@ OWN_WANTED = {
         "short": 10,
         "other fact": 14,
         "operand or operator shifted": 5,
-        "other ask": 6,
+        "other ask": 7,
         "subject shifted": 2,
-        "subject dropped": 1,
+        "subject dropped": 2,
     },
 }
 
@@ -268,7 +268,8 @@ OWN_WANTED = {
 def test_the_wording_check_on_document_pairs_written_for_the_project() -> None:
     """docs/documents.md: on document pairs with paraphrases and drifts written for the
     project, the check keeps 33 of 36 paraphrases and drops 33 of 36 drifts (0.92 each,
-    the SQL half's verifier: 0.96 and 0.97); the reading alone dropped 28 drifts."""
+    the SQL half's verifier: 0.96 and 0.97); the reading alone dropped 30 drifts (28 before a
+    reading cut at its token limit was read as far as it got)."""
     cases = own_wording_cases()
     contexts = [Context(f"own#{i}", f"own#{i}", c.context) for i, c in enumerate(cases)]
     replies = ReplayBackend.from_file(DATA / "document_wording_own_replies.json")
@@ -284,7 +285,7 @@ def test_the_wording_check_on_document_pairs_written_for_the_project() -> None:
             rates[name] = (kept, dropped)
     assert replies.missing == 0
     assert wanted == OWN_WANTED
-    assert rates == {"the check": (33, 33), "the reading alone": (33, 28)}
+    assert rates == {"the check": (33, 33), "the reading alone": (33, 30)}
     for k in rates["the check"]:
         share = proportion(k, 36)
         assert share.value is not None and share.value >= 0.9

@@ -594,6 +594,39 @@ def test_a_question_that_does_not_name_its_subject_is_dropped(
     assert sum(c.accepted for c in candidates) == 4
 
 
+def test_a_reading_cut_at_its_token_limit_is_read_as_far_as_it_got(
+    llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    """Issue 41's trial lost 3 of 45 candidates to ``llm: check``: the model copied a long
+    passage into the reading's answer, the reply was cut at the token limit inside it, and
+    each re-ask was cut the same way. Here every reading is cut inside its answer string,
+    after the right answer: the pairs are read from what the replies completed and
+    accepted, each reading asked once."""
+    script = Script()
+    readings: list[str] = []
+
+    def cut_readings(body: dict[str, Any]) -> str:
+        reply = script(body)
+        if "You answer a question from numbered passages" not in body["messages"][0]["content"]:
+            return reply
+        readings.append(body["messages"][-1]["content"])
+        answer = json.loads(reply)["answer"]
+        return '```json\n{\n  "answer": "' + answer  # cut before the closing quote
+
+    llm_server.responder = cut_readings
+    env = _setup(tmp_path, llm_server)
+    result = ragaudit(
+        "generate", "--documents", "--size", "4", "--mix", "fact_single", cwd=tmp_path, env=env
+    )
+    assert result.returncode == 0, result.stderr
+    candidates = _candidates(tmp_path)
+    assert not any(c.dropped and c.dropped.startswith("llm") for c in candidates), [
+        c.dropped for c in candidates
+    ]
+    assert sum(c.accepted for c in candidates) == 4, [c.dropped for c in candidates]
+    assert len(readings) == len(set(readings))  # no reading was asked again
+
+
 def test_a_reading_that_agrees_only_in_the_questions_words_drops_the_pair(
     llm_server: ScriptedLLMServer, tmp_path: Path
 ) -> None:

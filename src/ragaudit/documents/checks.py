@@ -39,7 +39,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ValidationError, field_validator
 
-from ragaudit.llm.parsing import extract_json, marked_cut, read_cut_object
+from ragaudit.llm.parsing import CUT, extract_json, marked_cut, read_cut_object
 from ragaudit.llm.types import Messages, system, user
 from ragaudit.records.models import CritiqueRating
 
@@ -410,11 +410,24 @@ class ReadingReply(BaseModel):
 
 
 def parse_reading(reply: str) -> ReadingReply:
-    """The answer of a :func:`reading_prompt` reply; a bare "unknown" is read as such.
-    Raises ``ValueError`` for anything else that is not the JSON asked for."""
+    """The answer of a :func:`reading_prompt` reply; a bare "unknown" is read as such. A
+    reply cut at the token limit inside its answer is read as far as it got (the model
+    copying a long passage: asked again, it copies it again, and the candidate was lost
+    to ``llm: check``, 3 of 45 in issue 41's trial); the answer is compared as that
+    beginning. Raises ``ValueError`` for anything else that is not the JSON asked for.
+
+    >>> parse_reading('```json\\n{"answer": "It edits the given text in the defined ed')
+    ReadingReply(answer='It edits the given text in the defined ed', passage=None)
+    """
     if reply.strip().strip(" .\"'").casefold() in _UNKNOWN:
         return ReadingReply()
-    value = extract_json(reply)
+    try:
+        value = extract_json(reply)
+    except ValueError:
+        cut = read_cut_object(reply)
+        if cut is None or not isinstance(cut.get("answer"), str):
+            raise
+        value = {**cut, "answer": cut["answer"].removesuffix(CUT)}
     if not isinstance(value, dict) or "answer" not in value:
         raise ValueError('expected {"answer": ..., "passage": ...}')
     try:
