@@ -245,6 +245,10 @@ def test_r_is_undefined_where_every_group_has_one_query_and_said_once(tmp_path: 
     assert all(
         row.cells[1] == "undefined (one query per group)" for t in report.tables for row in t.rows
     )
+    # The drill-down names a wrong answer as such, not as a group the knowledge base lacks.
+    tags = {section.tag for section in report.drilldown}
+    assert tags and not tags & {"gap"}
+    assert all(t.startswith("wrong-answer") for t in tags - {"non-robust"})
 
 
 def test_the_terminal_tables_cut_no_name_at_80_columns(tmp_path: Path) -> None:

@@ -12,12 +12,14 @@ no script at all.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from ragaudit.analysis.metrics import ONE_QUERY
 from ragaudit.analysis.ranking import set_name
 from ragaudit.analysis.reliability import TAG_ORDER
 from ragaudit.analysis.summary import (
@@ -693,6 +695,31 @@ def _scan_drilldown(run: RunDir) -> list[DrillSection]:
     return sections
 
 
+# What a "gap" group is where each group has one query: a wrong answer, nothing more.
+WRONG_ANSWER = "wrong-answer (one query per group: no gap is told from a wrong answer)"
+
+
+def _one_query_gaps(
+    sections: list[DrillSection], systems: Mapping[str, SystemFigures]
+) -> list[DrillSection]:
+    """The drill-down with the "gap" groups of a variant whose groups have one query each
+    named for what they are: a group of one query is a gap exactly when its answer is
+    wrong, and its λ is undefined for that reason, so calling the wrong answers of a
+    document set "gap groups" would say the knowledge base lacks what it may hold."""
+    out = []
+    for section in sections:
+        figures = systems.get(section.system)
+        variant = figures.variants.get(section.variant) if figures else None
+        if (
+            section.tag == "gap"
+            and variant is not None
+            and variant.robustness_undefined == ONE_QUERY
+        ):
+            section = replace(section, tag=WRONG_ANSWER)
+        out.append(section)
+    return out
+
+
 RULES = {
     "evidence": "by evidence: the gold ids list the documents that state each answer, so a "
     "wrong answer to a question no document answers is a hole of the knowledge base, a "
@@ -968,7 +995,7 @@ def collect(run: RunDir) -> ReportData:
     """Read the run's files into what the report shows."""
     summary = read_summary(run.summary)
     headlines, rest = _headlines(summary)
-    drill = _scan_drilldown(run)
+    drill = _one_query_gaps(_scan_drilldown(run), summary.systems)
     blame = _blame(summary)
     dataset, per_table = None, None
     if run.dataset_stats.exists():
