@@ -306,6 +306,12 @@ def test_document_options_refuse_what_cannot_work() -> None:
         ("How is a tuple with one element written?", "One-element tuple syntax?", None),
         ("When are default parameter values evaluated?", "At what point are they computed?", None),
         ("What is the Island off the shore?", "What island lies off the shore?", None),
+        # The demo's: a name in the possessive is the name.
+        (
+            "Who is the project director responsible for the Quoumplo Observatory project report?",
+            "Who is the project director overseeing the Quoumplo Observatory's report?",
+            None,
+        ),
         # Drifts: another kind of fact, or a name, number or piece of code lost or added.
         (
             "When are default parameter values evaluated?",

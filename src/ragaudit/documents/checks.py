@@ -560,6 +560,8 @@ def kept_tokens(question: str) -> set[str]:
 
     >>> sorted(kept_tokens("Why does s[0] = 'x' fail in one-element Python code?"))
     ["'x'", '=', 'python', 's[0]']
+    >>> sorted(kept_tokens("Who directs the Quoumplo Observatory's report?"))
+    ['observatory', 'quoumplo']
     """
     out = set()
     for i, raw in enumerate(question.split()):
@@ -570,7 +572,9 @@ def kept_tokens(question: str) -> set[str]:
             continue
         if _WORDLIKE.fullmatch(token):
             if i > 0 and token[0].isupper():
-                out.add(token.casefold())  # a name, whatever case a wording gives it
+                # A name, whatever case a wording gives it; its possessive is the name
+                # ("the Quoumplo Observatory's report" keeps "Observatory").
+                out.add(re.sub(r"['’]s$", "", token.casefold()))
         elif _SYMBOL.search(token):
             out.add(token)
     return out
