@@ -276,3 +276,35 @@ def test_a_system_that_retrieves_nothing_has_no_retriever_to_blame() -> None:
     rag = systems["rag"].variants["short"]
     assert rag.blame is not None and rag.blame.counts["retriever"] == 1
     assert rag.accuracy_retrieval is not None and rag.accuracy_retrieval.k == 2
+
+
+def test_a_system_without_retriever_gets_no_retrieval_figure_from_judge_failures() -> None:
+    """The judge's failures keep their retrieval (it needs no judge), but a system that
+    retrieved nothing for any question has no retriever: its answers the judge failed on
+    (recorded retrieval_correct=False, as the judge records a retrieval that missed) must
+    not give it a retrieval accuracy, nor a retrieval comparison, that its judged answers
+    do not."""
+    from ragaudit.analysis.comparisons import comparisons
+
+    def answers(system: str, found: tuple[str, ...], start: int, end: int) -> list[Example]:
+        return [
+            Example(
+                f"q{g}", f"g{g // 2}", "short", g % 3 != 0, system=system, gold=("d1",),
+                gold_kind="states", retrieved=found, retrieval_correct="d1" in found,
+            )
+            for g in range(start, end)
+        ]  # fmt: skip
+
+    judged = answers("llm-only", (), 0, 16) + answers("rag", ("d1",), 0, 16)
+    failed = answers("llm-only", (), 16, 20) + answers("rag", ("d1",), 16, 20)
+    alone = analyze(judged, judge_failed=failed).systems["llm-only"].variants["short"]
+    assert alone.accuracy_retrieval is None, alone.accuracy_retrieval
+    assert alone.robustness_retrieval is None
+    # Every query with gold ids is left out of the retrieval figures, and says why.
+    assert alone.retrieval_left_out == {"no retrieved ids": 20}
+    found = comparisons(judged, outcomes=("answer", "retrieval"), judge_failed=failed)
+    retrieval = [c for c in found if c.metric.endswith("_retrieval")]
+    assert not [c for c in retrieval if "llm-only" in (c.a.system, c.b.system)], [
+        c.verdict for c in retrieval
+    ]
+    assert [c.metric for c in found] == ["accuracy", "robustness"]  # rag alone: no pair

@@ -74,6 +74,8 @@ def _answers(
         ok = rng.random() < skill + 0.3 - hard
         if group % 13 == 0:
             ok = False  # a gap in every variant
+        if system == "weak" and q.variant == "blind":
+            ok = False  # every group a gap: R undefined, and its comparisons
         if system == "llm":
             retrieved: list[str] = []
         else:
@@ -139,6 +141,9 @@ def test_sql_and_memory_give_the_same_figures_and_drilldown(
     assert memory["judge_failed"] and any(v["n_errors"] for v in rag.values())
     assert memory["systems"]["rag"]["knowledge_base_holes"]["k"] > 0
     assert memory["systems"]["llm"]["variants"]["short"]["robustness_retrieval"] is None
+    # No retriever: no retrieval figure, its judge's failures included.
+    llm = memory["systems"]["llm"]["variants"].values()
+    assert all(v["accuracy_retrieval"] is None for v in llm)
     assert rag["blind"]["blame"]["counts"]["retriever"] > 0  # context comparison
     assert rag["short"]["blame"]["rule"] == "mixed"
     assert any(c["p_value"] is not None for c in memory["comparisons"])
@@ -247,3 +252,82 @@ def test_the_command_takes_the_engine_and_prints_the_same_tables(tmp_path: Path)
     assert printed[0] == printed[1] and figures[0] == figures[1]
     refused = ragaudit("analyze", "--engine", "sql", "--outcome", "retrieval", cwd=tmp_path)
     assert refused.returncode == 2 and "--outcome retrieval" in refused.stderr
+
+
+def test_a_system_without_retriever_has_no_retrieval_figure_on_either_path(
+    tmp_path: Path,
+) -> None:
+    """An LLM-only system retrieves nothing: the judge records its retrievals as misses
+    (retrieval_correct false), judged or not. Its answers the judge failed on, whose
+    retrievals count where a system has a retriever, must not give it a retrieval
+    accuracy or a retrieval comparison; both engines agree on it, and on the drill-down."""
+    run = RunDir(tmp_path / "run")
+    queries = [
+        QueryRecord(
+            query_id=f"q{g}-{variant}-{i}",
+            group_id=f"g{g}",
+            variant=variant,
+            query=f"question {g} {variant} {i}",
+            reference=Reference.from_values([f"a{g}"]),
+            gold_ids=[f"d{g}"],
+            gold_kind="states",
+        )
+        for g in range(10)
+        for variant in ("short", "long")
+        for i in range(2)
+    ]
+    write_jsonl_atomic(run.dataset, queries)
+    for system in ("rag", "llm"):
+        retrieved = {
+            q.query_id: [] if system == "llm" else [f"d{n % 7}"] for n, q in enumerate(queries)
+        }
+        write_jsonl_atomic(
+            run.responses(system),
+            [
+                ResponseRecord(
+                    query_id=q.query_id,
+                    system=system,
+                    response="yes",
+                    retrieved=[RetrievedItem(id=d) for d in retrieved[q.query_id]],
+                )
+                for q in queries
+            ],
+        )
+        write_jsonl_atomic(
+            run.judgements(system),
+            [
+                Judgement(
+                    query_id=q.query_id,
+                    system=system,
+                    correct=None if n % 5 == 0 else n % 3 != 0,
+                    method="judge-failed" if n % 5 == 0 else "match",
+                    retrieval_correct=set(q.gold_ids or ()) <= set(retrieved[q.query_id]),
+                )
+                for n, q in enumerate(queries)
+            ],
+        )
+    write_answer_table(run)
+    memory, memory_rows = _analyzed(run, "memory", llm_only="llm")
+    sql, sql_rows = _analyzed(run, "sql", llm_only="llm")
+    assert memory["judge_failed"] == {"llm": 8, "rag": 8}
+    for summary in (memory, sql):
+        for variant, figures in summary["systems"]["llm"]["variants"].items():
+            assert figures["accuracy_retrieval"] is None, (variant, figures["accuracy_retrieval"])
+            assert figures["robustness_retrieval"] is None
+            # Why: every query, the judge's failures included, has no retrieved ids.
+            assert figures["retrieval_left_out"] == {"no retrieved ids": 20}
+        retrieval = [c for c in summary["comparisons"] if c["metric"].endswith("_retrieval")]
+        assert retrieval, "rag's own retrieval comparisons (short vs long) are made"
+        assert not [c for c in retrieval if "llm" in (c["a"]["system"], c["b"]["system"])], [
+            c["verdict"] for c in retrieval
+        ]
+        assert "llm" not in summary["retrieval_ranking"]
+    # The drill-down says what the blame counts: no retrieval verdict, no retriever at fault.
+    for rows in (memory_rows, sql_rows):
+        llm = [r for r in rows if r["system"] == "llm"]
+        assert {(r["retrieval_correct"], r["source"] == "retriever") for r in llm} == {
+            (None, False)
+        }
+    for key in memory:
+        assert sql[key] == memory[key], key
+    assert sql_rows == memory_rows

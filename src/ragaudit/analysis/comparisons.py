@@ -14,7 +14,7 @@ import itertools
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 
-from ragaudit.analysis.metrics import Example
+from ragaudit.analysis.metrics import Example, without_retriever
 from ragaudit.analysis.significance import (
     PairedCounts,
     PairedDifference,
@@ -88,7 +88,10 @@ def comparisons(
     ``robustness_retrieval``, verdicts saying "retrieval"). Outcomes over the same groups
     share their resamples. The answer comparisons come first, then the retrieval ones.
     ``judge_failed``: answers the judge failed on, which count in the retrieval's
-    comparisons only (a retrieval needs no judge).
+    comparisons only (a retrieval needs no judge). A system without a retriever has no
+    retrieval to compare, judged or not: its answers are read as
+    :func:`~ragaudit.analysis.metrics.without_retriever` gives them, as
+    :func:`~ragaudit.analysis.metrics.analyze` reads them.
 
     >>> examples = [
     ...     Example(f"q{g}{variant}", f"g{g}", variant, ok)
@@ -105,6 +108,7 @@ def comparisons(
     long is less accurate than short (accuracy 0.25 vs 1.00, difference -0.75 [-1.00, -0.40],
     p = 0.033, 8 groups).
     """
+    examples, judge_failed = without_retriever(examples, judge_failed)
     by: dict[SideKey, list[Example]] = defaultdict(list)
     failed_sides: set[SideKey] = set()
     for ex in examples:

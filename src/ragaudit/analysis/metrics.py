@@ -581,7 +581,8 @@ def analyze(
     system answering without retrieval), groups it answers correctly are flagged as open
     domain and Acc_retrieval_db is also given without them. ``judge_failed``: answers the
     judge failed on, whose retrievals count in the retrieval accuracy
-    (:func:`variant_metrics`).
+    (:func:`variant_metrics`); a system without a retriever has none, judged or not
+    (:func:`without_retriever`).
 
     >>> def answers(system, variant, verdicts):  # group -> each query's verdict
     ...     return [
@@ -600,16 +601,15 @@ def analyze(
     >>> str(rag.acc_retrieval_db)  # g3 is a gap in every variant: 2 of 3 groups
     '0.67 [0.21, 0.94]'
     """
-    examples = list(examples)
+    examples, unjudged = without_retriever(examples, judge_failed)
     by_system = by_system_and_variant(examples)
     failed: dict[tuple[str, str], list[Example]] = defaultdict(list)
-    for ex in judge_failed:
+    for ex in unjudged:
         failed[ex.system, ex.variant].append(ex)
     open_domain = open_domain_groups(examples, llm_only) if llm_only else set()
     systems: dict[str, SystemFigures] = {}
     all_tags: dict[str, dict[str, dict[str, Tag]]] = {}
     for system, variants in sorted(by_system.items()):
-        variants = _without_retriever(variants)
         tags = {variant: group_tags(items) for variant, items in sorted(variants.items())}
         figures = {
             variant: variant_metrics(variants[variant], t, failed.get((system, variant), ()))
@@ -643,24 +643,48 @@ def analyze(
     return Analysis(systems, all_tags)
 
 
-def _without_retriever(variants: Mapping[str, list[Example]]) -> dict[str, list[Example]]:
-    """A system's answers as the figures read them: where it retrieved nothing for any
-    question (an LLM-only system, by design), it has no retriever, so no retrieval verdict
-    and no retriever to blame (its wrong answers are the language model's), rather than a
-    retriever that missed every time.
+def without_retriever(
+    examples: Iterable[Example], judge_failed: Iterable[Example] = ()
+) -> tuple[list[Example], list[Example]]:
+    """The answers, judged (``examples``) and those the judge failed on (``judge_failed``),
+    as every figure and comparison reads their retrievals. A system that retrieved nothing
+    for any question it was asked, judged or not (an LLM-only system, by design), has no
+    retriever: all its answers lose their retrieved ids and their retrieval verdict (which
+    the judge records as a miss), so that it has no retrieval figure, no retrieval
+    comparison and no retriever to blame (its wrong answers are the language model's),
+    rather than a retriever that missed every time. The answers the judge failed on go
+    through here too: their retrievals count in the retrieval figures where a system has
+    a retriever. :func:`analyze`, :func:`~ragaudit.analysis.comparisons.comparisons` and
+    the drill-down read the answers through this one function; the SQL path nulls the
+    same rows (:mod:`ragaudit.store.answer_sql`). The order of the answers is kept.
 
     >>> ex = Example("q1", "g1", "short", False, system="llm-only", retrieved=(),
     ...              retrieval_correct=False, gold=("d1",), gold_kind="states")
-    >>> [(e.retrieved, e.retrieval_correct) for e in _without_retriever({"short": [ex]})["short"]]
-    [(None, None)]
+    >>> failed = replace(ex, query_id="q2")
+    >>> judged, unjudged = without_retriever([ex], [failed])
+    >>> [(e.retrieved, e.retrieval_correct) for e in judged + unjudged]
+    [(None, None), (None, None)]
+    >>> missed = replace(ex, system="rag")  # a retriever that missed this question keeps it
+    >>> found = replace(missed, query_id="q3", retrieved=("d1",), retrieval_correct=True)
+    >>> [e.retrieval_correct for e in without_retriever([missed, found])[0]]
+    [False, True]
     """
-    every = [ex for items in variants.values() for ex in items]
-    if not every or any(ex.retrieved != () for ex in every):
-        return dict(variants)
-    return {
-        variant: [replace(ex, retrieved=None, retrieval_correct=None) for ex in items]
-        for variant, items in variants.items()
-    }
+    judged, failed = list(examples), list(judge_failed)
+    systems = {ex.system for ex in itertools.chain(judged, failed)}
+    # Retrieved ids unknown (None) are not "nothing retrieved": such a system keeps its
+    # verdicts, as the SQL path keeps a row whose retrieved_ids is NULL.
+    retrieving = {ex.system for ex in itertools.chain(judged, failed) if ex.retrieved != ()}
+    none = systems - retrieving
+    if not none:
+        return judged, failed
+
+    def stripped(items: list[Example]) -> list[Example]:
+        return [
+            replace(ex, retrieved=None, retrieval_correct=None) if ex.system in none else ex
+            for ex in items
+        ]
+
+    return stripped(judged), stripped(failed)
 
 
 def with_left_out(

@@ -18,7 +18,13 @@ from ragaudit.analysis.by_label import label_breakdown
 from ragaudit.analysis.comparisons import comparisons
 from ragaudit.analysis.documents import generation_figures, source_breakdown
 from ragaudit.analysis.group_counts import group_comparisons, shape_ranking, system_figures
-from ragaudit.analysis.metrics import gold_state, robustness_note, source_of, with_left_out
+from ragaudit.analysis.metrics import (
+    gold_state,
+    robustness_note,
+    source_of,
+    with_left_out,
+    without_retriever,
+)
 from ragaudit.analysis.reliability import reference_free_figures
 from ragaudit.analysis.repeats import stability
 from ragaudit.analysis.retrieval_metrics import ranking_summary
@@ -379,7 +385,10 @@ def run_analysis(
         cost=None if neutral else cost_figures(run),
     )
     result = _write(run, summary)
-    rows = _drilldown_rows(run, neutral, examples, analysis, dropped)
+    # Each line's retrieval verdict and source as the figures read them: none for a
+    # system without a retriever (as the SQL path writes them).
+    read, _ = without_retriever(examples, failed)
+    rows = _drilldown_rows(run, neutral, read, analysis, dropped)
     # A DrilldownRow is a plain dict at run time, which the writer encodes as it is.
     write_jsonl_atomic(run.drilldown, rows)
     return result

@@ -127,20 +127,32 @@ def _source(rc: str, retrieved: str) -> str:
 
 
 def _prepare(con: duckdb.DuckDBPyConnection, paths: Sequence[Path]) -> None:
-    """Temporary tables and views every query below reads: the first askings that have a
-    judgement (``answers``: ``correct`` null where the judge failed), each group's tag,
-    the flags that change how the figures read a retrieval, and each judged row as the
-    figures read it (``judged``)."""
+    """Temporary tables and views every query below reads: the systems without a
+    retriever, the first askings that have a judgement (``answers``: ``correct`` null
+    where the judge failed), each group's tag, the flags that change how the figures read
+    a retrieval, and each judged row as the figures read it (``judged``)."""
+    asked = f"""FROM {_files(paths)} WHERE "repeat" = 0 AND method IS NOT NULL"""
+    # A system that retrieved nothing for any question it was asked, judged or not (an
+    # LLM-only system), has no retriever: every row of it, the judge's failures included,
+    # loses its retrieved ids and its retrieval verdict here, once, so that no figure,
+    # comparison or drill-down line reads a retrieval it never made
+    # (metrics.without_retriever). A NULL retrieved_ids (unknown) is not "nothing".
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE no_retriever AS
+        SELECT system {asked} GROUP BY system
+        HAVING bool_and(retrieved_ids IS NOT NULL AND len(retrieved_ids) = 0)"""
+    )
     con.execute(
         f"""CREATE OR REPLACE TEMP VIEW answers AS
         SELECT system, variant, group_id, query_id, query, reference, label, correct,
                coalesce(starts_with(method, 'error'), false) AS errored,
-               retrieved_ids, gold_ids, gold_kind, coalesce(answerable, true) AS answerable,
-               CASE WHEN gold_ids IS NULL OR len(gold_ids) = 0 THEN NULL
+               CASE WHEN retriever THEN retrieved_ids END AS retrieved_ids,
+               gold_ids, gold_kind, coalesce(answerable, true) AS answerable,
+               CASE WHEN NOT retriever OR gold_ids IS NULL OR len(gold_ids) = 0 THEN NULL
                     WHEN starts_with(method, 'error') THEN false
                     ELSE retrieval_correct END AS rc
-        FROM {_files(paths)}
-        WHERE "repeat" = 0 AND method IS NOT NULL"""
+        FROM (SELECT *, system NOT IN (SELECT system FROM no_retriever) AS retriever
+              {asked})"""
     )
     con.execute(
         """CREATE OR REPLACE TEMP TABLE tags AS
@@ -149,16 +161,15 @@ def _prepare(con: duckdb.DuckDBPyConnection, paths: Sequence[Path]) -> None:
                     WHEN bool_and(correct) THEN 'robust' ELSE 'non-robust' END AS tag
         FROM answers WHERE correct IS NOT NULL GROUP BY system, variant, group_id"""
     )
-    # A system that retrieved nothing for any question has no retriever; a variant none of
-    # whose queries has gold ids, where the system retrieved something and some retrieval
-    # has no verdict, is judged by the context comparison (metrics.by_system_and_variant).
+    # A variant none of whose queries has gold ids, where the system retrieved something
+    # and some retrieval has no verdict, is judged by the context comparison
+    # (metrics.by_system_and_variant); never that of a system without a retriever, whose
+    # retrieved ids are all NULL in ``answers``.
     con.execute(
         """CREATE OR REPLACE TEMP TABLE flags AS
         SELECT system, variant,
-               bool_and(gold_ids IS NULL) AND bool_or(len(retrieved_ids) > 0)
-                 AND bool_or(rc IS NULL AND retrieved_ids IS NOT NULL) AS context,
-               bool_and(bool_and(retrieved_ids IS NOT NULL AND len(retrieved_ids) = 0))
-                 OVER (PARTITION BY system) AS no_retriever
+               coalesce(bool_and(gold_ids IS NULL) AND bool_or(len(retrieved_ids) > 0)
+                 AND bool_or(rc IS NULL AND retrieved_ids IS NOT NULL), false) AS context
         FROM answers WHERE correct IS NOT NULL GROUP BY system, variant"""
     )
     # The context comparison: a wrong answer without a retrieval verdict whose retrieved
@@ -190,14 +201,9 @@ def _prepare(con: duckdb.DuckDBPyConnection, paths: Sequence[Path]) -> None:
     unknown = "a.rc IS NULL AND a.retrieved_ids IS NOT NULL AND a.gold_ids IS NULL"
     con.execute(
         f"""CREATE OR REPLACE TEMP VIEW judged AS
-        SELECT a.*, t.tag, f.no_retriever,
-               CASE WHEN f.no_retriever THEN NULL
-                    WHEN f.context AND {unknown} THEN {context}
-                    ELSE a.rc END AS rc_figures,
-               CASE WHEN f.no_retriever THEN NULL
-                    WHEN {unknown} THEN {context}
-                    ELSE a.rc END AS rc_blame,
-               CASE WHEN f.no_retriever THEN NULL ELSE a.retrieved_ids END AS retrieved_figures
+        SELECT a.*, t.tag,
+               CASE WHEN f.context AND {unknown} THEN {context} ELSE a.rc END AS rc_figures,
+               CASE WHEN {unknown} THEN {context} ELSE a.rc END AS rc_blame
         FROM answers a
         JOIN tags t USING (system, variant, group_id)
         JOIN flags f USING (system, variant)
@@ -273,7 +279,7 @@ def aggregate(con: duckdb.DuckDBPyConnection, paths: Sequence[Path]) -> TableAgg
 
 def _sides(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], SideCounts]:
     """Each system and variant's blame and queries left out of the retrieval figures."""
-    part = _source("rc_blame", "retrieved_figures")
+    part = _source("rc_blame", "retrieved_ids")
     rows = con.execute(
         f"""WITH p AS (SELECT system, variant, {part} AS part, {_EVIDENCE} AS evidence,
                               {_HOLE} AS hole FROM judged)
