@@ -303,3 +303,94 @@ def test_aurp_table_2_from_the_summarys_figures(grammar_reference: Path) -> None
     )
     short_r, long_r = found["robustness", "balanced", True]
     assert short_r > long_r
+
+
+# --- both doors, and the report -----------------------------------------------------------
+
+
+def _neutral(path: Path) -> Path:
+    """Neutral results of two systems in two wordings: 'short' with a third of its groups
+    gaps, 'long' with two thirds, the same R outside them."""
+    rows = []
+    for system in ("rag", "bm25"):
+        for g in range(30):
+            for variant in ("short", "long"):
+                gap = g % 3 == 0 if variant == "short" else g % 3 != 2
+                for i in range(3):
+                    rows.append(
+                        {
+                            "system": system,
+                            "query_id": f"{system}-{g}-{variant}-{i}",
+                            "group_id": f"g{g}",
+                            "template_id": "t1",
+                            "variant": variant,
+                            "query": f"question {g} {variant} {i}",
+                            "reference": f"a{g}",
+                            "response": "",
+                            "retrieved_ids": [f"d{g}"],
+                            "gold_ids": [f"d{g}"],
+                            "correct": not gap and (i < 2 or g % 2 == 0),
+                        }
+                    )
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def test_both_doors_write_the_study_and_the_report_draws_it(tmp_path: Path) -> None:
+    import ragaudit as ra
+    from tests.support.cli import ragaudit
+
+    results = _neutral(tmp_path / "results.jsonl")
+    cli, py = tmp_path / "cli", tmp_path / "py"
+    cli.mkdir()
+    args = ["--lambda-target", "0.2", "--lambda-target", "0.5", "--lambda-draws", "50"]
+    done = ragaudit("analyze", "--neutral", str(results), *args, cwd=cli)
+    assert done.returncode == 0, done.stderr
+    assert "Accuracy and R against lambda (50 draws of whole groups each)" in done.stdout
+    written = Summary.model_validate_json((cli / "runs/default/summary.json").read_text())
+    study = written.lambda_study
+    assert study is not None and study.targets == [0.2, 0.5] and study.draws == 50
+    assert set(study.systems) == {"rag", "bm25"} and set(study.systems["rag"]) == {"short", "long"}
+    markdown = (cli / "runs/default/summary.md").read_text()
+    assert "Accuracy and R against lambda (analyze --lambda-study)" in markdown
+    assert "| rag | long | 0.2 |" in markdown
+
+    summary = ra.Project(root=py, progress="none").analyze(
+        neutral=[results], lambda_targets=[0.5, 0.2], lambda_draws=50
+    )
+    assert summary.lambda_study == study  # the same files give the same study
+    frame = summary.lambda_to_pandas()
+    assert len(frame) == 2 * 2 * 2 and not frame.accuracy.isna().any()
+    # Set to one lambda, the two wordings' accuracies agree, as their R do.
+    at = frame[frame.target == 0.2].groupby("variant").accuracy.mean()
+    assert abs(at["short"] - at["long"]) < 0.03
+    observed = frame.groupby("variant").observed_accuracy.mean()
+    assert observed["short"] - observed["long"] > 0.2
+    # Without the flag there is no study; with it alone, the default targets.
+    assert ra.Project(root=py, progress="none").analyze(neutral=[results]).lambda_study is None
+    default = ra.Project(root=py, progress="none").analyze(
+        neutral=[results], lambda_study=True, lambda_draws=5
+    )
+    assert default.lambda_study is not None
+    assert default.lambda_study.targets == [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
+    with pytest.raises(ra.UserError, match="lambda-target"):
+        ra.Project(root=py, progress="none").analyze(neutral=[results], lambda_targets=[1.5])
+
+    done = ragaudit("report", cwd=cli)
+    assert done.returncode == 0, done.stderr
+    html = (cli / "runs/default/report.html").read_text()
+    chart = html.split('id="chart-lambda"', 1)[1].split("</figure>", 1)[0]
+    assert "<svg" in chart and "</svg>" in chart
+    assert (
+        'id="lambda-table"' in html and '<td>rag</td><td>long</td><td class="num">0.2</td>' in html
+    )
+    assert "http://" not in chart.replace("http://www.w3.org/", "")  # nothing fetched
+
+
+def test_the_command_refuses_a_target_outside_zero_to_one(tmp_path: Path) -> None:
+    from tests.support.cli import ragaudit
+
+    results = _neutral(tmp_path / "results.jsonl")
+    done = ragaudit("analyze", "--neutral", str(results), "--lambda-target", "1.5", cwd=tmp_path)
+    assert done.returncode != 0 and "--lambda-target" in done.stderr
+    assert not (tmp_path / "runs/default/summary.json").exists()
