@@ -192,14 +192,18 @@ def _point(
         )
     base = parts[kept_mask].sum(axis=0)
     pool = parts[~kept_mask]
+    # Every pooled group is of one kind, so a prefix's lambda depends on its answers only:
+    # the kept gap answers over the kept answers plus the prefix's (and the prefix's own
+    # answers are in gaps too when the pool is the gap groups).
+    in_gaps, answers = base[_ANSWERS] - base[_OUTSIDE], base[_ANSWERS]
+    pooled_gaps = not raise_it
     sums = np.empty((draws, parts.shape[1]))
-    start = np.zeros((1, parts.shape[1]))
     for d in range(draws):
-        # Prefix sums of the shuffled pool: row j holds the parts of its first j groups.
-        shuffled = pool[rng.permutation(len(pool))]
-        candidates = base + np.vstack([start, np.cumsum(shuffled, axis=0)])
-        lam = (candidates[:, _ANSWERS] - candidates[:, _OUTSIDE]) / candidates[:, _ANSWERS]
-        sums[d] = candidates[int(np.argmin(np.abs(lam - target)))]
+        order = rng.permutation(len(pool))
+        added = np.concatenate([[0.0], np.cumsum(pool[order, _ANSWERS])])  # first j groups
+        lam = (in_gaps + added * pooled_gaps) / (answers + added)
+        chosen = int(np.argmin(np.abs(lam - target)))
+        sums[d] = base + pool[order[:chosen]].sum(axis=0)
     lam, accuracy, robustness, why = _figures(sums)
     reached = _spread(lam)
     assert reached is not None  # every draw keeps the kept kind's answers
