@@ -202,14 +202,22 @@ def test_the_observed_figures_are_the_summarys() -> None:
 # (variant, target) -> (lambda reached, accuracy, R), each the mean over the draws.
 AURP_SWEEP = {
     ("long", 0.1): (0.100, 0.867, 0.963),
+    ("long", 0.2): (0.201, 0.769, 0.963),
     ("long", 0.3): (0.301, 0.674, 0.963),
+    ("long", 0.4): (0.400, 0.578, 0.963),
     ("long", 0.5): (0.498, 0.483, 0.963),
+    ("long", 0.6): (0.601, 0.384, 0.963),
     ("long", 0.7): (0.705, 0.284, 0.963),
+    ("long", 0.8): (0.803, 0.190, 0.964),
     ("long", 0.9): (0.891, 0.106, 0.964),
     ("short", 0.1): (0.102, 0.857, 0.955),
+    ("short", 0.2): (0.200, 0.764, 0.955),
     ("short", 0.3): (0.302, 0.667, 0.955),
+    ("short", 0.4): (0.397, 0.575, 0.955),
     ("short", 0.5): (0.500, 0.477, 0.955),
+    ("short", 0.6): (0.600, 0.382, 0.955),
     ("short", 0.7): (0.701, 0.286, 0.955),
+    ("short", 0.8): (0.801, 0.190, 0.954),
     ("short", 0.9): (0.897, 0.099, 0.956),
 }
 
@@ -229,7 +237,7 @@ def test_aurp_accuracy_differs_by_lambda_alone(grammar_reference: Path) -> None:
     do (0.72 vs 0.47); set to one lambda, their accuracies agree within 0.01, as their R
     do, at every target."""
     examples = _aurp(grammar_reference, "unbalanced")
-    study = lambda_study(example_verdicts(examples), [0.1, 0.3, 0.5, 0.7, 0.9], seed=0)
+    study = lambda_study(example_verdicts(examples), seed=0)  # 0.1 to 0.9, 500 draws
     sides = study.systems["aurp"]
     assert round(sides["short"].observed_lambda or 0, 2) == 0.72
     assert round(sides["long"].observed_lambda or 0, 2) == 0.47
@@ -238,7 +246,7 @@ def test_aurp_accuracy_differs_by_lambda_alone(grammar_reference: Path) -> None:
         assert point.lambda_reached and point.accuracy and point.robustness
         shown = (point.lambda_reached.mean, point.accuracy.mean, point.robustness.mean)
         assert tuple(round(x, 3) for x in shown) == (lam, acc, rob), (variant, target)
-    for target in (0.1, 0.3, 0.5, 0.7, 0.9):
+    for target in study.targets:
         short, long = _point(sides["short"], target), _point(sides["long"], target)
         assert short.accuracy and long.accuracy
         assert abs(short.accuracy.mean - long.accuracy.mean) < 0.011
@@ -280,8 +288,18 @@ def test_aurp_table_2_from_the_summarys_figures(grammar_reference: Path) -> None
         ("robustness", True): "robustness_retrieval",
     }
     found = {}
+    counts = {}  # the counts docs/analyze.md gives beside the table
     for split in ("unbalanced", "balanced"):
         variants = analyze(_aurp(grammar_reference, split)).systems["aurp"].variants
+        for variant, m in variants.items():
+            assert m.accuracy_retrieval and m.robustness_retrieval
+            counts[split, variant] = (
+                round(m.gap_fraction.value or 0, 3),
+                (m.accuracy.k, m.accuracy.n),
+                (m.accuracy_retrieval.k, m.accuracy_retrieval.n),
+                (m.robustness.k, m.robustness.n),
+                (m.robustness_retrieval.k, m.robustness_retrieval.n),
+            )
         for (figure, modular), name in field.items():
             cells = []
             for variant in ("short", "long"):
@@ -290,6 +308,12 @@ def test_aurp_table_2_from_the_summarys_figures(grammar_reference: Path) -> None
                 cells.append(round(value, 2))
             found[figure, split, modular] = tuple(cells)
     assert found == TABLE2_FILES
+    assert counts == {
+        ("unbalanced", "short"): (0.720, (84, 314), (90, 314), (84, 88), (88, 88)),
+        ("unbalanced", "long"): (0.475, (130, 257), (132, 257), (130, 135), (132, 135)),
+        ("balanced", "short"): (0.713, (129, 471), (135, 471), (129, 135), (135, 135)),
+        ("balanced", "long"): (0.713, (130, 471), (132, 471), (130, 135), (132, 135)),
+    }
     assert set(found) == set(TABLE2_PAPER)
     # The paper's claim holds on the files where lambda is the same (balanced): accuracy
     # no longer puts long ahead, and with modular evaluation short is ahead on R. Where it
