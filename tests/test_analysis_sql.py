@@ -156,6 +156,18 @@ def test_sql_and_memory_give_the_same_figures_and_drilldown(
     assert sql_rows == memory_rows
 
 
+def test_the_lambda_study_is_the_same_on_both_paths(tmp_path: Path) -> None:
+    """The study resamples the per-group counts each path has: the same draws of the same
+    groups (groups of one query and gaps among them, the judge's failures left out)."""
+    run = _run(tmp_path / "run", groups=60)
+    options: dict[str, Any] = {"lambda_targets": [0.2, 0.5, 0.8], "lambda_draws": 40, "seed": 2}
+    memory, _ = _analyzed(run, "memory", **options)
+    sql, _ = _analyzed(run, "sql", **options)
+    study = memory["lambda_study"]
+    assert study["systems"]["rag"]["short"]["points"][0]["accuracy"] is not None
+    assert sql["lambda_study"] == study
+
+
 def test_an_undefined_figure_is_null_with_its_reason_on_both_paths(tmp_path: Path) -> None:
     run = RunDir(tmp_path / "run")
     queries = [

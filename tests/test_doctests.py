@@ -57,7 +57,8 @@ DATA_CONTAINERS = {
     },
     "ragaudit.analysis.summary": {
         "AUROC", "Blame", "CostFigure", "CostFigures", "CritiqueStat", "DocumentFigures",
-        "LabelFigures", "MeanInterval", "MetricReliability", "ModelCostFigures",
+        "DrawSpread", "LabelFigures", "LambdaPoint", "LambdaSide", "LambdaStudy",
+        "MeanInterval", "MetricReliability", "ModelCostFigures",
         "PrecisionTarget", "QueryPassRate", "RaterAgreement", "ReferenceFreeFigures",
         "ReliabilityCore", "ScanRow", "Side", "SourceFigures", "StabilityCore",
         "StabilityFigures", "StepCostFigures", "StrategyFigures", "SystemFigures",

@@ -93,7 +93,7 @@ def test_every_model_and_field_says_what_it_means() -> None:
 def test_a_real_summary_validates_against_the_schema(analyzed: tuple[RunDir, Summary, str]) -> None:
     run, summary, _ = analyzed
     data = json.loads(run.summary.read_text(encoding="utf-8"), parse_constant=_no_constant)
-    assert data["schema_version"] == SCHEMA_VERSION == 8
+    assert data["schema_version"] == SCHEMA_VERSION == 9
     # The analysis filled every part the schema describes.
     assert data["comparisons"] and data["retrieval_ranking"] and data["systems"]
     assert any(c["undefined"] for c in data["comparisons"])
@@ -197,9 +197,9 @@ def test_a_summary_from_before_blame_and_errors_still_reads(
             r"summary.json: not a valid summary: extra: unknown field",
         ),
         (
-            '{"schema_version": 9, "retrieval_rule": "any_hit", "systems": {}}',
-            r"summary.json: not a valid summary: schema_version: schema_version 9 is newer than "
-            r"this ragaudit understands \(8\); upgrade ragaudit",
+            '{"schema_version": 10, "retrieval_rule": "any_hit", "systems": {}}',
+            r"summary.json: not a valid summary: schema_version: schema_version 10 is newer than "
+            r"this ragaudit understands \(9\); upgrade ragaudit",
         ),
         (
             '{"retrieval_rule": "x", "systems": {"s": {"system": "s", "acc_retrieval_db": '
@@ -230,7 +230,7 @@ def test_an_undefined_figure_is_null_never_nan(tmp_path: Path) -> None:
     empty = Summary(retrieval_rule="all_gold", systems={})
     write_summary(tmp_path / "summary.json", empty)
     assert json.loads((tmp_path / "summary.json").read_text()) == {
-        "schema_version": 8,
+        "schema_version": 9,
         "outcome": "answer",
         "retrieval_rule": "all_gold",
         "warnings": [],
@@ -242,6 +242,7 @@ def test_an_undefined_figure_is_null_never_nan(tmp_path: Path) -> None:
         "label_comparisons": [],
         "labels": None,
         "weight_scan": None,
+        "lambda_study": None,
         "by_source": {},
         "documents": None,
         "reference_free": None,

@@ -18,13 +18,15 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ragaudit.records.models import supported_version
 
-SCHEMA_VERSION = 8  # 2: by_label, labels, weight_scan (issue 16); 3: by_source, documents;
+SCHEMA_VERSION = 9  # 2: by_label, labels, weight_scan (issue 16); 3: by_source, documents;
 # 4: reference_free (issue 18); 5: blame counts "system error" (a failed call, issue 36);
 # 6: robustness_undefined, R null where it cannot be measured, and the blame's correct is
 # the accuracy (issue 41)
 # 7: stability (run --repeat N: pass rates and flaky queries, issue 38)
 # 8: cost (money per step, per system answered, per accepted pair, per verified wording;
 # issue 38, part 3)
+# 9: lambda_study (accuracy and R with the share of queries in gap groups set by
+# resampling whole groups; analyze --lambda-study, issue 39 part 3)
 
 Outcome = Literal["answer", "retrieval"]
 Tag = Literal["gap", "robust", "non-robust"]
@@ -423,6 +425,90 @@ class WeightScan(_Model):
     )
 
 
+class DrawSpread(_Model):
+    """A figure over the draws of the lambda study: its mean, and the 2.5th and 97.5th
+    percentiles of the draws (how much the choice of groups moves it, not a confidence
+    interval of the data)."""
+
+    mean: float = Field(description="the mean over the draws where the figure is defined")
+    low: float = Field(description="the 2.5th percentile of the draws")
+    high: float = Field(description="the 97.5th percentile of the draws")
+    draws: int = Field(ge=1, description="the draws the figure is defined in")
+
+
+class LambdaPoint(_Model):
+    """One target lambda of one system and variant: its groups resampled to that share of
+    queries in gap groups, and accuracy and R over the draws."""
+
+    target: float = Field(ge=0, le=1, description="the share of queries in gap groups asked for")
+    kept: Literal["gap", "non-gap"] | None = Field(
+        description="the kind of group kept whole (the other kind is subsampled by whole "
+        "groups, without replacement): the gap groups to raise lambda, the others to lower "
+        "it; null where the target cannot be reached at all"
+    )
+    lambda_reached: DrawSpread | None = Field(
+        description="lambda of the draws (whole groups seldom hit the target exactly); null "
+        "where no draw was made"
+    )
+    accuracy: DrawSpread | None = Field(
+        description="accuracy over the draws; null where the target is not reached "
+        "(undefined says why)"
+    )
+    robustness: DrawSpread | None = Field(
+        description="R over the draws where it is defined; null where the target is not "
+        "reached or R is undefined in every draw (robustness_undefined says why)"
+    )
+    robustness_undefined: str | None = Field(
+        None,
+        description="why R is undefined in some draw or every draw ('every group is a gap', "
+        "'one query per group'), or null",
+    )
+    undefined: str | None = Field(
+        None, description="why this target is not reached, or null: its figures are null then"
+    )
+
+
+class LambdaSide(_Model):
+    """The lambda study of one system and variant: what it holds, and one point per target."""
+
+    groups: int = Field(ge=0, description="semantic groups of the system and variant")
+    gap_groups: int = Field(ge=0, description="of them gap groups (every query wrong)")
+    queries: int = Field(ge=0, description="queries of the system and variant")
+    queries_in_gaps: int = Field(ge=0, description="of them in gap groups")
+    observed_lambda: float | None = Field(
+        description="lambda of all the groups (the summary's gap_fraction); null where it is "
+        "undefined"
+    )
+    observed_accuracy: float = Field(description="accuracy of all the groups")
+    observed_robustness: float | None = Field(
+        description="R of all the groups; null where it is undefined"
+    )
+    undefined: str | None = Field(
+        None,
+        description="why lambda cannot be set here at all ('one query per group': a group of "
+        "one query is a gap exactly when its answer is wrong), or null",
+    )
+    points: list[LambdaPoint] = Field(description="one per target, in the targets' order")
+
+
+class LambdaStudy(_Model):
+    """Accuracy and R of every system and variant with lambda (the share of queries in gap
+    groups) set by resampling whole semantic groups: accuracy = R x (1 - lambda) falls as
+    lambda rises while R does not, so accuracy compares systems or variants fairly only at
+    one lambda (GRAMMAR's stratified sampling; ``analyze --lambda-study``)."""
+
+    targets: list[float] = Field(description="the lambda values asked for, ascending")
+    draws: int = Field(ge=1, description="draws per target, system and variant")
+    seed: int = Field(ge=0, description="the seed the draws derive from")
+    tolerance: float = Field(
+        ge=0,
+        description="a target is reached when the mean lambda of its draws is this close to it",
+    )
+    systems: dict[str, dict[str, LambdaSide]] = Field(
+        description="per system, per variant: its study"
+    )
+
+
 class Distance(_Model):
     """The total variation distance between a label composition and the uniform one (half
     the summed absolute differences of the shares: 0 is uniform, 0.75 is one label only),
@@ -773,6 +859,11 @@ class Summary(_Model):
     weight_scan: WeightScan | None = Field(
         None, description="the text-weight scan (scan.json), if one was run"
     )
+    lambda_study: LambdaStudy | None = Field(
+        None,
+        description="accuracy and R with the share of queries in gap groups set by "
+        "resampling whole groups (analyze --lambda-study), if asked",
+    )
     by_source: dict[str, SourceFigures] = Field(
         default_factory=dict,
         description="per source of the queries (sql, document), their own figures; empty "
@@ -992,6 +1083,51 @@ class Summary(_Model):
             rows.append(row(name, "all", figures))
             rows += [row(name, v, core) for v, core in figures.variants.items()]
         floats = ["mean_pass_rate", "low", "high", "flaky", "flaky_low", "flaky_high"]
+        frame = pd.DataFrame(rows, columns=columns)
+        return frame.astype({name: "Float64" for name in floats})
+
+    def lambda_to_pandas(self) -> Any:
+        """The lambda study (:attr:`lambda_study`, ``analyze --lambda-study``) as a pandas
+        DataFrame, one row per system x variant x target: system, variant, target, kept
+        (the kind of group kept whole), lambda (the mean lambda the draws reached),
+        accuracy, accuracy_low, accuracy_high, robustness, robustness_low,
+        robustness_high (means over the draws, and the 2.5th and 97.5th percentiles of
+        the draws), observed_lambda, observed_accuracy, observed_robustness (all the
+        groups) and undefined (why a figure is null). Empty without a study.
+
+        Examples:
+            >>> from ragaudit.analysis.lambda_study import lambda_study
+            >>> verdicts = {("rag", "short"): {f"g{i}": (3 * (i < 4), 3) for i in range(8)}}
+            >>> summary = Summary(retrieval_rule="any", systems={},
+            ...                   lambda_study=lambda_study(verdicts, [0.2, 0.9], draws=10))
+            >>> summary.lambda_to_pandas()[["target", "lambda", "accuracy", "robustness"]]
+               target  lambda  accuracy  robustness
+            0     0.2     0.2       0.8         1.0
+            1     0.9     1.0      <NA>        <NA>
+            >>> print(summary.lambda_to_pandas().undefined[1])  # groups of 3: 0.8 or 1
+            whole groups bring lambda no nearer than 1.000 to 0.9
+        """
+        import pandas as pd
+
+        floats = ["lambda", "accuracy", "accuracy_low", "accuracy_high", "robustness"]
+        floats += ["robustness_low", "robustness_high", "observed_lambda", "observed_accuracy"]
+        floats += ["observed_robustness"]
+        columns = ["system", "variant", "target", "kept", *floats[:7], *floats[7:], "undefined"]
+
+        def spread(value: DrawSpread | None) -> list[float | None]:
+            return [None] * 3 if value is None else [value.mean, value.low, value.high]
+
+        rows = []
+        study = self.lambda_study
+        for system, variants in (study.systems if study else {}).items():
+            for variant, side in variants.items():
+                for p in side.points:
+                    cells = [system, variant, p.target, p.kept]
+                    cells += [None if p.lambda_reached is None else p.lambda_reached.mean]
+                    cells += spread(p.accuracy) + spread(p.robustness)
+                    cells += [side.observed_lambda, side.observed_accuracy]
+                    cells += [side.observed_robustness, p.undefined or p.robustness_undefined]
+                    rows.append(dict(zip(columns, cells, strict=True)))
         frame = pd.DataFrame(rows, columns=columns)
         return frame.astype({name: "Float64" for name in floats})
 

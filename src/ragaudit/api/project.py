@@ -788,6 +788,9 @@ class Project:
         llm_only: str | None = None,
         outcome: Literal["answer", "retrieval"] = "answer",
         engine: Literal["auto", "memory", "sql"] = "auto",
+        lambda_study: bool = False,
+        lambda_targets: Sequence[float] | None = None,
+        lambda_draws: int | None = None,
     ) -> Summary:
         """Groups, robustness, the retrieval database, module blame and paired tests
         (``ragaudit analyze``): writes summary.json, summary.md and drilldown.jsonl and
@@ -795,12 +798,22 @@ class Project:
         ``engine``: ``memory`` holds the answers as records; ``sql`` aggregates the run's
         answers.parquet with DuckDB, out of core; ``auto`` takes SQL from
         :data:`~ragaudit.steps.analyze.SQL_MIN_ROWS` answers on. The figures are the
-        same."""
-        from ragaudit.steps.analyze import default_neutral, run_analysis
+        same. ``lambda_study`` (``--lambda-study``): accuracy and R of each system and
+        variant with the share of queries in gap groups set to each of ``lambda_targets``
+        (``--lambda-target``; default 0.1 to 0.9, and giving them asks for the study) by
+        resampling whole groups, ``lambda_draws`` times each (``--lambda-draws``; default
+        500): ``summary.lambda_study`` (``.lambda_to_pandas()``)."""
+        from ragaudit.analysis.lambda_study import DEFAULT_DRAWS, DEFAULT_TARGETS
+        from ragaudit.steps.analyze import checked_lambda, default_neutral, run_analysis
 
         check_rule(retrieval_rule)
         paths = [Path(p) for p in neutral or []]
-        options = {
+        draws = DEFAULT_DRAWS if lambda_draws is None else lambda_draws
+        targets = checked_lambda(
+            list(lambda_targets) if lambda_targets else DEFAULT_TARGETS if lambda_study else None,
+            draws,
+        )
+        options: dict[str, Any] = {
             "neutral": [str(p) for p in paths] or None,
             "retrieval_rule": retrieval_rule,
             "seed": seed,
@@ -809,6 +822,8 @@ class Project:
             "outcome": outcome,
             "engine": engine,
         }
+        if targets is not None:  # recorded only when asked: older runs' records stay as they were
+            options.update(lambda_targets=list(targets), lambda_draws=draws)
         with self._step("analyze", options, create=False) as run:
             return run_analysis(
                 run,
@@ -820,6 +835,8 @@ class Project:
                 outcome=outcome,
                 reference_free=self.config.reference_free,
                 engine=engine,
+                lambda_targets=targets,
+                lambda_draws=draws,
             ).summary
 
     @step

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from ragaudit.analysis.lambda_study import DEFAULT_DRAWS
 from ragaudit.cli.common import project_for
 from ragaudit.cli.console import console, err_console
 from ragaudit.cli.options import (
@@ -59,6 +60,28 @@ def analyze_cmd(
             "The figures are the same.",
         ),
     ] = AnalysisEngine.auto,
+    lambda_study: Annotated[
+        bool,
+        typer.Option(
+            "--lambda-study",
+            help="Also give accuracy and R of each system and variant with the share of "
+            "queries in gap groups (lambda) set to 0.1, 0.2, ... 0.9 by resampling whole "
+            "groups: accuracy falls with lambda, R does not.",
+        ),
+    ] = False,
+    lambda_targets: Annotated[
+        list[float] | None,
+        typer.Option(
+            "--lambda-target",
+            min=0.0,
+            max=1.0,
+            help="A lambda for the study, from 0 to 1 (repeatable; implies --lambda-study).",
+        ),
+    ] = None,
+    lambda_draws: Annotated[
+        int,
+        typer.Option("--lambda-draws", min=1, help="Resamples per lambda, system and variant."),
+    ] = DEFAULT_DRAWS,
 ) -> None:
     """Groups, robustness, retrieval database and module metrics, and paired tests:
     summary.json, summary.md and drilldown.jsonl in the run directory."""
@@ -68,6 +91,7 @@ def analyze_cmd(
         by_label_table,
         judge_failed_lines,
         label_tables,
+        lambda_table,
         ranking_table,
         reliability_table,
         scan_table,
@@ -86,6 +110,9 @@ def analyze_cmd(
         llm_only=llm_only,
         outcome="retrieval" if outcome is Outcome.retrieval else "answer",
         engine=engine.value,
+        lambda_study=lambda_study,
+        lambda_targets=lambda_targets,
+        lambda_draws=lambda_draws,
     )
     run = RunDir(project.run_dir)
     if outcome is Outcome.retrieval:
@@ -113,6 +140,8 @@ def analyze_cmd(
             console.print(table)
     if summary.weight_scan is not None:
         console.print(scan_table(summary.weight_scan))
+    if summary.lambda_study is not None:
+        console.print(lambda_table(summary.lambda_study))
     reliability = reliability_table(summary)
     if reliability is not None and summary.reference_free is not None:
         console.print(reliability)

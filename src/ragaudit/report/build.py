@@ -27,6 +27,7 @@ from ragaudit.analysis.summary import (
     BlameRule,
     DocumentFigures,
     LabelFigures,
+    LambdaStudy,
     MeanInterval,
     Proportion,
     ReferenceFreeFigures,
@@ -55,12 +56,15 @@ from ragaudit.report.text import (
     CALLS_PER_PAIR,
     COST_NOTE,
     GROUP_HEADERS,
+    LAMBDA_HEADERS,
     RELIABILITY_HEADERS,
     STABILITY_HEADERS,
     TABLE_STATS_HEADERS,
     TOKENS_PER_PAIR,
     figure_cell,
     group_stability_rows,
+    lambda_note,
+    lambda_rows,
     reliability_rows,
     retrieval_queries,
     show,
@@ -292,6 +296,58 @@ class ReportData:
     refresh: RefreshSection | None = None
     stability: StabilitySection | None = None
     per_table: PerTableSection | None = None
+    lambda_study: LambdaSection | None = None
+
+
+@dataclass(frozen=True)
+class LambdaSection:
+    """The lambda study (``analyze --lambda-study``): its chart, its table and what it did."""
+
+    chart: Chart
+    headers: list[str]
+    rows: list[list[str]]
+    note: str
+
+
+def _lambda_section(study: LambdaStudy | None) -> LambdaSection | None:
+    """Accuracy and R against lambda as a chart (one colour per system and variant; the
+    targets not reached, and sides where lambda is undefined, are left out of it) and as
+    the table summary.md has."""
+    if study is None:
+        return None
+    lines: list[charts.LambdaLine] = []
+    for system, variants in study.systems.items():
+        for variant, side in variants.items():
+            points = [
+                (
+                    p.lambda_reached.mean,
+                    (p.accuracy.mean, p.accuracy.low, p.accuracy.high),
+                    (p.robustness.mean, p.robustness.low, p.robustness.high)
+                    if p.robustness is not None
+                    else None,
+                )
+                for p in side.points
+                if p.lambda_reached is not None and p.accuracy is not None
+            ]
+            observed = (
+                None
+                if side.observed_lambda is None
+                else (side.observed_lambda, side.observed_accuracy, side.observed_robustness)
+            )
+            if points:
+                lines.append((f"{system} / {variant}", points, observed))
+    chart = Chart(
+        id="chart-lambda",
+        title="Accuracy and R against λ, the share of queries in gap groups (bands: 2.5th "
+        "to 97.5th percentile of the draws)",
+        svg=charts.lambda_lines(lines),
+    )
+    return LambdaSection(
+        chart=chart,
+        headers=list(LAMBDA_HEADERS),
+        rows=lambda_rows(study),
+        note=lambda_note(study),
+    )
 
 
 @dataclass(frozen=True)
@@ -1033,6 +1089,7 @@ def collect(run: RunDir) -> ReportData:
         refresh=_refresh(run),
         stability=_stability(run, summary),
         per_table=per_table,
+        lambda_study=_lambda_section(summary.lambda_study),
     )
 
 

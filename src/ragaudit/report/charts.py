@@ -134,3 +134,54 @@ def agreement_scatter(points: list[ScatterPoint], xlabel: str, ylabel: str) -> s
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     return _svg(fig)
+
+
+# One system and variant of the lambda study: its label, a point per reached target
+# (lambda, accuracy and its band, R and its band, None where R is undefined), and the
+# figures of all its groups (lambda, accuracy, R), drawn as a star.
+Band = tuple[float, float, float]  # mean, low, high
+LambdaLine = tuple[
+    str, list[tuple[float, Band, Band | None]], tuple[float, float, float | None] | None
+]
+
+
+def _band_line(
+    ax: Any, xs: list[float], bands: list[Band], style: str, colour: str, label: str
+) -> None:
+    """A line through the means with its band shaded."""
+    ax.plot(xs, [b[0] for b in bands], style, color=colour, markersize=3, label=label)
+    ax.fill_between(
+        xs, [b[1] for b in bands], [b[2] for b in bands], color=colour, alpha=0.15, linewidth=0
+    )
+
+
+def lambda_lines(lines: list[LambdaLine]) -> str:
+    """Accuracy (solid) and R (dashed) against lambda, one colour per system and variant,
+    each with the band of its draws shaded and its observed figures as stars: accuracy
+    falls as lambda rises, R stays, and lines of accuracy cross where R's do not."""
+    fig, ax = _figure(7.0, 4.4)
+    for index, (label, points, observed) in enumerate(lines):
+        colour = f"C{index % 10}"
+        _band_line(
+            ax,
+            [x for x, _, _ in points],
+            [a for _, a, _ in points],
+            "-o",
+            colour,
+            f"{label}: accuracy",
+        )
+        measured = [(x, r) for x, _, r in points if r is not None]
+        _band_line(
+            ax, [x for x, _ in measured], [r for _, r in measured], "--s", colour, f"{label}: R"
+        )
+        if observed is not None:
+            lam, acc, rob = observed
+            stars = [acc] if rob is None else [acc, rob]
+            ax.plot([lam] * len(stars), stars, "*", color=colour, markersize=11)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("λ: share of queries in gap groups (★ as observed)")
+    ax.set_ylabel("accuracy (solid), R (dashed)")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2, frameon=False)
+    return _svg(fig)

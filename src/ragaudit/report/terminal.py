@@ -10,10 +10,17 @@ from rich.markup import escape
 from rich.table import Table
 
 from ragaudit.analysis.retrieval_metrics import ranking_columns
-from ragaudit.analysis.summary import LabelFigures, Proportion, Summary, WeightScan
+from ragaudit.analysis.summary import (
+    LabelFigures,
+    LambdaStudy,
+    Proportion,
+    Summary,
+    WeightScan,
+)
 from ragaudit.report.text import (
     BLAME_HEADERS,
     GROUP_HEADERS,
+    LAMBDA_HEADERS,
     METRIC_NAMES,
     RELIABILITY_HEADERS,
     STABILITY_HEADERS,
@@ -22,6 +29,7 @@ from ragaudit.report.text import (
     blame_rows,
     figure_cell,
     group_stability_rows,
+    lambda_rows,
     reliability_rows,
     retrieval_queries,
     show,
@@ -234,6 +242,24 @@ def scan_table(scan: WeightScan) -> Table:
             diff,
             "" if row.best_weight is None else f"{row.best_weight:g}",
         )
+    return table
+
+
+def lambda_table(study: LambdaStudy) -> Table:
+    """The lambda study: accuracy and R of each system and variant at each lambda."""
+    table = Table(
+        title=f"Accuracy and R against lambda ({study.draws} draws of whole groups each)",
+        title_justify="left",
+        caption="mean [2.5th, 97.5th percentile of the draws]",
+        caption_justify="left",
+    )
+    for header in LAMBDA_HEADERS:
+        numeric = header not in ("system", "variant", "note")
+        table.add_column(
+            header, justify="right" if numeric else "left", no_wrap=numeric, overflow="fold"
+        )
+    for row in lambda_rows(study):
+        table.add_row(*(escape(cell) for cell in row))
     return table
 
 

@@ -13,6 +13,8 @@ from ragaudit.analysis.summary import (
     GROUP_STABILITY,
     SOURCES,
     Comparison,
+    DrawSpread,
+    LambdaStudy,
     LeftOutReason,
     MeanInterval,
     MetricReliability,
@@ -283,6 +285,7 @@ def summary_markdown(summary: Summary) -> str:
         + label_sections(summary)
         + reliability_section(summary)
         + stability_section(summary)
+        + lambda_section(summary.lambda_study)
         + cost_section(summary)
     )
 
@@ -629,3 +632,81 @@ def label_sections(summary: Summary) -> str:
 
 def _f3(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
+
+
+LAMBDA_HEADERS = ("system", "variant", "lambda asked", "lambda reached", "accuracy", "R", "note")
+
+
+def show_spread(spread: DrawSpread | None) -> str:
+    """A figure over the draws: its mean, and the 2.5th to 97.5th percentiles of the draws
+    where they differ at three decimals; n/a when it is undefined.
+
+    >>> show_spread(DrawSpread(mean=0.4772, low=0.47, high=0.4851, draws=500))
+    '0.477 [0.470, 0.485]'
+    >>> show_spread(DrawSpread(mean=0.5, low=0.5, high=0.5, draws=500)), show_spread(None)
+    ('0.500', 'n/a')
+    """
+    if spread is None:
+        return "n/a"
+    band = f" [{spread.low:.3f}, {spread.high:.3f}]"
+    return f"{spread.mean:.3f}" + (
+        "" if band == f" [{spread.mean:.3f}, {spread.mean:.3f}]" else band
+    )
+
+
+def lambda_rows(study: LambdaStudy) -> list[list[str]]:
+    """The lambda study as rows (:data:`LAMBDA_HEADERS`): per system and variant, the
+    figures of all its groups ("observed"), then one row per target lambda with the
+    lambda the draws reached, accuracy and R over the draws, and why a figure is n/a."""
+    rows = []
+    for system, variants in study.systems.items():
+        for variant, side in variants.items():
+            rows.append(
+                [
+                    system,
+                    variant,
+                    "observed",
+                    _f3(side.observed_lambda),
+                    _f3(side.observed_accuracy),
+                    _f3(side.observed_robustness),
+                    side.undefined or "",
+                ]
+            )
+            if side.undefined:
+                continue  # every target would repeat the side's reason
+            for point in side.points:
+                rows.append(
+                    [
+                        system,
+                        variant,
+                        f"{point.target:g}",
+                        show_spread(point.lambda_reached),
+                        show_spread(point.accuracy),
+                        show_spread(point.robustness),
+                        point.undefined or point.robustness_undefined or "",
+                    ]
+                )
+    return rows
+
+
+def lambda_note(study: LambdaStudy) -> str:
+    """What the lambda study did, in a sentence under its table."""
+    return (
+        f"Whole semantic groups resampled to each lambda (the share of queries in gap "
+        f"groups), {study.draws} draws each (seed {study.seed}): below the observed lambda "
+        "every other group is kept and gap groups are left out, above it every gap group is "
+        "kept and the others are left out. A figure is the mean over the draws, with the "
+        "2.5th to 97.5th percentiles of the draws where they differ (which groups were "
+        "kept, not the data's uncertainty). Accuracy = R x (1 - lambda): accuracy compares "
+        "systems or variants only at one lambda; R does at any."
+    )
+
+
+def lambda_section(study: LambdaStudy | None) -> str:
+    """The lambda study as a Markdown table with its note; empty without one."""
+    if study is None:
+        return ""
+    out = "\nAccuracy and R against lambda (analyze --lambda-study)\n\n"
+    out += "| " + " | ".join(LAMBDA_HEADERS) + " |\n|---|---|---:|---:|---:|---:|---|\n"
+    out += "".join("| " + " | ".join(row) + " |\n" for row in lambda_rows(study))
+    return out + "\n" + lambda_note(study) + "\n"

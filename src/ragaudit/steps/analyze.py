@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shutil
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from json.encoder import encode_basestring as json_string
 from pathlib import Path
@@ -18,6 +18,13 @@ from ragaudit.analysis.by_label import label_breakdown
 from ragaudit.analysis.comparisons import comparisons
 from ragaudit.analysis.documents import generation_figures, source_breakdown
 from ragaudit.analysis.group_counts import group_comparisons, shape_ranking, system_figures
+from ragaudit.analysis.lambda_study import (
+    DEFAULT_DRAWS,
+    check_targets,
+    example_verdicts,
+    lambda_study,
+    table_verdicts,
+)
 from ragaudit.analysis.metrics import (
     gold_state,
     robustness_note,
@@ -271,19 +278,32 @@ def run_analysis(
     reference_free: ReferenceFreeOptions | None = None,
     engine: Engine = "auto",
     table: Path | None = None,
+    lambda_targets: Sequence[float] | None = None,
+    lambda_draws: int = DEFAULT_DRAWS,
 ) -> AnalysisResult:
     """Analyze and write summary.json, summary.md and drilldown.jsonl into the run;
     ``system`` names the system of neutral files; ``reference_free`` (the configuration's
     section) reads the reference-free scores, when the run has them, at its thresholds.
     ``engine`` chooses the path (:func:`choose_engine`): in memory, or the run's answer
     table (or ``table``, a Parquet file in its schema) aggregated in SQL; both give the
-    same figures."""
+    same figures. ``lambda_targets``: the lambda study at these shares of queries in gap
+    groups, ``lambda_draws`` resamples each (:mod:`ragaudit.analysis.lambda_study`);
+    None: no study."""
     check_seed(seed)
+    targets = checked_lambda(lambda_targets, lambda_draws)
     neutral = neutral or []
     chosen, _ = choose_engine(run, engine, neutral=neutral, table=table, outcome=outcome)
     if chosen == "sql":
         strict = engine == "sql" or table is not None  # a table has no records to fall back on
-        result = sql_analysis(run, table=table, seed=seed, llm_only=llm_only, strict=strict)
+        result = sql_analysis(
+            run,
+            table=table,
+            seed=seed,
+            llm_only=llm_only,
+            strict=strict,
+            lambda_targets=targets,
+            lambda_draws=lambda_draws,
+        )
         if result is not None:
             return result
     # Held for the whole step, so that every reader of the dataset in it shares one read.
@@ -375,6 +395,9 @@ def run_analysis(
         label_comparisons=label_comparisons,
         labels=labels,
         weight_scan=scan,
+        lambda_study=None
+        if targets is None
+        else lambda_study(example_verdicts(examples), targets, draws=lambda_draws, seed=seed),
         reference_free=None
         if neutral or outcome != "answer"
         else read_reference_free(run, examples, reference_free or ReferenceFreeOptions()),
@@ -401,13 +424,16 @@ def sql_analysis(
     seed: int = 0,
     llm_only: str | None = None,
     strict: bool = False,
+    lambda_targets: Sequence[float] | None = None,
+    lambda_draws: int = DEFAULT_DRAWS,
 ) -> AnalysisResult | None:
     """The analysis of the run's answer table (fresh: built again where the JSON Lines
     changed since), or of ``table``, aggregated in SQL by DuckDB out of core
     (:mod:`ragaudit.store.answer_sql`); the figures are those of the in-memory path. None
     where a figure is computed in memory only (labels, several sources, reference-free
     scores: :func:`~ragaudit.store.answer_sql.sql_blockers`), or a one-line error with
-    why when ``strict``."""
+    why when ``strict``. The lambda study, when asked, resamples the same per-group counts
+    the figures come from."""
     paths = [table] if table is not None else [fresh_answer_table(run)]
     run.root.mkdir(parents=True, exist_ok=True)
     spill = run.root / ".duckdb.tmp"
@@ -454,6 +480,11 @@ def sql_analysis(
                 label_comparisons=[],
                 labels=read_label_figures(run),
                 weight_scan=read_scan(run),
+                lambda_study=None
+                if lambda_targets is None
+                else lambda_study(
+                    table_verdicts(found.groups), lambda_targets, draws=lambda_draws, seed=seed
+                ),
                 reference_free=None,
                 stability=stability(repeat_attempts(run)),
                 cost=cost_figures(run),
@@ -463,6 +494,22 @@ def sql_analysis(
             return result
     finally:
         shutil.rmtree(spill, ignore_errors=True)
+
+
+def checked_lambda(
+    targets: Sequence[float] | None, draws: int = DEFAULT_DRAWS
+) -> tuple[float, ...] | None:
+    """The lambda study's targets sorted and without repeats (None: no study), or a
+    one-line error naming what is wrong: a target outside [0, 1], no target, fewer than one
+    draw."""
+    if targets is None:
+        return None
+    if isinstance(draws, bool) or not isinstance(draws, int) or draws < 1:
+        raise UserError(f"--lambda-draws must be a whole number of at least 1, not {draws!r}")
+    try:
+        return check_targets(targets)
+    except ValueError as error:
+        raise UserError(f"--lambda-target: {error}") from None
 
 
 def _unjudged(run: RunDir, analyzed: set[str]) -> list[str]:
