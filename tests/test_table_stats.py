@@ -446,3 +446,29 @@ def test_the_report_of_a_real_run_counts_each_table_and_names_the_ones_left_out(
         str(len({q["group_id"] for q in queries})),
         str(len(queries)),
     ]
+
+
+def test_a_run_generated_before_the_per_table_counts_still_reports(tmp_path: Path) -> None:
+    """A dataset.stats.json written before the per-table view (no ``tables``, templates
+    without their tables and columns) still gives a report with its other dataset counts,
+    which says the per-table counts need generate again; the dataset still reads in
+    Python, and only asking it for its tables says to generate again."""
+    project, _ = _people_run(tmp_path)
+    run = RunDir(project.run_dir)
+    stats = json.loads(run.dataset_stats.read_text(encoding="utf-8"))
+    del stats["tables"]
+    for template in stats["templates"]:
+        del template["tables"], template["columns"]
+    run.dataset_stats.write_text(json.dumps(stats), encoding="utf-8")
+    html = project.report().read_text(encoding="utf-8")
+    assert 'id="dataset"' in html and 'id="per-table-counts"' not in html
+    assert "written before ragaudit counted the dataset per table" in html
+    dataset = ra.Project(root=tmp_path, progress="none").dataset()
+    assert len(dataset) == len(run.dataset.read_text().splitlines()) > 0
+    with pytest.raises(ra.UserError, match="run generate again"):
+        _ = dataset.tables
+    # The same file with the view: no such line.
+    project.generate(unverified=True)
+    html = project.report().read_text(encoding="utf-8")
+    assert 'id="per-table-counts"' in html
+    assert "written before ragaudit counted the dataset per table" not in html
