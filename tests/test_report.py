@@ -303,7 +303,9 @@ def test_report_shows_the_wordings_verified_and_rejected_per_style(tmp_path: Pat
     html = report.read_text()
     assert "only verified wordings are asked" not in html
     assert "so 1 wording never verified is asked too" in html
-    assert 'id="per-table' not in html  # a file from before the per-table view: none
+    # A file from before the per-table view: no table, and a line that says why.
+    assert 'id="per-table-counts"' not in html
+    assert "written before ragaudit counted the dataset per table" in html
 
 
 def test_report_shows_the_dataset_per_table_and_the_tables_no_question_reads(

@@ -8,6 +8,7 @@ wrote (templates/sql.yaml's tables, dataset.jsonl's groups and questions)."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sqlite3
 from collections import Counter
@@ -356,3 +357,118 @@ def test_a_link_table_is_not_said_to_lack_a_key(tmp_path: Path) -> None:
     notes = enumerate_templates(db, schema).notes
     assert notes["note"] == said["note"] and "link" not in notes
     db.dispose()
+
+
+def _people_run(tmp_path: Path) -> tuple[ra.Project, Path]:
+    """A real run on the test suite's ``people`` database (SQLite): templates by the
+    enumerator, the verbalizer's wordings, generate, a system that answers every question
+    with its reference, judged by the matchers, analyzed. Three of its tables no question
+    reads (an empty one, one with no name-like column, one whose names repeat)."""
+    url = sqlite_people(tmp_path / "people.sqlite")
+    project = ra.Project(root=tmp_path, db=url, progress="none")
+    project.templates_sql()
+    project.templates_text(verify=False)
+    project.generate(unverified=True)
+
+    def oracle(question: str, record: Any) -> str:
+        return str(record.reference.display)
+
+    project.run([ra.system(oracle, name="oracle")])
+    project.judge(llm=None)
+    project.analyze()
+    return project, tmp_path / "people.sqlite"
+
+
+def _per_table_rows(html: str) -> list[list[str]]:
+    """The cells of the report's per-table table, a list per row (headers left out)."""
+    section = html.split('id="per-table-counts"', 1)[1].split("</table>", 1)[0]
+    return [
+        re.findall(r"<td[^>]*>(.*?)</td>", row)
+        for row in re.findall(r"<tr>(.*?)</tr>", section, re.DOTALL)
+    ][1:]
+
+
+def test_the_report_of_a_real_run_counts_each_table_and_names_the_ones_left_out(
+    tmp_path: Path,
+) -> None:
+    """End to end, from the database to report.html: each table's row of the report holds
+    the counts computed here apart from ragaudit, from the database (COUNT(*), PRAGMA
+    table_info), from templates/sql.yaml's SQL (its tables read with sqlglot) and from
+    dataset.jsonl (groups, questions, wordings); a table no template reads is there with
+    0s, and the text above the table names every such table."""
+    import sqlglot
+    import yaml
+    from sqlglot import exp
+
+    project, path = _people_run(tmp_path)
+    html = project.report().read_text(encoding="utf-8")
+    run = RunDir(project.run_dir)
+    conn = sqlite3.connect(path)
+    names = [n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+    rows = {n: conn.execute(f'SELECT COUNT(*) FROM "{n}"').fetchone()[0] for n in names}
+    columns = {n: len(conn.execute(f'PRAGMA table_info("{n}")').fetchall()) for n in names}
+    conn.close()
+    templates = yaml.safe_load(run.templates_sql.read_text(encoding="utf-8"))["templates"]
+    reads = {
+        t["id"]: {x.name.lower() for x in sqlglot.parse_one(t["sql"]).find_all(exp.Table)}
+        for t in templates
+    }
+    queries = [json.loads(line) for line in run.dataset.read_text().splitlines()]
+    expected = {}
+    for name in names:
+        mine = {tid for tid, tables in reads.items() if name.lower() in tables}
+        asked = [q for q in queries if q["template_id"] in mine]
+        expected[name] = [
+            str(rows[name]),
+            str(len(mine)),
+            str(len({(q["variant"], q["text_template_id"]) for q in asked})),
+            str(len({q["group_id"] for q in asked})),
+            str(len(asked)),
+        ]
+    shown = {r[0]: r for r in _per_table_rows(html)}
+    assert set(shown) == set(names) | {"dataset"}
+    for name in names:
+        cell = shown[name]
+        # table, rows, "asked of attributes", templates, wordings, groups, questions, why
+        assert [cell[1], *cell[3:7]] == expected[name], name
+        assert cell[2].endswith(f" of {columns[name]}")
+    uncovered = sorted(n for n in names if expected[n][-1] == "0")
+    assert uncovered == ["assignment", "badge", "empty_thing"]
+    for name in uncovered:
+        assert shown[name][1:7] == [str(rows[name]), f"0 of {columns[name]}", "0", "0", "0", "0"]
+        assert shown[name][7]  # and why, in the last column
+    assert f"No question reads 3 tables ({', '.join(uncovered)})" in html
+    # The dataset's own row counts each template, group and question once.
+    total = shown["dataset"]
+    assert total[3:7] == [
+        str(len({q["template_id"] for q in queries})),
+        str(len({(q["variant"], q["text_template_id"]) for q in queries})),
+        str(len({q["group_id"] for q in queries})),
+        str(len(queries)),
+    ]
+
+
+def test_a_run_generated_before_the_per_table_counts_still_reports(tmp_path: Path) -> None:
+    """A dataset.stats.json written before the per-table view (no ``tables``, templates
+    without their tables and columns) still gives a report with its other dataset counts,
+    which says the per-table counts need generate again; the dataset still reads in
+    Python, and only asking it for its tables says to generate again."""
+    project, _ = _people_run(tmp_path)
+    run = RunDir(project.run_dir)
+    stats = json.loads(run.dataset_stats.read_text(encoding="utf-8"))
+    del stats["tables"]
+    for template in stats["templates"]:
+        del template["tables"], template["columns"]
+    run.dataset_stats.write_text(json.dumps(stats), encoding="utf-8")
+    html = project.report().read_text(encoding="utf-8")
+    assert 'id="dataset"' in html and 'id="per-table-counts"' not in html
+    assert "written before ragaudit counted the dataset per table" in html
+    dataset = ra.Project(root=tmp_path, progress="none").dataset()
+    assert len(dataset) == len(run.dataset.read_text().splitlines()) > 0
+    with pytest.raises(ra.UserError, match="run generate again"):
+        _ = dataset.tables
+    # The same file with the view: no such line.
+    project.generate(unverified=True)
+    html = project.report().read_text(encoding="utf-8")
+    assert 'id="per-table-counts"' in html
+    assert "written before ragaudit counted the dataset per table" not in html

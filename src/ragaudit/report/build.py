@@ -297,6 +297,9 @@ class ReportData:
     stability: StabilitySection | None = None
     per_table: PerTableSection | None = None
     lambda_study: LambdaSection | None = None
+    # A dataset.stats.json written before the per-table counts were kept: the report says
+    # so, rather than leave a user to guess why the view is missing.
+    per_table_absent: bool = False
 
 
 @dataclass(frozen=True)
@@ -1053,10 +1056,11 @@ def collect(run: RunDir) -> ReportData:
     headlines, rest = _headlines(summary)
     drill = _one_query_gaps(_scan_drilldown(run), summary.systems)
     blame = _blame(summary)
-    dataset, per_table = None, None
+    dataset, per_table, per_table_absent = None, None, False
     if run.dataset_stats.exists():
         dataset = read_overview(run.dataset_stats)
         tables = read_table_stats(run.dataset_stats)
+        per_table_absent = dataset is not None and tables is None
         if tables:
             per_table = PerTableSection(
                 headers=list(TABLE_STATS_HEADERS),
@@ -1090,6 +1094,7 @@ def collect(run: RunDir) -> ReportData:
         stability=_stability(run, summary),
         per_table=per_table,
         lambda_study=_lambda_section(summary.lambda_study),
+        per_table_absent=per_table_absent,
     )
 
 
