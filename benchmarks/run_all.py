@@ -21,6 +21,7 @@ from benchmarks import (  # noqa: E402
     bench_grid,
     bench_labels,
     bench_llm_client,
+    bench_model_limit,
     bench_ragas,
     bench_reference_free,
     bench_refresh,
@@ -40,6 +41,9 @@ BENCHMARKS = {
     "wordings": bench_wordings.run,
     "labels": bench_labels.run,
     "reference_free": bench_reference_free.run,
+    # The embedded model's own limit, and each step's fraction of it given usage records
+    # (RAGAUDIT_BENCH_USAGE=runs/demo/usage.json): about 7 minutes.
+    "model-limit": bench_model_limit.run,
 }
 ON_REQUEST = {"ragas": bench_ragas.run}
 
