@@ -83,8 +83,11 @@ def _read(passages: str, question: str) -> str | None:
     if about:  # another corpus: the sentence itself (its short wording too)
         start = about.group(1)
         start = start.removeprefix("In summary ")  # a summary: the first fact it merges
+        # Read as its short wording is written too: without the function words.
+        want = [w for w in start.split() if w not in FILLER]
         for sentence in re.split(r"(?<=\.)\s+|\n+", passages):
-            if re.sub(r"[^\w ]", "", sentence).startswith(start):
+            words = [w for w in re.sub(r"[^\w ]", "", sentence).split() if w not in FILLER]
+            if want and words[: len(want)] == want:
                 return sentence.strip()
         return None
     for words, pattern in _READ:
@@ -183,7 +186,7 @@ class Script:
             # names kept (a wording that loses them asks something else).
             question = last.rsplit("Question: ", 1)[1]
             words = re.sub(r"[?]", "", question).split()
-            return " ".join(w for w in words if w.lower() not in FILLER) + "?"
+            return " ".join(w for w in words if w not in FILLER) + "?"  # "The" is kept
         name = next(n for n in DOCS if n in first_user)
         return json.dumps(
             {"pairs": [{"question": f"Where is {name} being built?", "answer": "Norhaven"}]}
