@@ -31,9 +31,10 @@ Then, given usage records (``--usage runs/<run>/usage.json``, or RAGAUDIT_BENCH_
 ``make bench``), each LLM-bound step's fraction of the limit: its ideal time (prompt
 tokens at the measured prompt rate for its mean prompt length, plus completion tokens at
 the one-sequence generation rate) over its wall time; and the same against the best
-generation rate measured with several sequences. usage.json does not count the prompt
-tokens a step found cached, so this fraction is an upper bound (see ``step_fractions``).
-Target (issue 40): every step >= 0.7, judged once the cached tokens are counted.
+generation rate measured with several sequences. The prompt tokens a step found in
+llama.cpp's prompt cache (usage.json's ``cached_prompt_tokens``) are not counted as
+processed; a file written before that count was kept gives a bracket instead (see
+``step_fractions``). Target (issue 40): every step >= 0.7, judged where the count is kept.
 
 ``python benchmarks/bench_model_limit.py [--quick] [--usage PATH ...]``; in ``make bench``
 as ``model-limit``, alone on the machine: other work on the two cores stalls llama.cpp's
@@ -54,7 +55,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -159,7 +160,10 @@ class Limit:
 
 
 def step_fractions(
-    steps: Mapping[str, StepUsage], limit: Limit, best: Limit | None = None
+    steps: Mapping[str, StepUsage],
+    limit: Limit,
+    best: Limit | None = None,
+    uncounted: Collection[str] = (),
 ) -> dict[str, dict[str, Any]]:
     """For each step that made real model calls: its calls, tokens in and out, wall time,
     ideal time at ``limit`` and the fraction of the limit it reaches (ideal / wall; 1.0
@@ -170,16 +174,17 @@ def step_fractions(
     time to judge.
 
     A step's prompt tokens include those llama.cpp found in its prompt cache (the shared
-    instructions of consecutive calls), which cost almost nothing. Where the record counts
-    them (``cached_prompt_tokens``, which usage.json does not keep yet) only the others are
-    processed. Otherwise the fraction is bracketed: ``fraction_of_limit`` takes every prompt
-    token as processed (an upper bound; above 1 says the step reuses cached prefixes) and
-    ``fraction_generation_only`` takes none (a lower bound)."""
+    instructions of consecutive calls), which cost almost nothing; usage.json counts them
+    (``cached_prompt_tokens``) and only the others are processed. For the steps in
+    ``uncounted`` (files written before the count was kept) the fraction is bracketed:
+    ``fraction_of_limit`` takes every prompt token as processed (an upper bound; above 1
+    says the step reuses cached prefixes) and ``fraction_generation_only`` takes none (a
+    lower bound)."""
     out: dict[str, dict[str, Any]] = {}
     for name, usage in steps.items():
         if usage.calls <= 0 or usage.wall_seconds <= 0:
             continue
-        cached = getattr(usage, "cached_prompt_tokens", None)
+        cached = None if name in uncounted else usage.cached_prompt_tokens
         processed = usage.prompt_tokens - (cached or 0)
         ideal = limit.ideal_seconds(usage.calls, processed, usage.completion_tokens)
         row: dict[str, Any] = {
@@ -211,6 +216,16 @@ def read_steps(paths: Sequence[Path]) -> dict[str, StepUsage]:
     """The steps of each usage.json, named ``<run folder>/<step>`` (``demo/templates``);
     where two files' run folders share a name, by as many of their parent folders as tell
     them apart (``a/runs/demo/judge``, ``b/runs/demo/judge``)."""
+    return {name: usage for name, (usage, _) in _read_steps(paths).items()}
+
+
+def uncounted_steps(paths: Sequence[Path]) -> set[str]:
+    """The steps of :func:`read_steps` whose file does not count their cached prompt
+    tokens (written before usage.json kept ``cached_prompt_tokens``)."""
+    return {name for name, (_, counted) in _read_steps(paths).items() if not counted}
+
+
+def _read_steps(paths: Sequence[Path]) -> dict[str, tuple[StepUsage, bool]]:
     for path in paths:
         if not path.is_file():
             raise FileNotFoundError(f"no usage file at {path}")
@@ -218,10 +233,12 @@ def read_steps(paths: Sequence[Path]) -> dict[str, StepUsage]:
     depth = 1
     while len({folder[-depth:] for folder in folders}) < len(set(folders)):
         depth += 1
-    steps: dict[str, StepUsage] = {}
+    steps: dict[str, tuple[StepUsage, bool]] = {}
     for path, folder in zip(paths, folders, strict=True):
+        raw = json.loads(path.read_text(encoding="utf-8")).get("steps") or {}
         for name, usage in UsageFile.read(path).steps.items():
-            steps["/".join((*folder[-depth:], name))] = usage
+            counted = "cached_prompt_tokens" in (raw.get(name) or {})
+            steps["/".join((*folder[-depth:], name))] = (usage, counted)
     return steps
 
 
@@ -486,7 +503,7 @@ def run(quick: bool = False, usage: Sequence[Path] | None = None) -> dict[str, A
     out |= figures
     if steps:
         out["usage_files"] = [str(p) for p in usage_paths]
-        rows = out["steps"] = step_fractions(steps, single, best)
+        rows = out["steps"] = step_fractions(steps, single, best, uncounted_steps(usage_paths))
         # Judged only where the cached prompt tokens are known: otherwise the fraction is
         # a bracket (see step_fractions), too wide to pass or miss a target.
         if rows and all(row["cached_prompt_tokens"] is not None for row in rows.values()):

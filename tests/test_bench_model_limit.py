@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from benchmarks.bench_model_limit import Limit, read_steps, step_fractions
+from benchmarks.bench_model_limit import Limit, read_steps, step_fractions, uncounted_steps
 
 from ragaudit.llm.usage import StepUsage
 
@@ -42,7 +42,7 @@ def _judge() -> StepUsage:
 def test_step_fraction_is_ideal_over_wall_and_skips_steps_without_calls() -> None:
     steps = {"judge": _judge(), "cached": StepUsage(calls=0, cache_hits=9, wall_seconds=0.5)}
     best = Limit(prompt=LIMIT.prompt, generation=40.0)
-    rows = step_fractions(steps, LIMIT, best)
+    rows = step_fractions(steps, LIMIT, best, uncounted={"judge"})
     assert list(rows) == ["judge"]
     judge = rows["judge"]
     assert judge["ideal_s"] == 12.0
@@ -57,7 +57,7 @@ def test_step_fraction_is_ideal_over_wall_and_skips_steps_without_calls() -> Non
 
 def test_cached_prompt_tokens_when_recorded_are_not_processed() -> None:
     judge = _judge()
-    judge.cached_prompt_tokens = 1800  # type: ignore[attr-defined]  # not in usage.json yet
+    judge.cached_prompt_tokens = 1800
     row = step_fractions({"judge": judge}, LIMIT)["judge"]
     # 400 tokens processed, 100 per call (1 s each), and 40 written (2 s).
     assert row["ideal_s"] == 6.0
@@ -78,6 +78,18 @@ def test_read_steps_names_each_step_by_its_run(tmp_path: Path) -> None:
     assert steps["demo/judge"].calls == 3
     with pytest.raises(FileNotFoundError):
         read_steps([tmp_path / "missing.json"])
+
+
+def test_steps_whose_file_does_not_count_cached_tokens_are_told_apart(tmp_path: Path) -> None:
+    old = _usage(tmp_path / "old", 3)
+    new = tmp_path / "new" / "usage.json"
+    new.parent.mkdir()
+    step = {"calls": 2, "prompt_tokens": 200, "cached_prompt_tokens": 150}
+    new.write_text(json.dumps({"steps": {"judge": step}}))
+    assert uncounted_steps([old, new]) == {"old/judge"}
+    steps = read_steps([old, new])
+    assert steps["new/judge"].cached_prompt_tokens == 150
+    assert steps["old/judge"].cached_prompt_tokens == 0
 
 
 def test_read_steps_keeps_apart_runs_of_the_same_name(tmp_path: Path) -> None:

@@ -477,3 +477,26 @@ def test_a_refused_reply_is_shown_with_its_reason_and_counted(
     usage = json.loads((tmp_path / "runs" / "default" / "usage.json").read_text())
     assert usage["steps"]["doctor"]["oversized"] == 1
     assert usage["steps"]["doctor"]["failures"] == 1
+
+
+def test_the_prompt_tokens_a_server_took_from_its_cache_are_counted_per_step(
+    transport: str, llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    body = {
+        "choices": [{"message": {"role": "assistant", "content": "yes"}, "finish_reason": "stop"}],
+        "usage": {
+            "prompt_tokens": 120,
+            "completion_tokens": 1,
+            "prompt_tokens_details": {"cached_tokens": 96},
+        },
+    }
+    llm_server.enqueue(Reply(body=json.dumps(body)), Reply(content="no details"))
+    with _client(transport, llm_server) as client:
+        with client.meter.step("judge"):
+            client.complete([user("first")])
+            client.complete([user("second")])
+        client.meter.write(tmp_path / "usage.json")
+    step = json.loads((tmp_path / "usage.json").read_text())["steps"]["judge"]
+    # The second reply says nothing of its cache: it adds its prompt tokens, none cached.
+    assert (step["calls"], step["cached_prompt_tokens"]) == (2, 96)
+    assert step["prompt_tokens"] == 120 + 1  # the scripted server counts prompt words

@@ -64,6 +64,21 @@ def test_real_model_calls_are_cached_and_counted(local_llm: LLMClient) -> None:
     assert first.prompt_tokens > 0 and first.completion_tokens > 0
 
 
+def test_a_prompt_prefix_the_model_reused_is_counted(local_llm: LLMClient) -> None:
+    # Two calls that share their instructions: llama.cpp keeps the first's prompt in its
+    # cache, and the second's usage says how much of it was reused (the model-limit
+    # benchmark leaves those tokens out of the processed ones).
+    rules = system("You answer questions about colours. " * 20 + "Reply with one word.")
+    before = local_llm.meter.total().cached_prompt_tokens
+    first = local_llm.complete([rules, user("Name a warm colour.")], GenerationParams(max_tokens=4))
+    between = local_llm.meter.total().cached_prompt_tokens
+    local_llm.complete([rules, user("Name a cold colour.")], GenerationParams(max_tokens=4))
+    reused = local_llm.meter.total().cached_prompt_tokens - between
+    assert not first.cached
+    assert between - before < first.prompt_tokens // 2  # the instructions were new then
+    assert reused > 100  # the instructions, about 130 tokens, came from the cache
+
+
 def test_doctor_gets_a_real_answer_offline(tmp_path: Path) -> None:
     result = ragaudit(
         "doctor",

@@ -213,6 +213,7 @@ class LLMClient:
                 seconds=seconds,
                 retries=raw.retries,
                 model=self.name,
+                cached_prompt_tokens=raw.cached_prompt_tokens,
             )
             if raw.text.strip():
                 break

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, TypedDict
+from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -61,6 +61,39 @@ class RawCompletion:
     completion_tokens: int
     finish_reason: str | None = None
     retries: int = 0
+    # Of prompt_tokens, those the server found in its prompt cache (a prefix shared with
+    # an earlier call): they cost almost no time, so the model-limit benchmark leaves
+    # them out of the processed tokens. 0 where the server does not say.
+    cached_prompt_tokens: int = 0
+
+
+def cached_prompt_tokens(reply: Mapping[str, Any]) -> int:
+    """How many of a chat completion's prompt tokens the server took from its prompt
+    cache: OpenAI's ``usage.prompt_tokens_details.cached_tokens``, else llama.cpp's
+    ``timings.cache_n``; 0 where neither is given or readable, and never more than the
+    prompt's tokens.
+
+    >>> cached_prompt_tokens({"usage": {"prompt_tokens": 50,
+    ...     "prompt_tokens_details": {"cached_tokens": 32}}})
+    32
+    >>> cached_prompt_tokens({"usage": {"prompt_tokens": 50}, "timings": {"cache_n": 40}})
+    40
+    >>> cached_prompt_tokens({"usage": {"prompt_tokens": 5}, "timings": {"cache_n": "x"}})
+    0
+    """
+    usage = reply.get("usage")
+    usage = usage if isinstance(usage, Mapping) else {}
+    details = usage.get("prompt_tokens_details")
+    found: Any = details.get("cached_tokens") if isinstance(details, Mapping) else None
+    if found is None:
+        timings = reply.get("timings")
+        found = timings.get("cache_n") if isinstance(timings, Mapping) else None
+    try:
+        cached = max(0, int(found or 0))
+        prompt = int(usage.get("prompt_tokens") or 0)
+    except (TypeError, ValueError):
+        return 0
+    return min(cached, prompt) if prompt else cached
 
 
 @dataclass(frozen=True)

@@ -113,6 +113,8 @@ class StepUsage:
     retries: int = 0
     failures: int = 0
     oversized: int = 0  # of the failures: replies larger than the request could need
+    # Of prompt_tokens, those the server took from its prompt cache (a shared prefix).
+    cached_prompt_tokens: int = 0
     llm_seconds: float = 0.0
     wall_seconds: float = 0.0
     models: dict[str, ModelUsage] = field(default_factory=dict)
@@ -260,12 +262,15 @@ class UsageMeter:
         seconds: float,
         retries: int = 0,
         model: str = "unknown",
+        cached_prompt_tokens: int = 0,
     ) -> None:
-        """Count one real backend call of ``model`` (as llm.model names it)."""
+        """Count one real backend call of ``model`` (as llm.model names it);
+        ``cached_prompt_tokens`` of its prompt tokens came from the server's prompt cache."""
         with self._lock:
             usage = self._get(None)
             usage.calls += 1
             usage.prompt_tokens += prompt_tokens
+            usage.cached_prompt_tokens += cached_prompt_tokens
             usage.completion_tokens += completion_tokens
             usage.llm_seconds += seconds
             usage.retries += retries

@@ -21,7 +21,7 @@ from typing import Any
 
 from ragaudit.errors import LLMError, ModelAssetError
 from ragaudit.llm.model_assets import INSTALL_HINT, MODEL_FILENAME, ensure_embedded_model
-from ragaudit.llm.types import GenerationParams, Messages, RawCompletion
+from ragaudit.llm.types import GenerationParams, Messages, RawCompletion, cached_prompt_tokens
 
 # (model path, threads, context size) -> the loaded server; at most one entry.
 _LOADED: dict[tuple[str, int, int], Any] = {}
@@ -125,6 +125,7 @@ class LocalBackend:
             prompt_tokens=int(usage.get("prompt_tokens", 0)),
             completion_tokens=int(usage.get("completion_tokens", 0)),
             finish_reason=choice.get("finish_reason"),
+            cached_prompt_tokens=cached_prompt_tokens(reply),
         )
 
     async def acomplete(self, messages: Messages, params: GenerationParams) -> RawCompletion:

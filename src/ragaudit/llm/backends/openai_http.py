@@ -39,7 +39,7 @@ from ragaudit.errors import (
     LLMReplyTooLongError,
     LLMTimeoutError,
 )
-from ragaudit.llm.types import GenerationParams, Messages, RawCompletion
+from ragaudit.llm.types import GenerationParams, Messages, RawCompletion, cached_prompt_tokens
 from ragaudit.secrets import redact, register_secret
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -213,6 +213,7 @@ def _completion_from(data: Any, attempt: int) -> RawCompletion:
             completion_tokens=int(usage.get("completion_tokens") or 0),
             finish_reason=choice.get("finish_reason"),
             retries=attempt,
+            cached_prompt_tokens=cached_prompt_tokens(data),
         )
     except (KeyError, IndexError, TypeError, AttributeError) as exc:
         raise ValueError(f"not a chat completion ({type(exc).__name__}: {exc})") from None
