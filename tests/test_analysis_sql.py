@@ -24,7 +24,7 @@ from ragaudit.records.models import (
 )
 from ragaudit.rundir import RunDir
 from ragaudit.steps.analyze import Engine, choose_engine, run_analysis
-from ragaudit.store.answers import write_answer_table
+from ragaudit.store.answers import read_answer_table, write_answer_table
 
 VARIANTS = ("short", "long", "blind")  # "blind": no gold ids known (context comparison)
 
@@ -343,3 +343,9 @@ def test_a_system_without_retriever_has_no_retrieval_figure_on_either_path(
     for key in memory:
         assert sql[key] == memory[key], key
     assert sql_rows == memory_rows
+    # The answers table's `where` counts what the blame counts: llm's wrong answers are
+    # the language model's, rag's those of its retriever (d0..d6 retrieved) or its model.
+    table = read_answer_table(run).to_pandas()
+    where = table[table["system"] == "llm"]["where"].dropna()
+    assert set(where) == {"correct", "language model"}
+    assert "retriever" in set(table[table["system"] == "rag"]["where"])

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragaudit.analysis.metrics import Example, by_system_and_variant, source_of
+from ragaudit.analysis.metrics import Example, by_system_and_variant, source_of, without_retriever
 from ragaudit.analysis.metrics import analyze as analyze_examples
 from ragaudit.errors import UserError
 from ragaudit.records.io import write_parquet_atomic
@@ -55,8 +55,9 @@ if TYPE_CHECKING:
 # correct (issue 41); 4: a judgement given against another reference than the question
 # has now is refused (issue 38, refresh); 5: repeat, and a row per repeat of
 # run --repeat N (issue 38, repeats); 6: label, gold_kind and answerable, which the
-# figures need, so that analyze can aggregate the table in SQL (issue 40).
-TABLE_VERSION = 6
+# figures need, so that analyze can aggregate the table in SQL (issue 40); 7: a system
+# without a retriever has no retriever to blame in ``where`` (as analyze says it).
+TABLE_VERSION = 7
 FINGERPRINT_KEY = b"ragaudit.fingerprint"
 
 # The columns, in order, and what each holds (docs/records.md describes them).
@@ -127,10 +128,15 @@ def fingerprint(run: RunDir) -> str:
     )
 
 
-def _where(examples: list[Example]) -> dict[tuple[str, str], str]:
+def _where(
+    examples: list[Example], judge_failed: list[Example] | None = None
+) -> dict[tuple[str, str], str]:
     """(system, query id) -> where each judged answer went wrong, or ``correct``, as
     ``analyze`` says it (its group's tag for the system and wording; the gold documents
-    when known), so that the table's ``where`` counts what summary.json's blame counts."""
+    when known), so that the table's ``where`` counts what summary.json's blame counts:
+    the answers read as analyze reads them, a system without a retriever with no
+    retrieval to blame (``without_retriever``, which ``judge_failed`` informs)."""
+    examples, _ = without_retriever(examples, judge_failed or [])
     tags = analyze_examples(examples).tags
     where: dict[tuple[str, str], str] = {}
     # The examples with the retrieval verdicts analyze gives them.
@@ -190,7 +196,9 @@ def build_answer_table(run: RunDir, mark: str | None = None) -> pa.Table:
     for judgements in judgement_files:
         if judgements:
             check_fresh(run, judgements, digests.get(judgements[0].system, {}), index)
-    where = _where(judged_examples(index, judgement_files, retrieved)) if judged else {}
+    failed: list[Example] = []
+    examples = judged_examples(index, judgement_files, retrieved, judge_failed=failed)
+    where = _where(examples, failed) if judged else {}
     columns["where"] = [where.get(key) for key in keys]
     _add_repeats(run, index, columns)
     schema = _schema()
@@ -232,8 +240,9 @@ def _add_repeats(
         files: list[list[Judgement]] = [
             [j for j in file if j.repeat == repeat] for file in judgement_files
         ]
-        examples = judged_examples(index, files, retrieved.get(repeat, {}))
-        for (system, query_id), part in _where(examples).items():
+        failed: list[Example] = []
+        examples = judged_examples(index, files, retrieved.get(repeat, {}), judge_failed=failed)
+        for (system, query_id), part in _where(examples, failed).items():
             where[system, query_id, repeat] = part
     columns["where"] += [where.get(key) for key in keys]
 
