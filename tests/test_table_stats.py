@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 import ragaudit as ra
@@ -185,6 +186,10 @@ def test_a_table_no_question_reads_says_why(people_db_url: str, tmp_path: Path) 
         "person",
     ]
     assert all(t.queries == 0 and t.sql_templates == 0 for t in per_table.uncovered)
+    # In the DataFrame, a table that has questions has no reason: missing, never NaN.
+    frame = per_table.to_pandas().set_index("table")
+    assert frame.loc["empty_thing", "why"] == "no rows"
+    assert frame.loc["event", "why"] is pd.NA
 
 
 def _schema(*tables: tuple[str, int, int]) -> SchemaInfo:

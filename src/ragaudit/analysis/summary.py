@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ragaudit.frames import frame
 from ragaudit.records.models import supported_version
 
 SCHEMA_VERSION = 9  # 2: by_label, labels, weight_scan (issue 16); 3: by_source, documents;
@@ -951,13 +952,13 @@ class Summary(_Model):
         """:meth:`rows` as a pandas DataFrame: one row per system x variant x metric, with
         columns system, variant, metric, value, low, high, k, n (n is what the figure is
         over: queries, or groups for robustness and Acc_retrieval_db)."""
-        import pandas as pd
 
-        frame = pd.DataFrame(
-            self.rows(), columns=["system", "variant", "metric", "value", "low", "high", "k", "n"]
-        )
         # Nullable floats: an undefined figure stays missing (<NA>), never becomes NaN.
-        return frame.astype({"value": "Float64", "low": "Float64", "high": "Float64"})
+        return frame(
+            self.rows(),
+            ["system", "variant", "metric", "value", "low", "high", "k", "n"],
+            floats=["value", "low", "high"],
+        )
 
     def comparisons_to_pandas(self) -> Any:
         """The paired comparisons (:attr:`comparisons`: which system or wording is worse,
@@ -978,7 +979,6 @@ class Summary(_Model):
             >>> row.variant_a, row.variant_b, float(row.difference), bool(row.significant)
             ('long', 'short', -0.75, True)
         """
-        import pandas as pd
 
         columns = ["metric", "system_a", "variant_a", "value_a", "system_b", "variant_b"]
         columns += ["value_b", "difference", "low", "high", "p_value", "n_groups"]
@@ -1003,8 +1003,7 @@ class Summary(_Model):
             for c in self.comparisons
         ]
         floats = ["value_a", "value_b", "difference", "low", "high", "p_value"]
-        frame = pd.DataFrame(rows, columns=columns)
-        return frame.astype({name: "Float64" for name in floats})
+        return frame(rows, columns, floats)
 
     def ranking_to_pandas(self) -> Any:
         """The ranking metrics of retrieval (:attr:`retrieval_ranking`: Recall@k, MRR,
@@ -1017,7 +1016,6 @@ class Summary(_Model):
             >>> Summary(retrieval_rule="any", systems={}).ranking_to_pandas().columns.tolist()
             ['system', 'variant', 'metric', 'value', 'low', 'high', 'n']
         """
-        import pandas as pd
 
         rows = [
             {
@@ -1034,8 +1032,7 @@ class Summary(_Model):
             for metric, mean in metrics.items()
         ]
         columns = ["system", "variant", "metric", "value", "low", "high", "n"]
-        frame = pd.DataFrame(rows, columns=columns)
-        return frame.astype({"value": "Float64", "low": "Float64", "high": "Float64"})
+        return frame(rows, columns, floats=["value", "low", "high"])
 
     def stability_to_pandas(self) -> Any:
         """How stable each system's answers are over repeated askings (:attr:`stability`,
@@ -1055,7 +1052,6 @@ class Summary(_Model):
             >>> row.variant, float(row.mean_pass_rate), int(row.flaky_k), int(row.flaky_n)
             ('all', 0.6666666666666666, 2, 3)
         """
-        import pandas as pd
 
         columns = ["system", "variant", "queries", "answers", "mean_pass_rate", "low", "high"]
         columns += ["flaky", "flaky_low", "flaky_high", "flaky_k", "flaky_n", *GROUP_STABILITY]
@@ -1083,8 +1079,7 @@ class Summary(_Model):
             rows.append(row(name, "all", figures))
             rows += [row(name, v, core) for v, core in figures.variants.items()]
         floats = ["mean_pass_rate", "low", "high", "flaky", "flaky_low", "flaky_high"]
-        frame = pd.DataFrame(rows, columns=columns)
-        return frame.astype({name: "Float64" for name in floats})
+        return frame(rows, columns, floats)
 
     def lambda_to_pandas(self) -> Any:
         """The lambda study (:attr:`lambda_study`, ``analyze --lambda-study``) as a pandas
@@ -1107,7 +1102,6 @@ class Summary(_Model):
             >>> print(summary.lambda_to_pandas().undefined[1])  # groups of 3: 0.8 or 1
             whole groups bring lambda no nearer than 1.000 to 0.9
         """
-        import pandas as pd
 
         floats = ["lambda", "accuracy", "accuracy_low", "accuracy_high", "robustness"]
         floats += ["robustness_low", "robustness_high", "observed_lambda", "observed_accuracy"]
@@ -1128,8 +1122,7 @@ class Summary(_Model):
                     cells += [side.observed_lambda, side.observed_accuracy]
                     cells += [side.observed_robustness, p.undefined or p.robustness_undefined]
                     rows.append(dict(zip(columns, cells, strict=True)))
-        frame = pd.DataFrame(rows, columns=columns)
-        return frame.astype({name: "Float64" for name in floats})
+        return frame(rows, columns, floats)
 
 
 # The proportions of a variant's figures, in the order tables show them.

@@ -22,6 +22,7 @@ from ragaudit.aio import new_event_loop
 from ragaudit.analysis.summary import Summary
 from ragaudit.api.calls import step, twin
 from ragaudit.errors import UserError
+from ragaudit.frames import frame
 from ragaudit.judge.cascade import JudgeStats, judge_many
 from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, check_rule
 from ragaudit.llm.options import LLMConfig
@@ -93,7 +94,6 @@ class Evaluation:
         answer, correct, method, retrieval_correct, rationale, and a column per
         reference-free metric scored (its score; null where it is undefined, its reason in
         :attr:`scores`). A row without a reference has no reference and no verdict."""
-        import pandas as pd
 
         scores = self.scores or [None] * len(self.queries)
         rows = []
@@ -114,9 +114,8 @@ class Evaluation:
                 scored = sc.metrics.get(metric) if sc is not None else None
                 row[metric] = scored.score if scored is not None else None
             rows.append(row)
-        frame = pd.DataFrame(rows, columns=ROW_COLUMNS + list(self.metrics))
         # Nullable floats: an undefined score stays missing (<NA>), never becomes NaN.
-        return frame.astype({metric: "Float64" for metric in self.metrics})
+        return frame(rows, ROW_COLUMNS + list(self.metrics), floats=self.metrics)
 
 
 def _records(

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragaudit.errors import UserError
+from ragaudit.frames import frame
 from ragaudit.generate.dataset import TableStats, read_table_stats
 from ragaudit.records.models import QueryRecord
 from ragaudit.rundir import RunDir
@@ -28,10 +29,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 
-def _frame(rows: list[dict[str, Any]], columns: list[str]) -> pd.DataFrame:
-    import pandas as pd
-
-    return pd.DataFrame(rows, columns=columns)
+def _frame(rows: list[dict[str, Any]] | dict[str, list[Any]], columns: list[str]) -> pd.DataFrame:
+    return frame(rows, columns)
 
 
 DATASET_COLUMNS = [
@@ -242,7 +241,6 @@ class Answers:
         error, correct, method, retrieval_correct, retrieved_ids, gold_ids, gold_kind,
         answerable, where (the module the answer went wrong in, or ``correct``), rationale,
         and one column per reference-free metric scored."""
-        import pandas as pd
 
         table = self._table
         if not table.num_rows:
@@ -256,7 +254,7 @@ class Answers:
         metrics = sorted({m for row in scores for m in row})
         for m in metrics:
             data[m] = [row.get(m) for row in scores]
-        return pd.DataFrame(data, columns=ANSWER_COLUMNS + metrics)
+        return _frame(data, ANSWER_COLUMNS + metrics)
 
 
 def read_answers(run: RunDir) -> Answers:

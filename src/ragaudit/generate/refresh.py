@@ -37,6 +37,7 @@ from pydantic import BaseModel, Field
 from ragaudit.db.engine import Database
 from ragaudit.db.schema import SchemaInfo
 from ragaudit.errors import ConfigError, looked_in
+from ragaudit.frames import frame
 from ragaudit.generate.dataset import (
     FactGold,
     GoldResolver,
@@ -209,7 +210,6 @@ class RefreshReport(BaseModel):
     def to_pandas(self) -> pd.DataFrame:
         """One row per group that moved: status, template, bindings, the old and new
         answers (display strings), and how many questions it has now."""
-        import pandas as pd
 
         rows = [
             {
@@ -234,7 +234,7 @@ class RefreshReport(BaseModel):
             "queries",
             "stale_documents",
         ]
-        return pd.DataFrame(rows, columns=columns)
+        return frame(rows, columns)
 
 
 @dataclass

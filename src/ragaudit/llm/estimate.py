@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
+from ragaudit.frames import frame
 from ragaudit.llm.cache import cache_key, request_payload
 from ragaudit.llm.options import LLMConfig
 from ragaudit.llm.prices import Cost, ModelPrice, model_cost, total_cost
@@ -192,10 +193,8 @@ class DryRun(BaseModel):
         ]
 
     def to_pandas(self) -> pd.DataFrame:
-        """:meth:`rows` as a DataFrame."""
-        import pandas as pd
-
-        return pd.DataFrame(self.rows())
+        """:meth:`rows` as a DataFrame (a missing figure is <NA>)."""
+        return frame(self.rows())
 
     def to_json(self) -> str:
         """The estimate with its totals, as JSON."""
