@@ -460,8 +460,13 @@ def reading_agrees(question: str, reference: str, read: str | None) -> bool:
     that repeats them: issue 41's trial read "['--help']" for "What is the default name
     of the help parameter?", whose one content word, "help", is in the reference "The
     help_option_names parameter is used to define how the default help parameter is
-    named", and the pair passed. Where either answer says nothing beyond the question,
-    they are compared whole (a question that holds its answer is another check's).
+    named", and the pair passed. A reading that says nothing beyond the question confirms
+    nothing: in a later trial the model read "The Python Debugger" for "What is the
+    purpose of the Python Debugger?" from a passage that never says what the reference
+    did ("set breakpoints, inspect variables, and step through code"), and compared whole
+    the reading's words were all in the reference. Where the reference alone says nothing
+    beyond the question, the two are compared whole (a question that holds its answer is
+    another check's).
 
     >>> question = "What is the default name of the help parameter?"
     >>> reading_agrees(question, "It defines how the default help parameter is named.", "--help")
@@ -472,6 +477,9 @@ def reading_agrees(question: str, reference: str, read: str | None) -> bool:
     ...                "It styles the text 'A' with blinking text.",
     ...                "It prints the styled text 'A' with the blink style enabled.")
     True
+    >>> reading_agrees("What is the purpose of the Python Debugger?",
+    ...                "The Python Debugger lets users set breakpoints.", "The Python Debugger")
+    False
     """
     if read is None:
         return False
@@ -487,8 +495,10 @@ def reading_agrees(question: str, reference: str, read: str | None) -> bool:
         return " ".join(t for t in tokens(text) if stem(t) not in asked)
 
     mine, theirs = beyond(reference), beyond(read)
-    if not _answer_tokens(mine) or not _answer_tokens(theirs):
+    if not _answer_tokens(mine):
         return answers_agree(reference, read)
+    if not _answer_tokens(theirs):
+        return False
     return answers_agree(mine, theirs)
 
 
