@@ -393,6 +393,39 @@ def test_a_window_past_the_first_names_its_page_so_a_question_from_it_can(
     ]
 
 
+def test_a_window_is_written_from_its_first_whole_sentence(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A later trial of issue 41 (Python's reference, 400-word windows): a window opened
+    with 'type) is up to the "__getitem__()" method.', and the model wrote that fragment
+    as a statement ("The special method names in Python are up to the __getitem__()
+    method."), which every check passed. A window past the first is written from its
+    first whole sentence where the fragment before it is in the words the previous window
+    shares; the systems' chunks are not changed."""
+    from ragaudit.config import load_config
+    from ragaudit.steps.documents import corpus_contexts
+    from ragaudit.systems.corpus import chunk, load_corpus
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "documents").mkdir()
+    sentences = [f"Sentence {i} says that item{i} is up to the method{i}." for i in range(40)]
+    (tmp_path / "documents" / "special.txt").write_text("Special names\n\n" + " ".join(sentences))
+    (tmp_path / "ragaudit.yaml").write_text(
+        "corpus:\n  path: documents\n  chunking: window\n  chunk_size: 100\n  chunk_overlap: 20\n"
+    )
+    config = load_config(tmp_path / "ragaudit.yaml")
+    contexts, _ = corpus_contexts(config)
+    pieces = chunk(load_corpus(config.corpus.path), "window", size=100, overlap=20)
+    assert len(contexts) == len(pieces) > 2
+    for context, piece in zip(contexts[1:], pieces[1:], strict=True):
+        assert not piece.text.startswith("Sentence")  # the windows open mid-sentence
+        body = context.text.split("\n\n", 1)[1]
+        assert body.startswith("Sentence ") and piece.text.endswith(body)
+        # What was left out is in the previous window's shared words.
+        assert len(piece.text[: -len(body)].split()) < 20
+    assert contexts[0].text == pieces[0].text  # the first window is left as it is
+
+
 def test_rest_markup_is_written_from_as_the_page_reads(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -19,6 +19,7 @@ candidates its partial file held, and writes that file anew).
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -69,17 +70,53 @@ def corpus_contexts(config: Config) -> tuple[list[Context], int]:
         overlap=config.corpus.chunk_overlap,
     )
     titles = {d.id: document_title(d) for d in docs}
+    windows = config.corpus.chunking == "window"
     out = [
         Context(
             f"{c.doc_id}#{c.index}",
             c.doc_id,
-            with_title(c.text, titles[c.doc_id], c.index),
+            with_title(
+                from_sentence(c.text, config.corpus.chunk_overlap)
+                if windows and c.index
+                else c.text,
+                titles[c.doc_id],
+                c.index,
+            ),
             titles[c.doc_id],
         )
         for c in pieces
         if len(c.text.split()) >= MIN_CONTEXT_WORDS
     ]
     return out, len(pieces) - len(out)
+
+
+# Where a sentence ends: its stop (and a closing quote or bracket), then a word that can
+# open one (a capital, a digit, a quote, markup).
+_SENTENCE_END = re.compile(r"[.!?][\"')\]]*\s+(?=[\"'(*`#\-]*[A-Z0-9])")
+
+
+def from_sentence(text: str, overlap: int) -> str:
+    """A window past the first of its document as a question is written from it: from its
+    first whole sentence. A window is cut at a word count, so it opens mid-sentence
+    ('type) is up to the "__getitem__()" method. If *key* is ...'), and the model wrote
+    that fragment as a statement ("The special method names in Python are up to the
+    __getitem__() method."). The words before the first sentence end are left out where
+    they are fewer than ``overlap``, the words the previous window shares, so that
+    nothing is lost; a window that opens with a capital is taken to open a sentence.
+
+    >>> from_sentence('type) is up to the method. If *key* is wrong, raise.', 50)
+    'If *key* is wrong, raise.'
+    >>> from_sentence('Arguments are split. Then they run.', 50)
+    'Arguments are split. Then they run.'
+    >>> from_sentence('and then it ends', 50)
+    'and then it ends'
+    """
+    if not text or text[0].isupper():
+        return text
+    found = _SENTENCE_END.search(text)
+    if found is None or len(text[: found.start()].split()) >= overlap:
+        return text
+    return text[found.end() :]
 
 
 # Up to this many words, a document's first line is its title ("click.Choice",
