@@ -171,9 +171,9 @@ def _statements_responder(messages: Messages) -> str:
         return f"Is it recorded of {theme} that {statement.lower()}?"
     if "numbered passages" in system:
         question = user.rsplit("Question: ", 1)[1]
-        if question.startswith("Is it recorded of "):  # a reference read back
+        if question.startswith("Is it recorded of "):  # a reference read back, confirmed
             said = question.split(" that ", 1)[1]
-            return json.dumps({"answer": said.rstrip("?"), "passage": 1})
+            return json.dumps({"answer": f"Yes, {said.rstrip('?')}", "passage": 1})
         # The unanswerable check: the context answers it.
         return '{"answer": "about 300 metres", "passage": 1}'
     if "You review test questions" in system:

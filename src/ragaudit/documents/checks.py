@@ -491,8 +491,12 @@ def reading_agrees(question: str, reference: str, read: str | None) -> bool:
 
     asked = {stem(t) for t in tokens(question)}
 
+    # A sentence's stops and commas say nothing: "Bridge 1 is built." says no more than
+    # the question "Is it recorded that bridge 1 is built?" by its full stop.
     def beyond(text: str) -> str:
-        return " ".join(t for t in tokens(text) if stem(t) not in asked)
+        return " ".join(
+            t for t in tokens(text) if stem(t) not in asked and not _PUNCTUATION.fullmatch(t)
+        )
 
     mine, theirs = beyond(reference), beyond(read)
     if not _answer_tokens(mine):
@@ -501,6 +505,9 @@ def reading_agrees(question: str, reference: str, read: str | None) -> bool:
         return False
     return answers_agree(mine, theirs)
 
+
+# Tokens of sentence punctuation alone.
+_PUNCTUATION = re.compile(r"[.,;:!?]+")
 
 # Words too common to tell two short answers apart.
 _ANSWER_STOP = frozenset(
