@@ -20,6 +20,7 @@ import pytest
 import ragaudit as ra
 from ragaudit.api.tables import ANSWER_COLUMNS, Answers, read_answers
 from ragaudit.errors import UserError
+from ragaudit.frames import frame as build_frame
 from ragaudit.records.io import RecordFileError, read_jsonl, write_jsonl_atomic
 from ragaudit.records.models import (
     FreeScoreRecord,
@@ -149,14 +150,15 @@ def _run(tmp_path: Path) -> RunDir:
 
 def _one_dict_per_row(answers: Answers) -> pd.DataFrame:
     """The frame as one dict per answer gives it (how to_pandas built it before the
-    table was kept as Parquet): the dtypes to keep."""
+    table was kept as Parquet), through the one builder of every frame: the dtypes to
+    keep."""
     metrics = sorted({m for r in answers.rows for m in r.scores})
     rows = []
     for r in answers.rows:
         row = asdict(r)
         scores = row.pop("scores")
         rows.append(row | {m: scores.get(m) for m in metrics})
-    return pd.DataFrame(rows, columns=ANSWER_COLUMNS + metrics)
+    return build_frame(rows, ANSWER_COLUMNS + metrics)
 
 
 def _expected(run: RunDir) -> pd.DataFrame:
@@ -180,7 +182,7 @@ def _expected(run: RunDir) -> pd.DataFrame:
                     "faithfulness": s.metrics["faithfulness"].score if s else None,
                 }
             )
-    return pd.DataFrame(rows)
+    return build_frame(rows)
 
 
 def test_a_missing_table_is_built_from_the_json_lines_and_written(tmp_path: Path) -> None:
