@@ -210,6 +210,25 @@ def test_evaluate_gives_the_verdicts_and_figures_of_analyze_neutral(tmp_path: Pa
     assert [j.correct for j in again.judgements] == truth
 
 
+def test_evaluate_without_out_leaves_no_folder_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A notebook calls evaluate in a loop: each call's files are gone with it, the figures
+    # stay; with ``out`` they are kept where asked.
+    import tempfile
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    rows = [{"question": "Capital of France?", "answer": "Paris.", "reference": "Paris"}]
+    result = ra.evaluate(rows)
+    assert result.summary is not None and result.accuracy == 1.0
+    assert result.neutral is None
+    assert list(scratch.iterdir()) == []
+    kept = ra.evaluate(rows, out=tmp_path / "kept")
+    assert kept.neutral == tmp_path / "kept" / "neutral.jsonl" and kept.neutral.is_file()
+
+
 def test_evaluate_refuses_rows_it_cannot_judge() -> None:
     with pytest.raises(UserError, match="row 2: answer: missing"):
         ra.evaluate([{"question": "a?", "answer": "b", "reference": "b"}, {"question": "c?"}])

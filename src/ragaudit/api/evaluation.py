@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -79,7 +80,9 @@ class Evaluation:
     judgements: list[Judgement | None]
     summary: Summary | None
     methods: dict[str, int]  # how the verdicts were reached (match:<rule>, llm, unmatched)
-    neutral: Path | None  # the neutral file the figures were computed from
+    # The neutral file the figures were computed from, in ``out`` (None without ``out``:
+    # the temporary one is gone with the call).
+    neutral: Path | None
     scores: list[FreeScoreRecord | None] = field(default_factory=list)
     metrics: tuple[FreeMetric, ...] = ()  # the reference-free metrics scored
 
@@ -318,50 +321,79 @@ def evaluate(
     for i, verdict in zip(judged, verdicts, strict=True):
         judgements[i] = verdict
     summary = None
-    neutral = None
     if judged:
-        folder = (
-            Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="ragaudit-evaluate-"))
-        )
-        folder.mkdir(parents=True, exist_ok=True)
-        neutral = folder / "neutral.jsonl"
-        lines = []
-        for i in judged:
-            q, r, j, known = queries[i], responses[i], judgements[i], retrieval_known[i]
-            assert j is not None
-            if j.correct is None:
-                continue  # the judge failed: left out, as analyze leaves judge-failed answers out
-            lines.append(
-                {
-                    "query_id": q.query_id,
-                    "group_id": q.group_id,
-                    "variant": q.variant,
-                    "query": q.query,
-                    "reference": q.reference.display,
-                    "response": r.response,
-                    "retrieved_ids": r.retrieved_ids if known else None,
-                    "gold_ids": q.gold_ids,
-                    "gold_kind": q.gold_kind,
-                    "answerable": bool(q.reference.values),
-                    "correct": j.correct,
-                    "system": r.system,
-                    "error": r.error,
-                }
+        # Without ``out`` the files are only the way to analyze's figures: they go with
+        # the call, so that a notebook calling evaluate in a loop leaves nothing behind.
+        with (
+            nullcontext(str(out))
+            if out is not None
+            else tempfile.TemporaryDirectory(prefix="ragaudit-evaluate-")
+        ) as where:
+            summary = _analyzed(
+                Path(where),
+                queries,
+                responses,
+                judgements,
+                retrieval_known,
+                judged,
+                retrieval_rule,
+                seed,
+                system,
             )
-        write_jsonl_atomic(neutral, [json.loads(json.dumps(line)) for line in lines])
-        summary = run_analysis(
-            RunDir(folder), neutral=[neutral], rule=retrieval_rule, seed=seed, system=system
-        ).summary
     return Evaluation(
         queries,
         responses,
         judgements,
         summary,
         dict(stats.methods),
-        neutral,
+        Path(out) / "neutral.jsonl" if summary is not None and out is not None else None,
         scores=scores or [None] * len(queries),
         metrics=wanted,
     )
+
+
+def _analyzed(
+    folder: Path,
+    queries: list[QueryRecord],
+    responses: list[ResponseRecord],
+    judgements: list[Judgement | None],
+    retrieval_known: list[bool],
+    judged: list[int],
+    retrieval_rule: RetrievalRule,
+    seed: int,
+    system: str,
+) -> Summary:
+    """The figures of the judged rows, computed as ``analyze --neutral`` computes them from
+    the neutral file written in ``folder``: one analysis, whichever door it came in by."""
+    folder.mkdir(parents=True, exist_ok=True)
+    neutral = folder / "neutral.jsonl"
+    lines = []
+    for i in judged:
+        q, r, j, known = queries[i], responses[i], judgements[i], retrieval_known[i]
+        assert j is not None
+        if j.correct is None:
+            continue  # the judge failed: left out, as analyze leaves judge-failed answers out
+        lines.append(
+            {
+                "query_id": q.query_id,
+                "group_id": q.group_id,
+                "variant": q.variant,
+                "query": q.query,
+                "reference": q.reference.display,
+                "response": r.response,
+                "retrieved_ids": r.retrieved_ids if known else None,
+                "gold_ids": q.gold_ids,
+                "gold_kind": q.gold_kind,
+                "answerable": bool(q.reference.values),
+                "correct": j.correct,
+                "system": r.system,
+                "error": r.error,
+            }
+        )
+    write_jsonl_atomic(neutral, [json.loads(json.dumps(line)) for line in lines])
+    return run_analysis(
+        RunDir(folder), neutral=[neutral], rule=retrieval_rule, seed=seed, system=system
+    ).summary
 
 
 async def _free_scores(
