@@ -383,7 +383,7 @@ def test_a_window_past_the_first_names_its_page_so_a_question_from_it_can(
     )
     contexts, _ = corpus_contexts(load_config(config))
     by_id = {c.id: c.text for c in contexts}
-    assert by_id["choice#0"].startswith("click.Choice word0")  # the title is in it
+    assert by_id["choice#0"].startswith("click.Choice\n\nword0")  # the title, on its line
     assert by_id["choice#1"].startswith("click.Choice (continued)\n\nword")
     assert by_id["untitled#2"].startswith("untitled (continued)\n\nword")
     whole = tmp_path / "whole.yaml"
@@ -423,7 +423,58 @@ def test_a_window_is_written_from_its_first_whole_sentence(
         assert body.startswith("Sentence ") and piece.text.endswith(body)
         # What was left out is in the previous window's shared words.
         assert len(piece.text[: -len(body)].split()) < 20
-    assert contexts[0].text == pieces[0].text  # the first window is left as it is
+    # The first window is left as it is, on the page's lines.
+    assert contexts[0].text.split() == pieces[0].text.split() and "\n" in contexts[0].text
+
+
+def test_a_section_title_in_a_window_reads_as_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 41's trial on Python's reference: a window held "... automatic resource
+    locking/synchronization. Customizing instance and subclass checks
+    ========================================" on one line, and the model wrote
+    "Customizing instance and subclass checks is a common use case for metaclasses".
+    A window is written from on the page's lines, its section titles as headings; what
+    only looks like an adornment (a table's border, an indented rule, a line after text
+    that is not a title) is left as it is."""
+    from ragaudit.config import load_config
+    from ragaudit.documents.markup import render_markup
+    from ragaudit.steps.documents import corpus_contexts
+
+    page = (
+        "Special method names\n********************\n\n"
+        "Uses for metaclasses\n--------------------\n\n"
+        "Some ideas that have been explored include enum, logging and automatic\n"
+        "resource locking/synchronization.\n\n\n"
+        "Customizing instance and subclass checks\n"
+        "========================================\n\n"
+        "The following methods override the default behavior of isinstance().\n\n"
+        "+-------+---------+\n| a     | b       |\n+=======+=========+\n\n"
+        "   code line\n   ---\n"
+        "Not a title, the line before is text\nstill text\n=====\n"
+    )
+    rendered = render_markup(page)
+    assert rendered.splitlines()[:4] == [
+        "## Special method names",
+        "",
+        "## Uses for metaclasses",
+        "",
+    ]
+    assert "\n\n## Customizing instance and subclass checks\n\nThe following" in rendered
+    for kept in ("+=======+=========+", "   ---", "still text\n====="):
+        assert kept in rendered
+    overlined = "*****\nTitle\n*****\nBody."
+    assert render_markup(overlined) == "## Title\nBody."
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "documents").mkdir()
+    (tmp_path / "documents" / "specialnames.txt").write_text(page)
+    (tmp_path / "ragaudit.yaml").write_text(
+        "corpus:\n  path: documents\n  chunking: window\n  chunk_size: 400\n"
+    )
+    [window], _ = corpus_contexts(load_config(tmp_path / "ragaudit.yaml"))
+    assert "synchronization.\n\n## Customizing instance and subclass checks\n" in window.text
+    assert "====" not in window.text.split("+")[0]  # the titles' adornments are gone
 
 
 def test_rest_markup_is_written_from_as_the_page_reads(
@@ -464,12 +515,13 @@ def test_rest_markup_is_written_from_as_the_page_reads(
     (tmp_path / "ragaudit.yaml").write_text("corpus:\n  path: documents\n")
     [context], _ = corpus_contexts(load_config(tmp_path / "ragaudit.yaml"))
     assert context.text == render_markup(page)
-    # A window joins its words on one line: the page is rendered before it is cut.
+    # The page is rendered before it is cut, and a window keeps its lines.
     (tmp_path / "windows.yaml").write_text(
         "corpus:\n  path: documents\n  chunking: window\n  chunk_size: 400\n"
     )
     [window], _ = corpus_contexts(load_config(tmp_path / "windows.yaml"))
-    assert window.text == " ".join(render_markup(page).split())
+    assert window.text.split() == render_markup(page).split()
+    assert "\n\n\n" not in window.text and "Example:\n\n    open_file('x')" in window.text
     assert "Parameter `filename`:" in window.text and "New in version 3.0." in window.text
 
 

@@ -107,8 +107,48 @@ def _directive(line: str) -> str | None:
     return line
 
 
+# A section title's adornment: one punctuation character repeated, alone on its line
+# (reST's "=====" under a title, "*****" over and under; Markdown's setext "---").
+_ADORNMENT = re.compile(r"^([=\-~^*+#\"'`:._])\1{2,}[ \t]*$")
+
+
+def _headings(lines: list[str]) -> list[str]:
+    """Section titles written as Markdown headings ("## Title"), their adornment lines
+    left out. A window is cut at a word count; a title with its underline in the middle
+    of one reads as the end of the list before it ("Customizing instance and subclass
+    checks ====" became a use of metaclasses in issue 41's trial on Python's reference),
+    where "## Customizing ..." on a line of its own does not."""
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        title = line.strip()
+        over = _ADORNMENT.match(title)
+        if over and i + 2 < len(lines) and lines[i + 2].strip() == title:
+            inner = lines[i + 1].strip()
+            if inner and not _ADORNMENT.match(inner) and len(title) >= len(inner):
+                out.append(f"## {inner}")
+                i += 3
+                continue
+        under = _ADORNMENT.match(lines[i + 1].strip()) if i + 1 < len(lines) else None
+        if (
+            under
+            and title
+            and not over
+            and line == line.lstrip()  # an indented line is a block's, not a title
+            and len(lines[i + 1].strip()) >= min(len(title), 3)
+            and (i == 0 or not lines[i - 1].strip())
+        ):
+            out.append(f"## {title}")
+            i += 2
+            continue
+        out.append(line)
+        i += 1
+    return out
+
+
 def render_markup(text: str) -> str:
-    """``text`` with its reStructuredText directives, field lists, roles and literals
+    r"""``text`` with its reStructuredText directives, field lists, roles and literals
     written as a rendered page shows them.
 
     >>> render_markup(".. versionadded:: 3.0")
@@ -119,11 +159,17 @@ def render_markup(text: str) -> str:
     'See `invoke` and `ctx.obj`.'
     >>> render_markup("Plain prose stays as it is: 1 :: 2.")
     'Plain prose stays as it is: 1 :: 2.'
+    >>> render_markup("Intro.\n\nUses\n----\nThe uses are boundless.")
+    'Intro.\n\n## Uses\nThe uses are boundless.'
     """
+    lines = text.split("\n")
+    if any(_ADORNMENT.match(line.strip()) for line in lines):
+        lines = _headings(lines)
+        text = "\n".join(lines)
     if ":" not in text and "``" not in text:
         return text
-    lines = [_directive(line) for line in text.split("\n")]
-    out = "\n".join(line for line in lines if line is not None)
+    kept = [_directive(line) for line in lines]
+    out = "\n".join(line for line in kept if line is not None)
     out = _FIELD.sub(_field, out)
     out = _ROLE.sub(_role, out)
     out = _LITERAL.sub(lambda found: f"`{found['body']}`", out)

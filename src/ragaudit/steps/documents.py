@@ -58,19 +58,24 @@ def corpus_contexts(config: Config) -> tuple[list[Context], int]:
         raise UserError(
             "generating from documents needs a corpus: set corpus.path in the configuration"
         )
-    # Rendered before it is cut: a window joins its words on one line, and a directive
-    # or a field list is known by where its line starts. The windows can then fall a few
-    # words from the systems' (a directive's words are not its rendering's); a pair's gold
-    # id is its document, which is the same.
+    # Rendered before it is cut, since a directive, a field list or a section title is
+    # known by its lines; and a window keeps the page's lines (the systems' window is its
+    # words on one line), so that a title, a list item or a table row reads as one. The
+    # windows can then fall a few words from the systems' (a directive's words are not
+    # its rendering's); a pair's gold id is its document, which is the same.
     docs = [Document(d.id, render_markup(d.text)) for d in load_corpus(config.corpus.path)]
-    pieces = chunk(
-        docs,
-        config.corpus.chunking,
-        size=config.corpus.chunk_size,
-        overlap=config.corpus.chunk_overlap,
-    )
-    titles = {d.id: document_title(d) for d in docs}
     windows = config.corpus.chunking == "window"
+    pieces = [
+        Chunk(c.doc_id, c.index, _tidy(c.text) if windows else c.text)
+        for c in chunk(
+            docs,
+            config.corpus.chunking,
+            size=config.corpus.chunk_size,
+            overlap=config.corpus.chunk_overlap,
+            layout=True,
+        )
+    ]
+    titles = {d.id: document_title(d) for d in docs}
     out = [
         Context(
             f"{c.doc_id}#{c.index}",
@@ -88,6 +93,13 @@ def corpus_contexts(config: Config) -> tuple[list[Context], int]:
         if len(c.text.split()) >= MIN_CONTEXT_WORDS
     ]
     return out, len(pieces) - len(out)
+
+
+def _tidy(text: str) -> str:
+    """A chunk's lines without trailing spaces or runs of blank lines: layout that says
+    nothing costs tokens."""
+    lines = [line.rstrip() for line in text.split("\n")]
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
 
 
 # Where a sentence ends: its stop (and a closing quote or bracket), then a word that can

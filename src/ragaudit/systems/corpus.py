@@ -193,9 +193,13 @@ def chunk(
     *,
     size: int = 200,
     overlap: int = 50,
+    layout: bool = False,
 ) -> list[Chunk]:
     """Split documents: whole (``document``), at blank lines (``paragraph``), or into windows
-    of ``size`` words overlapping by ``overlap`` words (``window``)."""
+    of ``size`` words overlapping by ``overlap`` words (``window``). A window joins its
+    words on one line, as the built-in systems index it; with ``layout`` it keeps the
+    document's own lines between its first and last word instead (the same words), so
+    that a heading, a list or a table reads as one where a question is written from it."""
     if mode == "window" and not 0 <= overlap < size:
         raise UserError(f"chunking: overlap ({overlap}) must be smaller than size ({size})")
     out: list[Chunk] = []
@@ -205,10 +209,16 @@ def chunk(
         elif mode == "paragraph":
             pieces = [p.strip() for p in re.split(r"\n\s*\n", doc.text) if p.strip()]
         else:
-            words = doc.text.split()
-            step = size - overlap
-            pieces = [
-                " ".join(words[i : i + size]) for i in range(0, max(1, len(words) - overlap), step)
-            ]
+            spans = [found.span() for found in re.finditer(r"\S+", doc.text)]
+            starts = range(0, max(1, len(spans) - overlap), size - overlap)
+            if not spans:
+                pieces = [""]
+            elif layout:
+                pieces = [
+                    doc.text[spans[i][0] : spans[min(i + size, len(spans)) - 1][1]]
+                    for i in starts
+                ]
+            else:
+                pieces = [" ".join(doc.text[a:b] for a, b in spans[i : i + size]) for i in starts]
         out.extend(Chunk(doc.id, i, text) for i, text in enumerate(pieces or [""]))
     return out
