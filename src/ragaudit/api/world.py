@@ -3,6 +3,7 @@ on one, from Python, with the same files as ``ragaudit world`` and ``ragaudit de
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -38,25 +39,59 @@ class World:
 def make_world(
     out: str | Path = "world",
     *,
-    size: int = 60,
+    size: int | None = None,
     seed: int = 0,
-    engine: Literal["sqlite", "duckdb"] = "sqlite",
+    engine: Literal["sqlite", "duckdb"] | None = None,
     force: bool = False,
     rewrite: bool = False,
     model: str | None = None,
     on_failure: Literal["template", "drop"] = "template",
+    from_db: str | None = None,
+    tables: Sequence[str] | None = None,
+    columns: Sequence[str] | None = None,
+    rename: bool = False,
+    holes: float = 0.1,
     progress: ProgressChoice | Progress = "auto",
     session_hooks: SessionHooks | None = None,
 ) -> World:
     """Generate a fictitious company into ``out`` (``ragaudit world``): a database of
-    ``size`` rows, project reports stating some of its facts, and a ragaudit.yaml for
-    both; the same ``seed``, the same world. ``rewrite``: rewrite the reports in free prose
-    with the LLM (``model``, default the world's local one), each checked against the
-    database (a report failing twice keeps its template wording, or with ``on_failure=
-    "drop"`` leaves the corpus). A non-empty ``out`` is refused unless ``force``."""
+    ``size`` rows (default 60), project reports stating some of its facts, and a
+    ragaudit.yaml for both; the same ``seed``, the same world. ``rewrite``: rewrite the
+    reports in free prose with the LLM (``model``, default the world's local one), each
+    checked against the database (a report failing twice keeps its template wording, or
+    with ``on_failure="drop"`` leaves the corpus). A non-empty ``out`` is refused unless
+    ``force``.
+
+    ``from_db`` (a database URL, ``ragaudit world --from-db``): a world of the user's own
+    database instead, in a SQLite copy of it: one profile per row of ``tables`` (default:
+    every table with a one-column primary key that links no others) stating ``columns``
+    (``"Table.Column"``, default all) but for a ``holes`` share of the facts, with the
+    rows' names made fictitious in the copy and the documents when ``rename``."""
     from ragaudit.errors import UserError
     from ragaudit.steps.world import make_world as build
+    from ragaudit.world.from_db import FromDb
 
+    source = None
+    if from_db is not None:
+        for name, given in (("size", size), ("engine", engine)):
+            if given is not None:
+                raise UserError(
+                    f"world: --{name} ({name}=) is for a generated company; a world from a "
+                    "database (--from-db) has its rows, in a SQLite copy"
+                )
+        if not 0.0 <= holes < 1.0:
+            raise UserError(f"ra.make_world: holes={holes}: give a share from 0 up to 1")
+        source = FromDb(
+            from_db,
+            tuple(tables) if tables else None,
+            tuple(columns) if columns else None,
+            rename,
+            holes,
+        )
+    elif tables or columns or rename:
+        raise UserError("ra.make_world: tables=, columns= and rename= are for a world from_db=")
+    size = 60 if size is None else size
+    engine = engine or "sqlite"
     if size < 20:
         raise UserError(f"ra.make_world: size={size}: give at least 20 rows")
     if engine not in ("sqlite", "duckdb"):
@@ -76,6 +111,7 @@ def make_world(
             on_failure=on_failure,
             hooks=session_hooks,
             progress=display,
+            from_db=source,
         )
     finally:
         display.close()

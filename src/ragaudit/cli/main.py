@@ -110,7 +110,9 @@ app.command("generate", short_help="Write the dataset: from the database or the 
 app.command("run", short_help="Ask every system under test every question (resumable).")(
     run.run_cmd
 )
-app.command("world", short_help="Generate a fictitious company to test RAG on.")(world.world_cmd)
+app.command(
+    "world", short_help="A fictitious company, or documents of your database, to test RAG on."
+)(world.world_cmd)
 app.command("label", short_help="Label the question types, with the raters' agreement.")(
     label.label_cmd
 )

@@ -21,12 +21,15 @@ from ragaudit.cli.progress import CliProgress
 def world_cmd(
     out: Annotated[Path, typer.Argument(help="Folder to write the world into.")] = Path("world"),
     size: Annotated[
-        int, typer.Option("--size", min=20, help="Rows across all tables (50 to 1,000,000+).")
-    ] = 60,
+        int | None,
+        typer.Option(
+            "--size", min=20, help="Rows across all tables (50 to 1,000,000+; default 60)."
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Same seed, same world.")] = 0,
     engine: Annotated[
-        Engine, typer.Option("--engine", help="The database to write.")
-    ] = Engine.sqlite,
+        Engine | None, typer.Option("--engine", help="The database to write (default sqlite).")
+    ] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace a non-empty folder.")] = False,
     llm: Annotated[
         bool,
@@ -48,8 +51,51 @@ def world_cmd(
             "template wording (template) or leave it out of the corpus (drop).",
         ),
     ] = OnFailure.template,
+    from_db: Annotated[
+        str | None,
+        typer.Option(
+            "--from-db",
+            metavar="URL",
+            help="Write a world of your own database instead (read only; the world works on "
+            "a SQLite copy): one profile document per row of its entity tables.",
+        ),
+    ] = None,
+    tables: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--table",
+            help="With --from-db: a table whose rows become documents (repeatable; default: "
+            "every table with a one-column primary key that links no others).",
+        ),
+    ] = None,
+    columns: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--column",
+            metavar="TABLE.COLUMN",
+            help="With --from-db: state only these columns (repeatable; default: all).",
+        ),
+    ] = None,
+    rename: Annotated[
+        bool,
+        typer.Option(
+            "--rename",
+            help="With --from-db: make the rows' names fictitious, in the copy and the "
+            "documents alike, so that no model knows them (a closed domain).",
+        ),
+    ] = False,
+    holes: Annotated[
+        float,
+        typer.Option(
+            "--holes",
+            min=0.0,
+            max=0.99,
+            help="With --from-db: the share of facts stated in no document.",
+        ),
+    ] = 0.1,
 ) -> None:
-    """Generate a fictitious company (database and project reports) to test RAG on."""
+    """Generate a fictitious company (database and project reports) to test RAG on, or,
+    with --from-db, documents that state the rows of your own database."""
     from ragaudit.api.world import make_world
 
     start = time.perf_counter()
@@ -57,11 +103,16 @@ def world_cmd(
         out,
         size=size,
         seed=seed,
-        engine="duckdb" if engine is Engine.duckdb else "sqlite",
+        engine=None if engine is None else "duckdb" if engine is Engine.duckdb else "sqlite",
         force=force,
         rewrite=llm,
         model=model,
         on_failure="drop" if on_failure is OnFailure.drop else "template",
+        from_db=from_db,
+        tables=[t.strip() for spec in tables or () for t in spec.split(",") if t.strip()] or None,
+        columns=[c.strip() for spec in columns or () for c in spec.split(",") if c.strip()] or None,
+        rename=rename,
+        holes=holes,
         progress=CliProgress(),
         session_hooks=session_hooks(),
     )
@@ -71,7 +122,8 @@ def world_cmd(
     table.add_column("count", justify="right", overflow="fold")
     for name, n in summary.rows.items():
         table.add_row(f"{name} rows", str(n))
-    table.add_row("documents (project reports)", str(summary.documents))
+    kind = "profiles" if from_db else "project reports"
+    table.add_row(f"documents ({kind})", str(summary.documents))
     table.add_row("facts stated in documents", str(summary.facts))
     if rewrite is not None:
         table.add_row("rewritten by the LLM, checked", str(rewrite.rewritten))

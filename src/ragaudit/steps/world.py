@@ -48,6 +48,7 @@ from ragaudit.records.models import Reference
 from ragaudit.steps.session import SessionHooks
 from ragaudit.world.build import OnFailure, WorldRewrite, WorldSummary
 from ragaudit.world.company import make_company
+from ragaudit.world.from_db import FromDb
 from ragaudit.world.rewrite import (
     Fact,
     clean_rewrite,
@@ -213,13 +214,14 @@ async def _rewrite_one(
     text: str,
     facts: list[Fact],
     truth: dict[tuple[str, str, str], Any],
+    kind: str = "project report",
 ) -> RewrittenLine | FailedLine:
     """Rewrite one report, check it, repair once if needed; its rewrite.jsonl line."""
     title, original = split_report(text)
     check = _Check([], {}, [])
     body = ""
     for attempt in range(1, ATTEMPTS + 1):
-        reply = await llm.acomplete(rewrite_prompt(original, check.lost, check.problems))
+        reply = await llm.acomplete(rewrite_prompt(original, check.lost, check.problems, kind))
         body = clean_rewrite(reply.text)
         check = await _check(llm, original, body, facts, truth)
         if not check.lost and not check.problems:
@@ -276,7 +278,15 @@ def rewrite_world(
     docs_path, facts_path = _templates(world)
     texts = {d["id"]: d["text"] for _, d in iter_jsonl_dicts(docs_path)}
     facts = {d["id"]: [Fact(**f) for f in d["facts"]] for _, d in iter_jsonl_dicts(facts_path)}
-    truth = database_values(world)
+    # A world from the user's database states its copy's values as they are: the value a
+    # profile was written with is the truth its rewrite is checked against.
+    from_db = "source" in meta
+    truth = (
+        {(f.table, f.row_key, f.column): f.stated for fs in facts.values() for f in fs}
+        if from_db
+        else database_values(world)
+    )
+    kind = "profile" if from_db else "project report"
     log = world / "rewrite.jsonl"
     done = _read_log(log) if log.exists() else {}
     todo = [doc_id for doc_id in texts if doc_id not in done]
@@ -289,7 +299,7 @@ def rewrite_world(
         async def worker() -> None:
             while queue:
                 doc_id = queue.popleft()
-                line = await _rewrite_one(llm, doc_id, texts[doc_id], facts[doc_id], truth)
+                line = await _rewrite_one(llm, doc_id, texts[doc_id], facts[doc_id], truth, kind)
                 sink.append(line.model_dump())  # a dict: encoded as every JSON line is
                 done[doc_id] = line
                 task.advance()
@@ -318,7 +328,7 @@ def _finish(
     stated: list[dict[str, Any]] = []
     for doc_id, text in texts.items():
         line = done[doc_id]
-        doc_facts = [f.__dict__ for f in facts[doc_id]]
+        doc_facts = [f.record() for f in facts[doc_id]]
         if isinstance(line, FailedLine):
             summary.failed.append(doc_id)
             if on_failure == "drop":
@@ -360,21 +370,28 @@ def make_world(
     on_failure: OnFailure = "template",
     hooks: SessionHooks | None = None,
     progress: Progress = SILENT,
+    from_db: FromDb | None = None,
 ) -> tuple[WorldSummary, RewriteSummary | None]:
-    """``ragaudit world``: generate the world into ``out`` and, with ``rewrite``, rewrite its
-    reports with the LLM its ragaudit.yaml names (or ``model``); the LLM cache and usage
-    live in the world folder. An unfinished rewrite of this very world goes on where it
-    stopped rather than generating the world again (unless ``force``). ``progress`` shows
-    a task per part of the world as it is generated (``generating: database``), then the
-    reports rewritten."""
+    """``ragaudit world``: generate the world into ``out`` (or, with ``from_db``, write
+    one from the user's database) and, with ``rewrite``, rewrite its reports with the LLM
+    its ragaudit.yaml names (or ``model``); the LLM cache and usage live in the world
+    folder. An unfinished rewrite of this very world goes on where it stopped rather than
+    generating the world again (unless ``force``). ``progress`` shows a task per part of
+    the world as it is generated (``generating: database``), then the reports
+    rewritten."""
     from ragaudit.config import load_config
     from ragaudit.rundir import RunDir
     from ragaudit.steps.session import Session
     from ragaudit.world.build import build_world, read_world
+    from ragaudit.world.from_db import build_world_from_db, read_world_from_db
 
-    summary = (
-        read_world(out, size=size, seed=seed, engine=engine) if rewrite and not force else None
-    )
+    def built() -> WorldSummary | None:
+        """The world in ``out`` when it is the one these settings build."""
+        if from_db is not None:
+            return read_world_from_db(out, from_db.url, seed=seed, **from_db.settings())
+        return read_world(out, size=size, seed=seed, engine=engine)
+
+    summary = built() if rewrite and not force else None
     if summary is None:
         parts: list[Task] = []
 
@@ -383,9 +400,14 @@ def make_world(
                 parts[-1].advance()
             parts.append(progress.task(f"generating: {part}", 1))
 
-        summary = build_world(
-            out, size=size, seed=seed, engine=engine, force=force, on_step=on_step
-        )
+        if from_db is not None:
+            summary = build_world_from_db(
+                out, from_db.url, seed=seed, force=force, on_step=on_step, **from_db.settings()
+            )
+        else:
+            summary = build_world(
+                out, size=size, seed=seed, engine=engine, force=force, on_step=on_step
+            )
         if parts:
             parts[-1].advance()
     if not rewrite:
@@ -398,4 +420,4 @@ def make_world(
     with Session(config, run, hooks) as session, session.llm("world --llm") as client:
         assert client is not None
         done = rewrite_world(out, client, on_failure=on_failure, progress=progress)
-    return read_world(out, size=size, seed=seed, engine=engine) or summary, done
+    return built() or summary, done

@@ -215,8 +215,7 @@ def chunk(
                 pieces = [""]
             elif layout:
                 pieces = [
-                    doc.text[spans[i][0] : spans[min(i + size, len(spans)) - 1][1]]
-                    for i in starts
+                    doc.text[spans[i][0] : spans[min(i + size, len(spans)) - 1][1]] for i in starts
                 ]
             else:
                 pieces = [" ".join(doc.text[a:b] for a, b in spans[i : i + size]) for i in starts]

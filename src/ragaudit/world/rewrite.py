@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 
 from ragaudit.llm.types import Messages, system, user
+from ragaudit.world.profiles import words
 
 # Facts the reading-comprehension check asks about: (table, column) -> question. The name
 # of the project is the report's title, kept verbatim, so it is not asked.
@@ -40,12 +41,23 @@ class Fact:
     row_key: str
     column: str
     stated: str
+    asks: str | None = None  # the question, where the fact says it (a world from a database)
 
     @property
     def question(self) -> str | None:
         """The question that asks for this fact, or None when it is not checked."""
+        if self.asks:
+            return self.asks
         template = QUESTIONS.get((self.table, self.column))
         return template.format(key=self.row_key) if template else None
+
+    def record(self) -> dict[str, str]:
+        """The fact as document_facts.jsonl holds it."""
+        out = {"table": self.table, "row_key": self.row_key, "column": self.column}
+        out["stated"] = self.stated
+        if self.asks:
+            out["asks"] = self.asks
+        return out
 
     @property
     def label(self) -> str:
@@ -60,19 +72,23 @@ def split_report(text: str) -> tuple[str, str]:
 
 
 def rewrite_prompt(
-    body: str, lost: list[Fact] | None = None, problems: list[str] | None = None
+    body: str,
+    lost: list[Fact] | None = None,
+    problems: list[str] | None = None,
+    kind: str = "project report",
 ) -> Messages:
     """Ask for ``body`` in free prose with every fact kept; ``lost`` names the facts an
     earlier rewrite dropped or changed, and ``problems`` what else was wrong with it, so
-    the repair avoids both."""
+    the repair avoids both. ``kind``: what the document is ("profile" for a world from a
+    database)."""
     ask = (
-        "Rewrite this project report as one paragraph of natural prose, in your own words "
+        f"Rewrite this {kind} as one paragraph of natural prose, in your own words "
         "and sentence order. Keep every fact: every name, place and date exactly as "
         "written. Add no other names, places, dates or numbers. Reply with the paragraph "
-        f"only.\n\nReport: {body}"
+        f"only.\n\n{kind.split()[-1].capitalize()}: {body}"
     )
     if lost:
-        missing = "; ".join(f"{f.column} {f.stated}" for f in lost)
+        missing = "; ".join(f"{words(f.column) if f.asks else f.column} {f.stated}" for f in lost)
         ask += (
             f"\n\nAn earlier rewrite lost or changed these facts: {missing}. "
             "State each of them exactly."

@@ -1,0 +1,375 @@
+"""Documents that state the rows of the user's own database: one profile per entity, the
+closed-domain corpus of the GRAMMAR paper's Context-Augmented Spider (appendix G.2),
+generalized to any schema.
+
+An **entity table** is a table with a one-column primary key that is not a link table; its
+**name column** is the text column that names a row ("Name", "Title", else the first text
+column whose values are all distinct). Each row becomes a document, titled with its name,
+that states a chosen subset of its attributes, the names of the rows its foreign keys
+point at, and the rows of the link tables it takes part in (a table whose primary key is
+made of foreign keys: ``employment(Company_ID, People_ID, Year_working)``), each with the
+name of the other side. Every fact a document states is recorded by table, row key and
+column, as ``generate.gold_facts`` reads it, so that gold ids mean "states the answer".
+
+A chosen share of the facts (``holes``) is stated nowhere, so the knowledge base has
+holes the analysis can find; the name of a row always is. With ``rename``, the names are
+replaced by fictitious ones (:mod:`ragaudit.world.names`) consistently, in the
+documents and in a copy of the database the caller writes, so that a language model's own
+knowledge cannot answer: the paper's closed-domain condition.
+
+Pure: rows in, documents, facts and the renaming out. Reading the database and writing
+files happen in :mod:`ragaudit.world.from_db`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import random
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragaudit.db.schema import SchemaInfo, TableInfo
+from ragaudit.world.names import NameSpace
+
+# Column names that name their row, in order of preference.
+_NAME_COLUMNS = ("name", "title", "full_name", "fullname", "label")
+# Words in a table's name that say its rows are people (their fictitious names are a given
+# and a family name; any other entity gets a company-like name).
+_PEOPLE = re.compile(
+    r"people|person|employee|staff|student|author|customer|user|member|player|actor|"
+    r"singer|artist|teacher|doctor|patient|driver|pilot|manager|director|writer",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Entity:
+    """One entity table: its name, its primary key and the column that names a row."""
+
+    table: str
+    key: str
+    name: str | None  # None: no column names a row; the document is titled "<table> <key>"
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One document and the facts it states (``{"table", "row_key", "column", "stated",
+    "asks"}``: the question the reading check asks for the fact)."""
+
+    doc_id: str
+    text: str
+    facts: list[dict[str, str]]
+
+
+@dataclass
+class Plan:
+    """What a corpus states: its entity tables, its link tables and, per table, the
+    columns whose values its documents state."""
+
+    entities: list[Entity]
+    links: list[str]
+    stated: dict[str, list[str]] = field(default_factory=dict)
+
+
+def words(column: str) -> str:
+    """A column's name as words: ``Sales_in_Billion`` -> "sales in billion",
+    ``StartDate`` -> "start date".
+
+    >>> words("Market_Value_in_Billion"), words("StartDate"), words("HQ")
+    ('market value in billion', 'start date', 'HQ')
+    """
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", column).replace("_", " ")
+    parts = spaced.split()
+    return " ".join(p if p.isupper() and len(p) > 1 else p.lower() for p in parts)
+
+
+def shown(value: Any) -> str:
+    """A database value as a document writes it: dates in ISO form, a whole number without
+    its ".0", anything else as the database prints it."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, decimal.Decimal):
+        return format(value.normalize(), "f") if value == value.to_integral() else str(value)
+    if isinstance(value, dt.datetime):
+        return value.isoformat(sep=" ")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return str(value)
+
+
+def _is_link(table: TableInfo) -> bool:
+    """A table whose primary key is made of foreign keys (a many-to-many relation)."""
+    pk = set(table.primary_key)
+    keyed = {c for fk in table.foreign_keys for c in fk.columns}
+    return len(table.foreign_keys) >= 2 and len(pk) >= 2 and pk <= keyed
+
+
+def name_column(table: TableInfo) -> str | None:
+    """The text column that names a row of ``table``, or None: one called like a name,
+    else a text primary key (a project named by its name), else the first text column
+    whose values are all distinct."""
+    text = [c for c in table.columns if c.is_text and not c.primary_key]
+    for wanted in _NAME_COLUMNS:
+        found = next((c for c in text if c.name.lower() == wanted), None)
+        if found is not None:
+            return found.name
+    key = table.column(table.primary_key[0]) if len(table.primary_key) == 1 else None
+    if key is not None and key.is_text:
+        return key.name
+    for column in text:
+        if (
+            table.row_count
+            and column.distinct_count == table.row_count
+            and not column.null_count
+            and not any(column.name in fk.columns for fk in table.foreign_keys)
+        ):
+            return column.name
+    return None
+
+
+def plan(
+    schema: SchemaInfo,
+    tables: Sequence[str] | None = None,
+    columns: Sequence[str] | None = None,
+) -> Plan:
+    """Which tables become documents and which of their columns are stated: ``tables``
+    (default: every table with a one-column primary key that is no link table), and of
+    them ``columns`` (``Table.Column``; default: every column but the key and the name).
+    An unknown or unusable table or column is a :class:`ValueError` saying which."""
+    links = [t.name for t in schema.tables if _is_link(t)]
+    if tables:
+        chosen = []
+        for name in tables:
+            info = schema.table(name)
+            if info is None:
+                raise ValueError(f"no table {name!r} in the database")
+            if len(info.primary_key) != 1 or info.name in links:
+                raise ValueError(
+                    f"table {info.name!r} has no one-column primary key: its rows cannot "
+                    "be documents of their own (a link table's rows are stated in the "
+                    "documents of the rows it links)"
+                )
+            chosen.append(info)
+    else:
+        chosen = [t for t in schema.tables if len(t.primary_key) == 1 and t.name not in links]
+        if not chosen:
+            raise ValueError("no table has a one-column primary key: name tables to profile")
+    entities = [Entity(t.name, t.primary_key[0], name_column(t)) for t in chosen]
+    stated: dict[str, list[str]] = {}
+    for t in chosen + [schema.table(name) for name in links if schema.table(name)]:
+        assert t is not None
+        skip = {c.lower() for c in t.primary_key}
+        entity = next((e for e in entities if e.table == t.name), None)
+        if entity is not None and entity.name:
+            skip.add(entity.name.lower())
+        stated[t.name] = [c.name for c in t.columns if c.name.lower() not in skip]
+    if columns:
+        wanted: dict[str, list[str]] = {}
+        for spec in columns:
+            table_name, _, column_name = spec.partition(".")
+            info = schema.table(table_name)
+            column = info.column(column_name) if info and column_name else None
+            if info is None or column is None:
+                raise ValueError(f"columns: {spec!r} is no Table.Column of the database")
+            if info.name not in stated:
+                raise ValueError(f"columns: {spec!r}: table {info.name!r} is not profiled")
+            wanted.setdefault(info.name, []).append(column.name)
+        stated = {t: wanted.get(t, []) for t in stated}
+    return Plan(entities, links, stated)
+
+
+def fictitious_names(
+    schema: SchemaInfo, entities: Sequence[Entity], names: Mapping[str, Sequence[Any]], seed: int
+) -> dict[tuple[str, str], dict[str, str]]:
+    """(table, column) -> {real name: fictitious name}, for every entity's name column
+    and every text column whose foreign key points at one (the client of a project, named
+    by the client's name). People get a given and a family name, anything else a
+    company-like one; the same seed, the same names."""
+    space = NameSpace(seed)
+    used = 0
+    out: dict[tuple[str, str], dict[str, str]] = {}
+    for entity in entities:
+        if entity.name is None:
+            continue
+        real = sorted({str(v) for v in names.get(entity.table, ()) if v is not None})
+        kind = "person" if _PEOPLE.search(entity.table) else "company"
+        # Names are drawn from one pool, so two tables never share a fictitious name.
+        fresh = space.distinct(kind, used + len(real))[used:]
+        used += len(real)
+        out[entity.table, entity.name] = dict(zip(real, fresh, strict=True))
+    for table in schema.tables:
+        for fk in table.foreign_keys:
+            if len(fk.columns) != 1:
+                continue
+            target = (fk.ref_table, fk.ref_columns[0])
+            for (t, c), mapping in list(out.items()):
+                if (t.lower(), c.lower()) == (target[0].lower(), target[1].lower()):
+                    out[table.name, fk.columns[0]] = mapping
+    return out
+
+
+def profiles(
+    schema: SchemaInfo,
+    chosen: Plan,
+    rows: Mapping[str, Sequence[Mapping[str, Any]]],
+    *,
+    holes: float = 0.0,
+    seed: int = 0,
+    renamed: Mapping[tuple[str, str], Mapping[str, str]] | None = None,
+) -> list[Profile]:
+    """One document per row of every entity table, stating its attributes, the names its
+    foreign keys point at and its link rows, but for a ``holes`` share of those facts
+    (drawn with ``seed``). ``rows`` holds every row of the entity and link tables as
+    ``{column: value}``; ``renamed`` maps names to the ones the documents use."""
+    if not 0.0 <= holes < 1.0:
+        raise ValueError(f"holes {holes}: give a share from 0 up to, not including, 1")
+    renamed = renamed or {}
+    rng = random.Random(f"profiles:{seed}")
+    by_table = {e.table: e for e in chosen.entities}
+
+    def value(table: str, column: str, raw: Any) -> str:
+        mapping = renamed.get((table, column))
+        return mapping.get(str(raw), shown(raw)) if mapping else shown(raw)
+
+    # Each entity row's name, by table and key, for the sentences that point at it. A
+    # row's key is written as the database gives it (``generate`` names rows by
+    # ``str(key)``: 1.0 for a REAL key), its document id as a document shows it.
+    named: dict[str, dict[str, str]] = {}
+    for entity in chosen.entities:
+        named[entity.table] = {
+            str(r[entity.key]): (
+                value(entity.table, entity.name, r[entity.name])
+                if entity.name and r.get(entity.name) is not None
+                else f"{entity.table} {shown(r[entity.key])}"
+            )
+            for r in rows.get(entity.table, ())
+        }
+    # (table, column) -> {value: key of the row holding it}; 1 == 1.0 as a dict key, so an
+    # INTEGER foreign key finds its REAL primary key.
+    index: dict[tuple[str, str], dict[Any, str]] = {}
+
+    def target(table: TableInfo, column: str) -> tuple[Entity, str] | None:
+        """The entity a one-column foreign key points at, and the referenced column."""
+        for fk in table.foreign_keys:
+            if fk.columns == (column,) and fk.ref_table in by_table:
+                return by_table[fk.ref_table], fk.ref_columns[0]
+        return None
+
+    def lookup(entity: Entity, column: str, raw: Any) -> str | None:
+        """The key of the entity row whose ``column`` holds ``raw``."""
+        if (entity.table, column) not in index:
+            found: dict[Any, str] = {}
+            for r in rows.get(entity.table, ()):
+                found.setdefault(r.get(column), str(r[entity.key]))
+            index[entity.table, column] = found
+        return index[entity.table, column].get(raw) if raw is not None else None
+
+    # Link rows, by the entity row they mention: (entity table, key) -> sentences, facts.
+    mentions: dict[tuple[str, str], list[tuple[str, list[dict[str, str]]]]] = {}
+    for link in chosen.links:
+        info = schema.table(link)
+        if info is None:
+            continue
+        sides = [
+            (fk.columns[0], by_table[fk.ref_table], fk.ref_columns[0])
+            for fk in info.foreign_keys
+            if len(fk.columns) == 1 and fk.ref_table in by_table
+        ]
+        if len(sides) < 2:
+            continue
+        extra = [c for c in chosen.stated.get(link, []) if c not in {s[0] for s in sides}]
+        for r in rows.get(link, ()):
+            ends = []
+            for column, entity, ref in sides:
+                key = lookup(entity, ref, r.get(column))
+                if key is None:
+                    break
+                ends.append((entity, key))
+            else:
+                details = "".join(
+                    f"; its {words(c)} is {value(link, c, r[c])}"
+                    for c in extra
+                    if r.get(c) is not None
+                )
+                for i, (entity, key) in enumerate(ends):
+                    others = [e for j, e in enumerate(ends) if j != i]
+                    said = " and ".join(named[o.table].get(k, k) for o, k in others)
+                    me = named[entity.table].get(key, key)
+                    sentence = f"In {words(link)}, {me} is listed with {said}{details}."
+                    linked = [
+                        _fact(o.table, k, o.name, named[o.table].get(k, k), None)
+                        for o, k in others
+                        if o.name
+                    ]
+                    mentions.setdefault((entity.table, key), []).append((sentence, linked))
+
+    out: list[Profile] = []
+    for entity in chosen.entities:
+        info = schema.table(entity.table)
+        assert info is not None
+        for r in rows.get(entity.table, ()):
+            key = str(r[entity.key])
+            title = named[entity.table][key]
+            sentences: list[str] = []
+            facts: list[dict[str, str]] = []
+            if entity.name and r.get(entity.name) is not None:
+                facts.append(_fact(entity.table, key, entity.name, title, None))
+            for column in chosen.stated.get(entity.table, []):
+                raw = r.get(column)
+                if raw is None or rng.random() < holes:
+                    continue
+                pointed = target(info, column)
+                if pointed is not None:
+                    other, ref = pointed
+                    other_key = lookup(other, ref, raw)
+                    if other_key is None:
+                        continue
+                    said = named[other.table].get(other_key, shown(raw))
+                    if ref == other.name:  # a text key: the column holds the name itself
+                        facts.append(_fact(entity.table, key, column, said, _ask(column, title)))
+                    elif other.name:  # an id: the document states the name it points at
+                        facts.append(_fact(other.table, other_key, other.name, said, None))
+                else:
+                    said = value(entity.table, column, raw)
+                    facts.append(_fact(entity.table, key, column, said, _ask(column, title)))
+                sentences.append(f"The {words(column)} of {title} is {said}.")
+            for sentence, link_facts in mentions.get((entity.table, key), []):
+                if rng.random() < holes:
+                    continue
+                sentences.append(sentence)
+                facts.extend(link_facts)
+            body = " ".join(sentences) or f"{title} is a {words(entity.table)}."
+            doc_id = f"{entity.table}/{shown(r[entity.key])}"
+            out.append(Profile(doc_id, f"{title}\n\n{body}", facts))
+    return out
+
+
+def _ask(column: str, title: str) -> str:
+    return f"What is the {words(column)} of {title}?"
+
+
+def _fact(
+    table: str, key: str, column: str | None, stated: str, asks: str | None
+) -> dict[str, str]:
+    fact = {"table": table, "row_key": key, "column": column or "", "stated": stated}
+    if asks:
+        fact["asks"] = asks
+    return fact
+
+
+__all__ = [
+    "Entity",
+    "Plan",
+    "Profile",
+    "fictitious_names",
+    "name_column",
+    "plan",
+    "profiles",
+    "shown",
+    "words",
+]
