@@ -129,8 +129,24 @@ def _write_duckdb(company: Company, path: Path) -> None:
         conn.close()
 
 
-def _config(database: Path, documents: Path) -> str:
-    return f"""# Written by ragaudit world: the generated company, its documents, two systems.
+_PROJECT_REPORT = (
+    "  gold_ids:                    # where no single fact is asked (a count): the project's "
+    "report\n    - placeholder: Project.Name\n"
+)
+
+
+def world_config(
+    database: Path,
+    documents: Path,
+    *,
+    header: str = "# Written by ragaudit world: the generated company, its documents, two systems.",
+    documents_are: str = "reports",
+    gold_ids: str = _PROJECT_REPORT,
+) -> str:
+    """A world's ragaudit.yaml: its SQLite database, its documents, the facts they state
+    as gold facts (``gold_ids``: rules for the answers that are no single fact), and two
+    built-in systems. ``header`` says what wrote it."""
+    return f"""{header}
 run:
   name: world
 database:
@@ -139,11 +155,9 @@ corpus:
   path: {documents}
 generate:
   balanced: true
-  # Gold ids: the reports that state the answer (the facts each report states).
+  # Gold ids: the {documents_are} that state the answer (the facts each one states).
   gold_facts: {documents.parent / "document_facts.jsonl"}
-  gold_ids:                    # where no single fact is asked (a count): the project's report
-    - placeholder: Project.Name
-systems:
+{gold_ids}systems:
   - name: keyword-top1
     retriever: keyword
     k: 1
@@ -220,7 +234,7 @@ def build_world(
             + "\n"
         )
         final = out.resolve()
-        config = _config(final / db_name, final / "documents.jsonl")
+        config = world_config(final / db_name, final / "documents.jsonl")
         if engine == "duckdb":
             config = config.replace("sqlite:///", "duckdb:///")
         (tmp / "ragaudit.yaml").write_text(config)

@@ -33,7 +33,7 @@ from typing import Any
 from ragaudit.db.engine import Database
 from ragaudit.db.schema import SchemaInfo, TableInfo, introspect
 from ragaudit.errors import UserError
-from ragaudit.world.build import WorldSummary
+from ragaudit.world.build import WorldSummary, world_config
 from ragaudit.world.profiles import Plan, fictitious_names, plan, profiles
 
 DATABASE = "database.sqlite"
@@ -190,32 +190,6 @@ def _copy(
     return kept
 
 
-def _config(database: Path, documents: Path, source: str) -> str:
-    return f"""# Written by ragaudit world --from-db: profiles of the rows of {source},
-# stated in documents, over a copy of that database (the questions are asked of the copy).
-run:
-  name: world
-database:
-  url: sqlite:///{database}
-corpus:
-  path: {documents}
-generate:
-  balanced: true
-  # Gold ids: the profiles that state the answer (the facts each profile states).
-  gold_facts: {documents.parent / "document_facts.jsonl"}
-systems:
-  - name: keyword-top1
-    retriever: keyword
-    k: 1
-  - name: hybrid-top3
-    retriever: hybrid          # needs pip install 'ragaudit[dense]'
-    text_weight: 0.5
-    k: 3
-harness:
-  store_texts: true            # keep the retrieved passages: the report shows them
-"""
-
-
 def build_world_from_db(
     out: Path,
     url: str,
@@ -306,7 +280,15 @@ def build_world_from_db(
             )
             final = out.resolve()
             (tmp / "ragaudit.yaml").write_text(
-                _config(final / DATABASE, final / "documents.jsonl", db.display_url)
+                world_config(
+                    final / DATABASE,
+                    final / "documents.jsonl",
+                    header=f"# Written by ragaudit world --from-db: profiles of the rows of "
+                    f"{db.display_url},\n# over a copy of that database (the questions are "
+                    "asked of the copy).",
+                    documents_are="profiles",
+                    gold_ids="",
+                )
             )
             if out.exists():
                 shutil.rmtree(out)
