@@ -589,3 +589,40 @@ def test_the_subject_check_keeps_the_questions_people_wrote_for_squad() -> None:
     ]
     dropped = [q for pid, title, q in asked if checks.names_no_subject(q, pid, title, corpus)]
     assert (len(asked) - len(dropped), len(asked)) == (385, 386), dropped
+
+
+def test_a_statement_must_be_the_contexts_own_words() -> None:
+    """Issue 41's trials on Python's reference: every wrong ``statements`` pair that passed
+    the other checks was a statement the context does not make, most of whose words are
+    not in it (a reading by the same model agreed with it); every right one held at least
+    89% of its content words there. A statement holding less than 85% is dropped."""
+    literals = (
+        "Python supports string and bytes literals and various numeric literals. Evaluation "
+        "of a literal yields an object of the given type with the given value. All literals "
+        "correspond to immutable data types."
+    )
+    hallucinated = "A bytes literal is a sequence of bytes enclosed in single or double quotes."
+    assert checks.answer_support(literals, hallucinated)[0] is None  # the words alone: open
+    why = checks.statement_not_stated(literals, hallucinated)
+    assert why is not None and "29% of its content words" in why
+    # A heading read as a list item: three of its four words are in the context.
+    metaclasses = (
+        "Uses for metaclasses. Some ideas that have been explored include enum, logging and "
+        "interface checking. Customizing instance and subclass checks. The following methods "
+        "override isinstance() and issubclass()."
+    )
+    heading = "Customizing instance and subclass checks is a common use case for metaclasses."
+    assert checks.statement_not_stated(metaclasses, heading) is not None
+    # The context's own statement, and one in a few words of its own, are kept.
+    popitem = (
+        "popitem() removes and returns a (key, value) pair from the dictionary. Pairs are "
+        "returned in LIFO (last-in, first-out) order."
+    )
+    kept = (
+        'popitem() removes and returns a "(key, value)" pair from the dictionary. Pairs '
+        "are always returned in LIFO (last-in, first-out) order."
+    )
+    share = checks.word_share(popitem, kept)
+    assert share is not None and 0.85 <= share < 1
+    assert checks.statement_not_stated(popitem, kept) is None
+    assert checks.statement_not_stated(popitem, "Pairs are returned in LIFO order.") is None

@@ -377,18 +377,21 @@ def test_a_rerun_replays_unusable_replies_and_retry_failed_asks_them_again(
 def test_a_shortfall_is_explained_per_reason(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
     llm_server.responder = Script()
     env = _setup(tmp_path, llm_server, "generate:\n  documents:\n    rounds: 1\n")
-    # Conclusions are rated ungrounded by the script: reasoning questions all fail.
+    # The script's conclusions ("Conclusion A of X holds several facts.") are no statement
+    # of their context: most of their words are not in it, so reasoning questions all fail.
     result = ragaudit(
         "generate", "--documents", "--size", "4", "--mix", "fact_single=1,reasoning=1",
         cwd=tmp_path, env=env,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert re.search(
-        r"warning: 2 of 4 pairs accepted .*short: reasoning 0/2.*critique", result.stderr
+        r"warning: 2 of 4 pairs accepted .*short: reasoning 0/2.*dropped: \d+ support",
+        result.stderr,
     )
     dropped = [c for c in _candidates(tmp_path) if not c.accepted]
     assert dropped and all(
-        c.dropped and c.dropped.startswith("critique: question_grounding 2<3") for c in dropped
+        c.dropped and c.dropped.startswith("support: the statement is not the context's")
+        for c in dropped
     )
 
 

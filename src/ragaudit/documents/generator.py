@@ -341,6 +341,10 @@ class DocumentGenerator:
             f["support"] = f"words: {why}"
             if decided == "unsupported":
                 return f"support: {why}"
+            if not simple and decided is None:
+                unstated = checks.statement_not_stated(context.text, answer)
+                if unstated:
+                    return f"support: {unstated}"
         vector = f["vector"] = self.embed(question)
         dup = self._duplicate(vector)
         if dup:
