@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from ragaudit.llm.client import LLMClient
 from tests.conftest import REPO
 from tests.support.document_set import default_params
