@@ -18,7 +18,8 @@ import os
 import shutil
 import sqlite3
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -180,6 +181,39 @@ def read_world(out: Path, *, size: int, seed: int, engine: str) -> WorldSummary 
     return WorldSummary(out, out / db_name, meta.rows, meta.documents, meta.facts_stated)
 
 
+@contextmanager
+def staged(out: Path) -> Iterator[Path]:
+    """A folder beside ``out`` to write a world into, renamed into place when the block
+    ends (replacing ``out``) and removed if it fails: a killed build never leaves a half
+    world that looks complete."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        yield tmp
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def write_documents(folder: Path, documents: Iterable[Any]) -> tuple[int, int]:
+    """documents.jsonl and document_facts.jsonl of ``documents`` (each with ``doc_id``,
+    ``text`` and ``facts``), streamed; how many documents and facts were written."""
+    count = facts = 0
+    with (
+        (folder / "documents.jsonl").open("w", encoding="utf-8") as docs,
+        (folder / "document_facts.jsonl").open("w", encoding="utf-8") as stated,
+    ):
+        for document in documents:
+            docs.write(json.dumps({"id": document.doc_id, "text": document.text}) + "\n")
+            stated.write(json.dumps({"id": document.doc_id, "facts": document.facts}) + "\n")
+            count += 1
+            facts += len(document.facts)
+    return count, facts
+
+
 def build_world(
     out: Path,
     *,
@@ -200,23 +234,12 @@ def build_world(
     step = on_step or (lambda _s: None)
     step("company")
     company = make_company(size, seed)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    with staged(out) as tmp:
         step("database")
         db_name = "company.sqlite" if engine == "sqlite" else "company.duckdb"
         (_write_sqlite if engine == "sqlite" else _write_duckdb)(company, tmp / db_name)
         step("documents")
-        documents = facts = 0
-        with (
-            (tmp / "documents.jsonl").open("w", encoding="utf-8") as docs,
-            (tmp / "document_facts.jsonl").open("w", encoding="utf-8") as stated,
-        ):
-            for report in project_reports(company, seed):
-                docs.write(json.dumps({"id": report.doc_id, "text": report.text}) + "\n")
-                stated.write(json.dumps({"id": report.doc_id, "facts": report.facts}) + "\n")
-                documents += 1
-                facts += len(report.facts)
+        documents, facts = write_documents(tmp, project_reports(company, seed))
         rows = {t: len(_rows(company, t)) for t in TABLES}
         (tmp / "world.json").write_text(
             json.dumps(
@@ -238,10 +261,4 @@ def build_world(
         if engine == "duckdb":
             config = config.replace("sqlite:///", "duckdb:///")
         (tmp / "ragaudit.yaml").write_text(config)
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return WorldSummary(out, out / db_name, rows, documents, facts)

@@ -19,11 +19,8 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import json
-import os
 import re
-import shutil
 import sqlite3
-import tempfile
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -33,7 +30,7 @@ from typing import Any
 from ragaudit.db.engine import Database
 from ragaudit.db.schema import SchemaInfo, TableInfo, introspect
 from ragaudit.errors import UserError
-from ragaudit.world.build import WorldSummary, world_config
+from ragaudit.world.build import WorldSummary, staged, world_config, write_documents
 from ragaudit.world.profiles import Plan, fictitious_names, plan, profiles
 
 DATABASE = "database.sqlite"
@@ -234,24 +231,13 @@ def build_world_from_db(
                 renamed = fictitious_names(schema, chosen.entities, names, seed)
             except ValueError as exc:  # more rows than the name space holds
                 raise UserError(f"world --from-db: --rename: {exc}") from None
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-        try:
+        with staged(out) as tmp:
             step("database")
             keep = {e.table for e in chosen.entities} | set(chosen.links)
             rows = _copy(db, schema, tmp / DATABASE, renamed, keep)
             step("documents")
             made = profiles(schema, chosen, rows, holes=holes, seed=seed)
-            documents = facts = 0
-            with (
-                (tmp / "documents.jsonl").open("w", encoding="utf-8") as docs,
-                (tmp / "document_facts.jsonl").open("w", encoding="utf-8") as stated,
-            ):
-                for profile in made:
-                    docs.write(json.dumps({"id": profile.doc_id, "text": profile.text}) + "\n")
-                    stated.write(json.dumps({"id": profile.doc_id, "facts": profile.facts}) + "\n")
-                    documents += 1
-                    facts += len(profile.facts)
+            documents, facts = write_documents(tmp, made)
             counts = {t.name: len(rows.get(t.name, ())) for t in schema.tables if t.name in keep}
             (tmp / "world.json").write_text(
                 json.dumps(
@@ -290,12 +276,6 @@ def build_world_from_db(
                     gold_ids="",
                 )
             )
-            if out.exists():
-                shutil.rmtree(out)
-            os.replace(tmp, out)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
     finally:
         db.dispose()
     return WorldSummary(out, out / DATABASE, counts, documents, facts)
