@@ -395,6 +395,37 @@ def test_a_shortfall_is_explained_per_reason(llm_server: ScriptedLLMServer, tmp_
     )
 
 
+def test_a_pair_the_critiques_rate_low_is_dropped_with_their_ratings(
+    llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    """A statement of its context, read back alike, that a critique rates under its
+    threshold is dropped, the critique and its rating named."""
+
+    class LowOnClients(Script):
+        def __call__(self, body: dict[str, Any]) -> str:
+            reply = super().__call__(body)
+            review = "You review test questions" in body["messages"][0]["content"]
+            if review and "Who is the client of" in body["messages"][1]["content"]:
+                ratings = json.loads(reply)
+                ratings["question_grounding"] = [2, "scripted low"]
+                return json.dumps(ratings)
+            return reply
+
+    llm_server.responder = LowOnClients()
+    env = _setup(tmp_path, llm_server, "generate:\n  documents:\n    rounds: 4\n")
+    result = ragaudit(
+        "generate", "--documents", "--size", "12", "--mix", "fact_single=1",
+        cwd=tmp_path, env=env,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    candidates = _candidates(tmp_path)
+    low = [c for c in candidates if c.question and c.question.startswith("Who is the client of")]
+    assert low and all(not c.accepted for c in low)
+    assert all(c.dropped == "critique: question_grounding 2<3 (scripted low)" for c in low)
+    assert all(c.support and "every content word" in c.support for c in low)
+    assert any(c.accepted for c in candidates)  # the other statements pass
+
+
 def test_simple_pairs_are_checked_and_labelled_by_the_labeller(
     llm_server: ScriptedLLMServer, tmp_path: Path
 ) -> None:
