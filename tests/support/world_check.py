@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ragaudit.llm.client import LLMClient
-from ragaudit.steps.world import _check, database_values
+from ragaudit.steps.world import _check, checked_values
 from ragaudit.world.build import build_world
 from ragaudit.world.from_db import build_world_from_db
 from ragaudit.world.rewrite import Fact, split_report
@@ -72,13 +72,6 @@ def worlds(reference: Path, folder: Path) -> dict[str, Path]:
     return {"spider": spider, "demo": demo}
 
 
-def _truth(world: Path, facts: dict[str, list[Fact]]) -> dict[tuple[str, str, str], object]:
-    meta = json.loads((world / "world.json").read_text())
-    if "source" in meta:
-        return {(f.table, f.row_key, f.column): f.stated for fs in facts.values() for f in fs}
-    return database_values(world)
-
-
 def cases(name: str, world: Path, seed: int = 0) -> tuple[list[Case], dict]:
     """Every document of ``world`` with a checked fact, and one of its checked facts
     planted wrong: its text replaced by another document's value of the same column
@@ -118,7 +111,8 @@ def cases(name: str, world: Path, seed: int = 0) -> tuple[list[Case], dict]:
                 tuple(facts[doc_id]),
             )
         )
-    return out, _truth(world, facts)
+    meta = json.loads((world / "world.json").read_text())
+    return out, checked_values(world, meta, facts)
 
 
 def check_all(llm: LLMClient, found: list[Case], truth: dict) -> list[Outcome]:

@@ -163,6 +163,17 @@ def database_values(world: Path) -> dict[tuple[str, str, str], Any]:
     return values
 
 
+def checked_values(
+    world: Path, meta: dict[str, Any], facts: dict[str, list[Fact]]
+) -> dict[tuple[str, str, str], Any]:
+    """(table, row key, column) -> the value a rewrite of ``world``'s documents is checked
+    against: a generated world's database values; for a world from the user's database
+    (``meta`` names its source), the copy's values as its profiles state them."""
+    if "source" in meta:
+        return {(f.table, f.row_key, f.column): f.stated for fs in facts.values() for f in fs}
+    return database_values(world)
+
+
 async def _check(
     llm: LLMClient,
     original: str,
@@ -278,15 +289,8 @@ def rewrite_world(
     docs_path, facts_path = _templates(world)
     texts = {d["id"]: d["text"] for _, d in iter_jsonl_dicts(docs_path)}
     facts = {d["id"]: [Fact(**f) for f in d["facts"]] for _, d in iter_jsonl_dicts(facts_path)}
-    # A world from the user's database states its copy's values as they are: the value a
-    # profile was written with is the truth its rewrite is checked against.
-    from_db = "source" in meta
-    truth = (
-        {(f.table, f.row_key, f.column): f.stated for fs in facts.values() for f in fs}
-        if from_db
-        else database_values(world)
-    )
-    kind = "profile" if from_db else "project report"
+    truth = checked_values(world, meta, facts)
+    kind = "profile" if "source" in meta else "project report"
     log = world / "rewrite.jsonl"
     done = _read_log(log) if log.exists() else {}
     todo = [doc_id for doc_id in texts if doc_id not in done]
