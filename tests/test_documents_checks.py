@@ -563,6 +563,24 @@ def test_the_subject_check_on_labelled_questions() -> None:
     assert (dropped, sum(not q["names_subject"] for q in data["questions"])) == (8, 12)
 
 
+def test_a_question_naming_a_snake_case_name_names_its_subject() -> None:
+    """Issue 41's trial on Python's reference dropped "What is the purpose of
+    '__class_getitem__'?" as naming no subject: split at its underscores, its words
+    ("class", "getitem") are on many pages. A name joined by underscores counts whole, so
+    it passes where one page holds it, and a question of common words alone still fails."""
+    pages = [(f"p{i}", f"Page {i}\nA class defines __getitem__ and a method.") for i in range(12)]
+    pages.append(("special", "Special method names\n__class_getitem__ parameterizes a class."))
+    corpus = checks.CorpusWords(pages)
+    title = "Special method names"
+    assert (
+        checks.names_no_subject(
+            "What is the purpose of '__class_getitem__'?", "special", title, corpus
+        )
+        is None
+    )
+    assert checks.names_no_subject("What does a class getitem do?", "special", title, corpus)
+
+
 SQUAD_SET = REPO.parent / "shared" / "reference" / "squad2-subset" / "dev-v2.0-subset.json"
 
 

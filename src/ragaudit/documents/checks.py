@@ -220,11 +220,18 @@ def restates_question(question: str, statement: str) -> str | None:
 RARE_SHARE = 0.1
 
 
+# A code name joined by underscores ("__class_getitem__", "resilient_parsing"), kept whole:
+# its parts ("class", "getitem") are words many pages of a library's reference share.
+_SNAKE_NAME = re.compile(r"\w*[^\W\d_]\w*_\w*|\w*_\w*[^\W\d_]\w*")
+
+
 def _subject_words(text: str) -> set[str]:
     """The stems of ``text``'s content words, a code name also split into its parts and
-    kept whole: "click.testing.CliRunner" gives click, test, cli, runner and clirunner."""
+    kept whole: "click.testing.CliRunner" gives click, test, cli, runner and clirunner;
+    "__contains__" gives contain and __contains__."""
     split = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", text)
-    return {stem(w) for w in content_words(text) + content_words(split)}
+    whole = {name.casefold() for name in _SNAKE_NAME.findall(text) if name.strip("_")}
+    return {stem(w) for w in content_words(text) + content_words(split)} | whole
 
 
 class CorpusWords:
