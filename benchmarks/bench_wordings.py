@@ -8,7 +8,8 @@ the same verification, so the ratio shows what wording with the LLM costs on top
 
 Targets (the issue's acceptance): every SQL template with at least two verified wordings in
 each of short and long (``per_style: 2``, the least the issue asks for), and ``templates
-text`` under 3 minutes on the project machine (2 cores).
+text`` under 3 minutes on the project machine (2 cores). Issue 40: the verifier at most 1.2
+LLM calls per wording it judges (the verbalizer's path, where every call is the verifier's).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ REPO = Path(__file__).resolve().parents[1]
 DATABASE = REPO.parent / "shared/reference/grammar/spider_closed/company_employee.sqlite"
 TARGET_S = 180.0
 PER_STYLE = 2
+# Issue 40: verification calls per wording judged, on the verbalizer's path.
+VERIFY_CALLS_PER_WORDING = 1.2
 
 
 def _ragaudit(*args: str, cwd: Path) -> float:
@@ -82,6 +85,18 @@ def _from_the_verbalizer(run: Path) -> int:
             )
     db.dispose()
     return found
+
+
+def _judged(run: Path) -> int:
+    """Wordings with a verdict (verified or rejected), whatever check gave it."""
+    data = yaml.safe_load((run / "templates/text.yaml").read_text())["templates"]
+    return sum(
+        1
+        for styles in data.values()
+        for items in styles.values()
+        for i in items
+        if isinstance(i, dict) and ("verified" in i or "rejected" in i)
+    )
 
 
 def _calls(run: Path) -> int:
@@ -150,6 +165,14 @@ def run() -> dict[str, Any]:
             out[f"{generator}_fewest_verified"] = min(
                 min(styles.get(s, 0) for s in ("short", "long")) for styles in verified.values()
             )
+            out[f"{generator}_judged_wordings"] = _judged(run_dir)
+    # The verbalizer writes without the LLM: every call of its path is the verifier's.
+    out["verification_calls_per_wording"] = round(
+        out["verbalizer_llm_calls"] / max(out["verbalizer_judged_wordings"], 1), 2
+    )
+    out["target_verification_at_most_1_2_calls_per_wording"] = (
+        out["verification_calls_per_wording"] <= VERIFY_CALLS_PER_WORDING
+    )
     out["ratio_llm_to_verbalizer"] = round(out["llm_seconds"] / out["verbalizer_seconds"], 2)
     speed = _model_speed()
     out["model_prompt_tokens_per_s"] = speed["prompt"]

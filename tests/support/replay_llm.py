@@ -26,6 +26,7 @@ class ReplayBackend:
     def __init__(self, replies: dict[str, str]) -> None:
         self.replies = replies
         self.missing = 0
+        self.asked = 0  # requests received, answered or not
 
     @classmethod
     def from_file(cls, path: Path) -> ReplayBackend:
@@ -38,6 +39,7 @@ class ReplayBackend:
 
     async def acomplete(self, messages: Messages, params: GenerationParams) -> RawCompletion:
         """The recorded reply to this exact request."""
+        self.asked += 1
         key = cache_key(request_payload(self.kind, self.model, messages, params))
         text = self.replies.get(key)
         if text is None:
