@@ -491,3 +491,37 @@ def test_the_judges_rule_and_its_warnings_reach_the_analysis_and_closed_domain_h
     assert verdicts["q1"].retrieval_correct is None
     # An answer its retrieved document states keeps its credit (d1 under the widened top-2).
     assert verdicts["q5"].correct is True and verdicts["q5"].method.startswith("match:")
+
+
+def test_a_response_that_only_repeats_its_question_is_never_credited(
+    llm_server: ScriptedLLMServer,
+) -> None:
+    """Issue 39's run on Spider-Open: asked without retrieval, the embedded model named the
+    question's company ("Walmart" for Walmart's industry) or answered "Yes, I can ..." to
+    a request, and the 1.5B judge credited 32 such replies from what it knows of the
+    company. A response that says nothing its question did not, where the reference does,
+    is Incorrect before any LLM call; one that says more still goes to the judge."""
+    from ragaudit.config import LLMConfig
+    from ragaudit.judge.cascade import judge_one
+    from ragaudit.llm import make_llm
+
+    llm_server.responder = lambda body: json.dumps({"verdict": "Correct", "reason": "credulous"})
+    query = QueryRecord(
+        query_id="q", group_id="g", variant="short",
+        query="May I request the industry of the company 'Walmart'?",
+        reference=Reference.from_values(["Retailing"]),
+    )  # fmt: skip
+    config = LLMConfig(model="openai:judge", base_url=llm_server.base_url, api_key="sk-t-0")
+    with make_llm(config) as llm:
+
+        def judged(text: str) -> Judgement:
+            response = ResponseRecord(query_id="q", system="s", response=text)
+            return llm.run(judge_one(query, response, llm))
+
+        for echo in ("Walmart.", "Yes, you may request the industry of the company Walmart."):
+            verdict = judged(echo)
+            assert (verdict.correct, verdict.method) == (False, "match:question-only"), echo
+        assert llm_server.request_count == 0
+        verdict = judged("Retail")
+        assert (verdict.correct, verdict.method) == (True, "llm")
+        assert llm_server.request_count == 1

@@ -80,7 +80,7 @@ async def judge_one(
     if response.error is not None:
         correct, method, rationale = False, "error", response.error[:200]
     else:
-        decision = match(query.reference, response.response)
+        decision = match(query.reference, response.response, question=query.query)
         if decision.decided:
             correct, method = bool(decision.correct), f"match:{decision.rule}"
         elif llm is not None:

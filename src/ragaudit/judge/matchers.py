@@ -3,9 +3,10 @@
 The matchers only ever decide **Correct** (the reference is in the response: exactly,
 contained, as the same number in another format, as the same date in another format, or
 every value of a set answer) or **Incorrect** for a refusal or an empty response when an
-answer exists, or for a date asked and a response without a single digit. Everything
-else is left undecided for the LLM judge: a response that does not contain the reference
-may still say it in other words.
+answer exists, for a date asked and a response without a single digit, or for a response
+that says nothing the question did not (its entity's name, "Yes, I can help you find
+that.") where the reference does. Everything else is left undecided for the LLM judge: a
+response that does not contain the reference may still say it in other words.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from ragaudit.documents.checks import stem
 from ragaudit.records.models import Reference, Scalar
 
 # An article is a word before another word ("the Banking industry"), matched before case
@@ -225,9 +227,12 @@ def _value_matches(value: Scalar, response: str, norm_response: str) -> str | No
     return None
 
 
-def match(reference: Reference, response: str | None) -> Decision:
-    """Decide Correct (reference found), Incorrect (refusal while an answer exists), or
-    leave it to the LLM judge."""
+def match(
+    reference: Reference, response: str | None, *, question: str | None = None
+) -> Decision:
+    """Decide Correct (reference found), Incorrect (refusal while an answer exists; with
+    the ``question``, a response that says nothing beyond it), or leave it to the LLM
+    judge."""
     response = response or ""
     if not reference.values:  # unanswerable: saying so is the right answer
         return Decision(True, True, "refusal") if is_refusal(response) else UNDECIDED
@@ -259,6 +264,8 @@ def match(reference: Reference, response: str | None) -> Decision:
         return Decision(True, True, rule or "contains")
     if _no_date_given(reference, response):
         return Decision(True, False, "no-date")
+    if question is not None and _question_only(question, reference, response):
+        return Decision(True, False, "question-only")
     return UNDECIDED
 
 
@@ -274,6 +281,43 @@ def gives_answer(reference: Reference, response: str | None) -> bool:
     """
     decision = match(reference, response)
     return decision.decided and bool(decision.correct)
+
+
+# Words of a reply that carry no answer: the courtesies of a model that talks about the
+# question instead of answering it ("Yes, you may request the details of ...").
+_FILLER = frozenset(
+    "yes sure certainly ok okay please glad happy here you your i me my we can may could "
+    "would will help provide find give tell request details detail information a an the "
+    "of to for and in on at with as by from about it its this that is are was be".split()
+)
+
+
+def _beyond(question: str, text: str) -> set[str]:
+    """The words of ``text`` (by crude stem) that the question does not hold, filler
+    left out."""
+
+    def words(t: str) -> set[str]:
+        return {stem(w) for w in re.findall(r"[^\W_]+", normalize(t))}
+
+    return {w for w in words(text) - words(question) if w not in _FILLER}
+
+
+def _question_only(question: str, reference: Reference, response: str) -> bool:
+    """The response says nothing its question did not, and the reference does: it names
+    the question's entity ("Walmart" for Walmart's industry) or answers a request with
+    "Yes". The 1.5B judge credited 32 such replies of the embedded model asked Spider-Open's
+    questions without retrieval (docs/analyze.md), reasoning from what it knows of the
+    entity ("The sector linked to ExxonMobil is oil and gas").
+
+    >>> _question_only("Industry of 'Walmart'?", Reference.from_values(["Retailing"]), "Walmart.")
+    True
+    >>> _question_only("Industry of 'Walmart'?", Reference.from_values(["Retailing"]), "Retail")
+    False
+    >>> _question_only("Industry of 'Bank of China'?", Reference.from_values(["Banking"]), "Bank")
+    False
+    """
+    asked = " ".join(str(v) for v in reference.values if v is not None)
+    return not _beyond(question, response) and bool(_beyond(question, asked))
 
 
 def _no_date_given(reference: Reference, response: str) -> bool:
