@@ -227,9 +227,7 @@ def _value_matches(value: Scalar, response: str, norm_response: str) -> str | No
     return None
 
 
-def match(
-    reference: Reference, response: str | None, *, question: str | None = None
-) -> Decision:
+def match(reference: Reference, response: str | None, *, question: str | None = None) -> Decision:
     """Decide Correct (reference found), Incorrect (refusal while an answer exists; with
     the ``question``, a response that says nothing beyond it), or leave it to the LLM
     judge."""
@@ -285,11 +283,15 @@ def gives_answer(reference: Reference, response: str | None) -> bool:
 
 # Words of a reply that carry no answer: the courtesies of a model that talks about the
 # question instead of answering it ("Yes, you may request the details of ...").
-_FILLER = frozenset(
-    "yes sure certainly ok okay please glad happy here you your i me my we can may could "
-    "would will help provide find give tell request details detail information a an the "
-    "of to for and in on at with as by from about it its this that is are was be".split()
-)
+# fmt: off
+_FILLER = frozenset({
+    "yes", "sure", "certainly", "ok", "okay", "please", "glad", "happy", "here", "you",
+    "your", "i", "me", "my", "we", "can", "may", "could", "would", "will", "help",
+    "provide", "find", "give", "tell", "request", "details", "detail", "information", "a",
+    "an", "the", "of", "to", "for", "and", "in", "on", "at", "with", "as", "by", "from",
+    "about", "it", "its", "this", "that", "is", "are", "was", "be",
+})
+# fmt: on
 
 
 def _beyond(question: str, text: str) -> set[str]:
