@@ -54,7 +54,8 @@ class Verdict:
 # by hand has no fingerprint and stays). 2: the reader's slips undone, questions asking why.
 # 3: naturalness, qualifiers, reversed relations and every named table or column accounted
 # for by the reading (issue 37). 4: a wording read again with another example only when
-# its reading gave other answers, and no re-ask about a name it left out (issue 40).
+# its reading gave the template's answer for no group, and no re-ask about a name it left
+# out (issue 40).
 CHECKS_VERSION = 4
 
 
