@@ -207,6 +207,49 @@ def test_any_engine_is_copied_with_its_keys_types_and_renamed_references(  # typ
     }
 
 
+def test_names_written_inside_other_text_are_renamed_too(  # type: ignore[no-untyped-def]
+    make_db, tmp_path: Path
+) -> None:
+    """A description that names a client or a person in its own words is renamed as the
+    name columns are, whole name for whole name, so that neither the copy nor a document
+    keeps a real name; a name's part ("Acme"), a longer word ("Globexia") and a number
+    that is also a row's name ("1999") are left as they are."""
+    url = make_db(
+        [
+            "CREATE TABLE client (name VARCHAR(40) PRIMARY KEY, note VARCHAR(200))",
+            "CREATE TABLE person (id INTEGER PRIMARY KEY, name VARCHAR(40), bio VARCHAR(200))",
+            "CREATE TABLE site (id INTEGER PRIMARY KEY, name VARCHAR(40), remark VARCHAR(200))",
+        ],
+        {
+            "client": [
+                ("Acme Works", "Spun off from Globex in 2001; Acme is its brand."),
+                ("Globex", "Rival of Acme Works (and of Globexia)."),
+            ],
+            "person": [(1, "Ada Lovelace", "Ada Lovelace consults for Globex.")],
+            "site": [(1, "1999", "Opened in 1999 by Ada Lovelace")],
+        },
+    )
+    out = tmp_path / "w"
+    ra.make_world(out, from_db=url, rename=True, holes=0.0, progress="none")
+    copy = sqlite3.connect(out / "database.sqlite")
+    clients = dict(copy.execute('SELECT "note", "name" FROM "client"').fetchall())
+    acme = next(name for note, name in clients.items() if note.startswith("Spun off"))
+    globex = next(name for note, name in clients.items() if note.startswith("Rival"))
+    assert {acme, globex}.isdisjoint({"Acme Works", "Globex"})
+    assert set(clients) == {
+        f"Spun off from {globex} in 2001; Acme is its brand.",
+        f"Rival of {acme} (and of Globexia).",
+    }
+    ((ada, bio),) = copy.execute('SELECT "name", "bio" FROM "person"').fetchall()
+    assert ada != "Ada Lovelace" and bio == f"{ada} consults for {globex}."
+    ((site, remark),) = copy.execute('SELECT "name", "remark" FROM "site"').fetchall()
+    assert site != "1999" and remark == f"Opened in 1999 by {ada}"
+    documents = (out / "documents.jsonl").read_text()
+    assert ada in documents and globex in documents
+    for real in ("Acme Works", "Globex", "Ada Lovelace"):
+        assert not re.search(rf"\b{real}\b", documents), real
+
+
 def test_bad_choices_are_one_line_errors_that_write_nothing(tmp_path: Path) -> None:
     database = _spider()
     url = f"sqlite:///{database}"

@@ -31,7 +31,7 @@ from ragaudit.db.engine import Database
 from ragaudit.db.schema import SchemaInfo, TableInfo, introspect
 from ragaudit.errors import UserError
 from ragaudit.world.build import WorldSummary, staged, world_config, write_documents
-from ragaudit.world.profiles import Plan, fictitious_names, plan, profiles
+from ragaudit.world.profiles import Plan, fictitious_names, names_within, plan, profiles
 
 DATABASE = "database.sqlite"
 # A declared type SQLite can take as written ("VARCHAR(50)", "DOUBLE PRECISION"); any
@@ -143,6 +143,20 @@ def _rows(db: Database, table: TableInfo) -> Iterator[tuple[Any, ...]]:
     yield from db.stream(f"SELECT {columns} FROM {_quote(table.name)}")
 
 
+def _renamed(
+    value: Any, mapping: Mapping[str, str] | None, within: Callable[[str], str] | None
+) -> Any:
+    """``value`` as the renamed copy holds it: a name column's (or a foreign key's) value
+    by its fictitious name; the names written inside any other text replaced there."""
+    if value is None:
+        return value
+    if mapping is not None and str(value) in mapping:
+        return mapping[str(value)]
+    if within is not None and isinstance(value, str):
+        return within(value)
+    return value
+
+
 def _copy(
     db: Database,
     schema: SchemaInfo,
@@ -154,6 +168,7 @@ def _copy(
     ``renamed`` replaced; the rows of the ``keep`` tables come back (as stored), for the
     documents."""
     kept: dict[str, list[dict[str, Any]]] = {}
+    within = names_within(renamed) if renamed else None
     conn = sqlite3.connect(path)
     try:
         conn.execute("PRAGMA journal_mode=OFF")
@@ -168,7 +183,7 @@ def _copy(
             batch: list[tuple[Any, ...]] = []
             for raw in _rows(db, table):
                 row = tuple(
-                    m.get(str(v), v) if m is not None and v is not None else v
+                    _renamed(v, m, within)
                     for m, v in zip(maps, (_stored(v) for v in raw), strict=True)
                 )
                 batch.append(row)

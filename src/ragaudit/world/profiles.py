@@ -27,7 +27,7 @@ import datetime as dt
 import decimal
 import random
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -211,6 +211,52 @@ def fictitious_names(
                 if (t.lower(), c.lower()) == (target[0].lower(), target[1].lower()):
                     out[table.name, fk.columns[0]] = mapping
     return out
+
+
+_WORD = re.compile(r"\w+")
+
+
+def names_within(
+    renamed: Mapping[tuple[str, str], Mapping[str, str]],
+) -> Callable[[str], str]:
+    """A function that replaces every real name of ``renamed`` written inside free text
+    (a description naming a client, a note naming a person) by its fictitious name: with
+    the names left there, a reader could still find the real entity, and a model answer
+    from memory. A name is matched whole and case for case, where no letter or digit
+    touches it; one made of digits alone (a row named "1999") is left, since it would
+    match any number."""
+    fake: dict[str, str] = {}
+    for mapping in renamed.values():
+        for real, name in mapping.items():
+            if real and any(ch.isalpha() for ch in real) and real[0].isalnum():
+                fake.setdefault(real, name)
+    # The names by their first word, longest first: "Royal Dutch Shell" before "Royal".
+    first: dict[str, list[str]] = {}
+    for real in sorted(fake, key=len, reverse=True):
+        found = _WORD.match(real)
+        if found:
+            first.setdefault(found.group(0), []).append(real)
+
+    def replace(text: str) -> str:
+        if not first:
+            return text
+        out: list[str] = []
+        done = 0
+        for word in _WORD.finditer(text):
+            start = word.start()
+            if start < done or word.group(0) not in first:
+                continue
+            if start and text[start - 1].isalnum():
+                continue
+            for real in first[word.group(0)]:
+                end = start + len(real)
+                if text.startswith(real, start) and not (end < len(text) and text[end].isalnum()):
+                    out += [text[done:start], fake[real]]
+                    done = end
+                    break
+        return "".join(out) + text[done:] if out else text
+
+    return replace
 
 
 def profiles(
