@@ -493,6 +493,60 @@ def test_the_judges_rule_and_its_warnings_reach_the_analysis_and_closed_domain_h
     assert verdicts["q5"].correct is True and verdicts["q5"].method.startswith("match:")
 
 
+def test_verdicts_given_under_other_rules_are_judged_again(tmp_path: Path) -> None:
+    """A judgement records the rules it was given under; a judge with another retrieval
+    rule, the closed-domain rule, or newer rules of its own (a matcher added since, as
+    issue 39's match:question-only was) judges it again, and the dry run counts it as
+    to be judged. Before, the old verdicts stood and the run mixed two rules."""
+    root = _run_dir(tmp_path)
+    responses = list(read_jsonl(root / "responses" / "rag.jsonl", ResponseRecord))
+    widened = [
+        r.model_copy(update={"retrieved": [*r.retrieved, RetrievedItem(id="d7")]})
+        if r.retrieved
+        else r
+        for r in responses
+    ]
+    write_jsonl_atomic(root / "responses" / "rag.jsonl", widened)
+    first = ragaudit("judge", "--no-llm", "--retrieval-rule", "same_set", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert _judgements(root)["q1"].retrieval_correct is False  # d1 and d7 for gold d1
+    for rule, items in (("same_set", 0), ("all_gold", 6)):
+        planned = ragaudit("judge", "--no-llm", "--retrieval-rule", rule, "--dry-run", cwd=tmp_path)
+        assert planned.returncode == 0, planned.stderr
+        assert re.search(rf"judge rag\s+│[^│]+│\s+{items}\s+│", planned.stdout), planned.stdout
+    again = ragaudit("judge", "--no-llm", cwd=tmp_path)  # the default rule, all_gold
+    assert again.returncode == 0, again.stderr
+    assert "judged 6 now, 0 before" in again.stdout
+    got = _judgements(root)
+    assert got["q1"].retrieval_correct is True and len(got) == 6
+    assert {j.judged_under for j in got.values()} == {
+        "rules 2; closed domain off; retrieval all_gold"
+    }
+    assert "judged 0 now, 6 before" in ragaudit("judge", "--no-llm", cwd=tmp_path).stdout
+    closed = ragaudit("judge", "--no-llm", "--closed-domain", cwd=tmp_path)
+    assert "judged 6 now, 0 before" in closed.stdout
+    # Older rules of the judge's own, and a judgement written before the rules were kept.
+    path = root / "judgements" / "rag.jsonl"
+    aged = [
+        j.model_copy(
+            update={
+                "judged_under": {
+                    "q1": "rules 1; closed domain on; retrieval all_gold",
+                    "q3": None,
+                }.get(j.query_id, j.judged_under)
+            }
+        )
+        for j in read_jsonl(path, Judgement)
+    ]
+    write_jsonl_atomic(path, aged)
+    renewed = ragaudit("judge", "--no-llm", "--closed-domain", cwd=tmp_path)
+    assert renewed.returncode == 0, renewed.stderr
+    assert "judged 2 now, 4 before" in renewed.stdout
+    assert {j.judged_under for j in _judgements(root).values()} == {
+        "rules 2; closed domain on; retrieval all_gold"
+    }
+
+
 def test_a_response_that_only_repeats_its_question_is_never_credited(
     llm_server: ScriptedLLMServer,
 ) -> None:

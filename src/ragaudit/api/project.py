@@ -700,7 +700,13 @@ class Project:
             from ragaudit.steps.dry_run import dry_run_judge
 
             return dry_run_judge(
-                judge.config, self._run(), use_llm=use_llm, systems=systems, samples=samples
+                judge.config,
+                self._run(),
+                use_llm=use_llm,
+                systems=systems,
+                samples=samples,
+                closed_domain=closed_domain,
+                rule=retrieval_rule,
             )
         options = {
             "system": systems,

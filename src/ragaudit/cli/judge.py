@@ -88,7 +88,12 @@ def judge_cmd(
             )
         print_dry_run(
             project.judge(
-                None if no_llm else PROJECT_LLM, systems=system, samples=samples, dry_run=True
+                None if no_llm else PROJECT_LLM,
+                systems=system,
+                samples=samples,
+                closed_domain=closed_domain,
+                retrieval_rule=retrieval_rule,
+                dry_run=True,
             )
         )
         return

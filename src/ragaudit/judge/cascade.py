@@ -17,6 +17,20 @@ from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, retrieval_corr
 from ragaudit.llm.client import LLMClient
 from ragaudit.records.models import JUDGE_FAILED, Judgement, QueryRecord, ResponseRecord
 
+# The version of the judge's rules: raised whenever a matcher, the LLM judge's prompt or the
+# reading of its reply changes what it decides, so that a verdict given under older rules
+# is judged again (the LLM's replies come from the cache where its prompt is the same).
+# 2: a response that says nothing its question did not is Incorrect (match:question-only,
+# issue 39).
+JUDGE_RULES = 2
+
+
+def judged_under(closed_domain: bool, rule: RetrievalRule) -> str:
+    """What a judgement's verdicts depend on besides its response and reference: the
+    judge's rules, the closed-domain rule and the retrieval rule, as one comparable line."""
+    closed = "on" if closed_domain else "off"
+    return f"rules {JUDGE_RULES}; closed domain {closed}; retrieval {rule}"
+
 
 class JudgeFailure(BaseModel):
     """A judgement the LLM judge could not give: the query, and why (its error)."""
@@ -121,6 +135,7 @@ async def judge_one(
         rationale=rationale,
         response_digest=response.digest,
         reference_digest=query.reference.digest,
+        judged_under=judged_under(closed_domain, rule),
     )
 
 

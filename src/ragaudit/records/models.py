@@ -219,6 +219,14 @@ class Judgement(_Record):
         "generated again on changed data) is stale. Absent in judgements written before it "
         "existed: those are not checked.",
     )
+    judged_under: str | None = Field(
+        None,
+        description="the rules it was given under: the version of the judge's rules (its "
+        "matchers and its prompt), whether the closed-domain rule applied, and the retrieval "
+        "rule ('rules 2; closed domain off; retrieval any_gold'). A judgement given under "
+        "other rules than the judge's now is judged again, as one without this field is "
+        "(written before it existed, under rules that may have changed since).",
+    )
 
     @model_validator(mode="after")
     def _undecided_only_when_failed(self) -> Judgement:

@@ -28,8 +28,10 @@ from typing import Any
 from ragaudit.config import Config, SystemConfig
 from ragaudit.documents.options import DocumentOptions
 from ragaudit.errors import UserError
+from ragaudit.judge.cascade import judged_under
 from ragaudit.judge.llm_judge import judge_prompt
 from ragaudit.judge.matchers import match
+from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule
 from ragaudit.llm.estimate import CacheProbe, DryRun, EstimateLine, priced_line
 from ragaudit.llm.options import LLMConfig
 from ragaudit.llm.tokens import estimate_tokens
@@ -90,6 +92,8 @@ def dry_run_judge(
     systems: list[str] | None = None,
     samples: int = 1,
     reasons: bool = True,
+    closed_domain: bool = False,
+    rule: RetrievalRule = DEFAULT_RULE,
 ) -> DryRun:
     """What ``judge`` would ask ``config.llm.model`` (the judge), per system: the exact
     requests of the answers its matchers leave undecided, each looked up in the model's
@@ -117,6 +121,7 @@ def dry_run_judge(
     else:
         params = [base]
     dry = DryRun(step="judge")
+    under = judged_under(closed_domain, rule)
     with CacheProbe(cache_path_of(config, run, model) if use_llm else None, config.llm) as probe:
         measured = _measured(probe)
         mean = probe.mean_tokens()
@@ -126,13 +131,13 @@ def dry_run_judge(
             if not responses:
                 continue
             name = responses[0].system
-            todo = _to_judge(run, name, responses, queries, use_llm)
+            todo = _to_judge(run, name, responses, queries, use_llm, under)
             billed = cached = 0
             prompt = completion = 0.0
             for query, response in todo:
                 if not use_llm or response.error is not None:
                     continue
-                if match(query.reference, response.response).decided:
+                if match(query.reference, response.response, question=query.query).decided:
                     continue
                 messages = judge_prompt(
                     query.query, query.reference.display, response.response or "", reasons=reasons
@@ -176,15 +181,17 @@ def _to_judge(
     responses: list[ResponseRecord],
     queries: Mapping[str, QueryRecord],
     use_llm: bool,
+    under: str,
 ) -> list[tuple[QueryRecord, ResponseRecord]]:
     """The answers of system ``name`` that ``judge`` would judge now (read only): those
-    without a judgement that stands, and the repeats whose answer no verdict covers."""
+    without a judgement that stands under the rules ``under``, and the repeats whose
+    answer no verdict covers."""
     digests = {r.query_id: r.digest for r in responses}
     answered = {r.query_id for r in responses if r.error is None}
     judged: list[Judgement] = []
     if run.judgements(name).exists():
         judged = list(read_jsonl(run.judgements(name), Judgement))
-    kept = standing(judged, query_key, answered, use_llm, digests, queries)
+    kept = standing(judged, query_key, answered, use_llm, digests, queries, under)
     done = {j.query_id for j in kept}
     todo = [
         (queries[r.query_id], r)
@@ -205,6 +212,7 @@ def _to_judge(
         use_llm,
         {(r.query_id, r.repeat): r.digest for r in repeats},
         queries,
+        under,
     )
     rep_done = {repeat_key(j) for j in rep_kept}
     # The verdicts a repeat can reuse: those standing, and those this judge gives first.

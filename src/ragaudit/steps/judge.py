@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from ragaudit.aio import gather_all
 from ragaudit.errors import FATAL_LLM_ERRORS, LLMError, UserError
-from ragaudit.judge.cascade import JudgeFailure, JudgeStats, judge_many
+from ragaudit.judge.cascade import JudgeFailure, JudgeStats, judge_many, judged_under
 from ragaudit.judge.llm_judge import llm_judge
 from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, RuleFit
 from ragaudit.llm.client import LLMClient
@@ -200,6 +200,7 @@ def judge_run(
                 redo_unmatched=use_llm,
                 digests={r.query_id: r.digest for r in responses},
                 references=queries,
+                under=judged_under(closed_domain, rule),
             )
             done = {j.query_id for j in kept}
             todo = [r for r in responses if r.query_id not in done]
@@ -264,6 +265,7 @@ def _decided(
     redo_unmatched: bool = False,
     digests: dict[str, str] | None = None,
     references: Mapping[str, QueryRecord] | None = None,
+    under: str,
 ) -> list[Judgement]:
     """The judgements already made in ``path`` that stand. Some are dropped from the file
     (rewritten whole, atomically) so that this run judges them again: those the LLM judge
@@ -274,8 +276,10 @@ def _decided(
     of a response that has changed since (``digests``: query id -> the current
     response's fingerprint; the system was run again); and those given against another
     reference than the question has now (``references``: the dataset by query id; it was
-    generated again on changed data)."""
-    return _kept(path, Judgement, query_key, answered, redo_unmatched, digests, references)
+    generated again on changed data); and those given under other rules than ``under``
+    (:func:`~ragaudit.judge.cascade.judged_under`: the judge's rules have changed since,
+    or this judge applies another closed-domain or retrieval rule)."""
+    return _kept(path, Judgement, query_key, answered, redo_unmatched, digests, references, under)
 
 
 def query_key(j: Judgement) -> str:
@@ -296,6 +300,7 @@ def _kept(
     redo_unmatched: bool,
     digests: Mapping[K, str] | None,
     references: Mapping[str, QueryRecord] | None,
+    under: str,
 ) -> list[J]:
     """The judgements in ``path`` that stand (:func:`_decided`: the file is rewritten
     without the others), told apart by ``key``: a query id, or (query id, repeat)."""
@@ -310,7 +315,7 @@ def _kept(
             "judgement", first.query_id, first.system, getattr(first, "repeat", 0)
         )
         raise UserError(f"{path}: {message}")
-    kept = standing(judgements, key, answered, redo_unmatched, digests, references)
+    kept = standing(judgements, key, answered, redo_unmatched, digests, references, under)
     if len(kept) < len(judgements):
         write_jsonl_atomic(path, kept)
     return kept
@@ -323,6 +328,7 @@ def standing(
     redo_unmatched: bool,
     digests: Mapping[K, str] | None,
     references: Mapping[str, QueryRecord] | None,
+    under: str,
 ) -> list[J]:
     """Of ``judgements``, those that stand (:func:`_decided` says which do not), read
     only: what a dry run counts as judged."""
@@ -330,6 +336,7 @@ def standing(
         j
         for j in judgements
         if j.correct is not None
+        and j.judged_under == under
         and not (j.method == "error" and key(j) in answered)
         and not (redo_unmatched and j.method.startswith("unmatched"))
         and not (
@@ -382,6 +389,7 @@ def _judge_repeats(
         redo_unmatched,
         {(r.query_id, r.repeat): r.digest for r in responses},
         queries,
+        judged_under(closed_domain, rule),
     )
     done = {repeat_key(j) for j in kept}
     todo = [r for r in responses if (r.query_id, r.repeat) not in done]
@@ -393,7 +401,11 @@ def _judge_repeats(
     if out.exists():
         given += read_jsonl(out, RepeatJudgement)
     for j in given:
-        usable = j.correct is not None and not (redo_unmatched and j.method.startswith("unmatched"))
+        usable = (
+            j.correct is not None
+            and j.judged_under == judged_under(closed_domain, rule)
+            and not (redo_unmatched and j.method.startswith("unmatched"))
+        )
         if usable and j.response_digest is not None:
             known.setdefault((j.query_id, j.response_digest), j)
     stats = JudgeStats()
