@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import sqlalchemy as sa
+from sqlglot.dialects.dialect import Dialect, NormalizationStrategy
+from sqlglot.schema import MappingSchema
 
 from ragaudit.db.engine import Database
 from ragaudit.errors import DatabaseError
@@ -70,8 +72,23 @@ class SchemaInfo:
         return next((t for t in self.tables if t.name.lower() == lowered), None)
 
     def mapping(self) -> dict[str, dict[str, str]]:
-        """``{table: {column: type}}``, the shape sqlglot's optimizer takes."""
+        """``{table: {column: type}}``, as the database names them."""
         return {t.name: {c.name: (c.type or "TEXT") for c in t.columns} for t in self.tables}
+
+    def for_sqlglot(self, dialect: str) -> MappingSchema:
+        """The schema as sqlglot's optimizer reads it for ``dialect`` (sqlglot's name):
+        where the database ignores the case of names (SQLite, DuckDB), both the query's
+        names and these are compared in lower case; where it folds unquoted names and
+        keeps quoted ones (PostgreSQL to lower case, Snowflake to upper), the catalog's
+        names are exact and are compared as quoted names, so that ``"Client"."Industry"``
+        is known and an unquoted ``Industry``, which the database would read as
+        ``industry``, is not."""
+        strategy = Dialect.get_or_raise(dialect).NORMALIZATION_STRATEGY
+        return MappingSchema(
+            self.mapping(),
+            dialect=dialect,
+            normalize=strategy is NormalizationStrategy.CASE_INSENSITIVE,
+        )
 
 
 def _structure_generic(db: Database) -> list[TableInfo]:

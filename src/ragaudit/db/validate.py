@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect, NormalizationStrategy
 from sqlglot.errors import OptimizeError, SqlglotError
 from sqlglot.optimizer.qualify import qualify
 
@@ -83,6 +84,20 @@ def _statement_kind(stmt: exp.Expr) -> str:
     return stmt.key.upper()
 
 
+_FOLDS = {NormalizationStrategy.LOWERCASE: str.lower, NormalizationStrategy.UPPERCASE: str.upper}
+
+
+def _folded_hint(name: str, real: str | None, dialect: str) -> str:
+    """Why ``name`` (as the database reads it) is not ``real``, the name the database
+    holds, where the two differ only in case: the dialect folds unquoted names."""
+    if real is None or real == name:
+        return ""
+    strategy = Dialect.get_or_raise(dialect).NORMALIZATION_STRATEGY
+    case = "lower" if strategy is NormalizationStrategy.LOWERCASE else "upper"
+    engine = {"postgres": "PostgreSQL", "snowflake": "Snowflake", "oracle": "Oracle"}
+    return f' ({engine.get(dialect, dialect)} reads unquoted names in {case} case: write "{real}", quoted)'
+
+
 def validate_select(
     sql: str,
     schema: SchemaInfo,
@@ -129,6 +144,7 @@ def validate_select(
                 ):
                     raise _reject("SELECT * is not allowed: name the columns to return")
     cte_names = {cte.alias_or_name.lower() for cte in stmt.find_all(exp.CTE)}
+    fold = _FOLDS.get(Dialect.get_or_raise(dialect).NORMALIZATION_STRATEGY)
     tables: list[str] = []
     for table in stmt.find_all(exp.Table):
         if not isinstance(table.this, exp.Identifier):
@@ -139,6 +155,10 @@ def validate_select(
         known = schema.table(name)
         if known is None:
             raise _reject(f"unknown table '{name}'")
+        if fold is not None:  # PostgreSQL's "Client" is not its Client (read as client)
+            read = name if table.this.quoted else fold(name)
+            if read != known.name:
+                raise _reject(f"unknown table '{read}'" + _folded_hint(read, known.name, dialect))
         if known.name not in tables:
             tables.append(known.name)
     placeholders = tuple(find_placeholders(sql))
@@ -149,8 +169,7 @@ def validate_select(
     try:
         qualify(
             stmt.copy(),
-            # sqlglot's stub asks for dict[str, object]; any mapping of tables works.
-            schema=schema.mapping(),  # type: ignore[arg-type]
+            schema=schema.for_sqlglot(dialect),
             dialect=dialect,
             validate_qualify_columns=True,
             quote_identifiers=False,
@@ -159,6 +178,17 @@ def validate_select(
         message = str(exc).split(". Line")[0]
         match = re.search(r"[Cc]olumn[: ]+'?\"?([^'\"]+)\"?'?", message)
         if match and ("resolved" in message or "Unknown column" in message):
-            raise _reject(f"unknown column '{match.group(1).strip()}'") from None
+            name = match.group(1).strip()
+            real = next(
+                (
+                    c.name
+                    for t in schema.tables
+                    for c in t.columns
+                    if c.name.lower() == name.lower() and c.name != name
+                ),
+                None,
+            )
+            hint = _folded_hint(name, real, dialect) if fold is not None else ""
+            raise _reject(f"unknown column '{name}'{hint}") from None
         raise _reject(f"the query does not fit the schema: {message}") from None
     return ValidatedSQL(sql=sql, expression=stmt, tables=tuple(tables), placeholders=placeholders)

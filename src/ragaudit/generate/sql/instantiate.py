@@ -183,8 +183,7 @@ def plan(template_sql: str, schema: SchemaInfo, *, dialect: str) -> Plan:
         raise SQLValidationError("placeholders inside WITH are not supported")
     tree = qualify(
         tree,
-        # sqlglot's stub asks for dict[str, object]; any mapping of tables works.
-        schema=schema.mapping(),  # type: ignore[arg-type]
+        schema=schema.for_sqlglot(dialect),
         dialect=dialect,
         validate_qualify_columns=True,
         quote_identifiers=True,

@@ -165,8 +165,7 @@ def check_template(sql: str, schema: SchemaInfo, *, dialect: str | None = None) 
     # Compare fully qualified columns: t.Name and r.Name are different columns.
     qualified = qualify(
         stmt.copy(),
-        # sqlglot's stub asks for dict[str, object]; any mapping of tables works.
-        schema=schema.mapping(),  # type: ignore[arg-type]
+        schema=schema.for_sqlglot(dialect),
         dialect=dialect,
         validate_qualify_columns=False,
     )
