@@ -95,7 +95,8 @@ def _folded_hint(name: str, real: str | None, dialect: str) -> str:
     strategy = Dialect.get_or_raise(dialect).NORMALIZATION_STRATEGY
     case = "lower" if strategy is NormalizationStrategy.LOWERCASE else "upper"
     engine = {"postgres": "PostgreSQL", "snowflake": "Snowflake", "oracle": "Oracle"}
-    return f' ({engine.get(dialect, dialect)} reads unquoted names in {case} case: write "{real}", quoted)'
+    name_of = engine.get(dialect, dialect)
+    return f' ({name_of} reads unquoted names in {case} case: write "{real}", quoted)'
 
 
 def validate_select(
