@@ -84,8 +84,9 @@ class SchemaInfo:
         is known and an unquoted ``Industry``, which the database would read as
         ``industry``, is not."""
         strategy = Dialect.get_or_raise(dialect).NORMALIZATION_STRATEGY
+        tables: dict[str, object] = dict(self.mapping())
         return MappingSchema(
-            self.mapping(),
+            tables,
             dialect=dialect,
             normalize=strategy is NormalizationStrategy.CASE_INSENSITIVE,
         )
