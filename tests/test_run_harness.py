@@ -193,3 +193,49 @@ def test_killed_with_sigkill_and_restarted_ends_with_one_record_per_query(
     summary = json.loads((tmp_path / "runs" / "default" / "run.stats.json").read_text())
     assert summary["slow"]["already_done"] + summary["slow"]["asked"] == n
     assert summary["slow"]["asked"] > 0
+
+
+def test_ctrl_c_stops_a_run_says_how_to_go_on_and_the_same_command_finishes(
+    tmp_path: Path,
+) -> None:
+    """Ctrl-C (SIGINT) ends a run within seconds with exit status 130 and one line saying
+    that what was finished is kept, no traceback; the same command then asks only the
+    rest. Before, Typer exited 130 without a word."""
+    n = 600
+    (tmp_path / "slow_rag.py").write_text(SLOW_RAG)
+    write_dataset(
+        tmp_path / "runs" / "default" / "dataset.jsonl",
+        queries([f"question {i}" for i in range(n)]),
+    )
+    (tmp_path / "ragaudit.yaml").write_text(
+        "systems:\n  - {name: slow, kind: callable, target: 'slow_rag:answer'}\n"
+        "harness: {concurrency: 4}\n"
+    )
+    out = tmp_path / "runs" / "default" / "responses" / "slow.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ragaudit", "run"],
+        cwd=tmp_path,
+        env={**os.environ, "NO_COLOR": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while _line_count(out) < 60 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert proc.poll() is None, "the run finished before it could be interrupted"
+    proc.send_signal(signal.SIGINT)
+    stopped = time.monotonic()
+    _, stderr = proc.communicate(timeout=30)
+    assert time.monotonic() - stopped < 10
+    assert proc.returncode == 130
+    assert "interrupted: what was finished is kept; run the same command again" in stderr
+    assert "Traceback" not in stderr
+    kept = _line_count(out)
+    assert 0 < kept < n
+    done = ragaudit("run", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    ids = [json.loads(line)["query_id"] for line in out.read_text().splitlines()]
+    assert len(ids) == n and len(set(ids)) == n
+    summary = json.loads((tmp_path / "runs" / "default" / "run.stats.json").read_text())
+    assert summary["slow"]["already_done"] == kept  # nothing finished is asked again

@@ -136,6 +136,16 @@ app.add_typer(
 )
 
 
+# Typer's exit status after Ctrl-C (128 + SIGINT), and what the user is told then: every
+# step keeps what it finished (records appended in durable batches, files replaced whole,
+# each LLM reply cached), so the same command goes on from there.
+INTERRUPTED = 130
+INTERRUPTED_MESSAGE = (
+    "interrupted: what was finished is kept; run the same command again to go on from "
+    "where it stopped"
+)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: run the app, turning user errors into one line."""
     from ragaudit.api.calls import command_line
@@ -146,5 +156,9 @@ def main(argv: list[str] | None = None) -> None:
     except UserError as exc:
         err_console.print(f"error: {printable(redact(str(exc)))}", markup=False)
         sys.exit(exc.exit_code)
+    except SystemExit as exc:
+        if exc.code == INTERRUPTED:  # Ctrl-C: Typer exits 130 and says nothing
+            err_console.print(INTERRUPTED_MESSAGE, markup=False)
+        raise
     finally:
         release_locks()
