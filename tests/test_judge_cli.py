@@ -64,6 +64,21 @@ def _run_dir(tmp_path: Path) -> Path:
     return root
 
 
+def _widened_run_dir(tmp_path: Path) -> Path:
+    """:func:`_run_dir` with a second document, d7, retrieved beside every retrieval: a
+    top-2 that ``all_gold`` finds right and ``same_set`` never does."""
+    root = _run_dir(tmp_path)
+    responses = list(read_jsonl(root / "responses" / "rag.jsonl", ResponseRecord))
+    widened = [
+        r.model_copy(update={"retrieved": [*r.retrieved, RetrievedItem(id="d7")]})
+        if r.retrieved
+        else r
+        for r in responses
+    ]
+    write_jsonl_atomic(root / "responses" / "rag.jsonl", widened)
+    return root
+
+
 def _judge_responder(body: dict[str, Any]) -> str:
     """A plausible judge: the true answer in the response (digits without separators), or
     the paraphrase it knows, is correct; anything else is not."""
@@ -453,15 +468,7 @@ def test_the_judges_rule_and_its_warnings_reach_the_analysis_and_closed_domain_h
     rule and repeats its warnings (a top-2 retrieval under same_set can never be right).
     Under --closed-domain, a correct answer to a question no document holds is not
     credited: it came from elsewhere."""
-    root = _run_dir(tmp_path)
-    responses = list(read_jsonl(root / "responses" / "rag.jsonl", ResponseRecord))
-    widened = [
-        r.model_copy(update={"retrieved": [*r.retrieved, RetrievedItem(id="d7")]})
-        if r.retrieved
-        else r
-        for r in responses
-    ]
-    write_jsonl_atomic(root / "responses" / "rag.jsonl", widened)
+    root = _widened_run_dir(tmp_path)
     judged = ragaudit("judge", "--no-llm", "--retrieval-rule", "same_set", cwd=tmp_path)
     assert judged.returncode == 0, judged.stderr
     expected = (
@@ -498,15 +505,7 @@ def test_verdicts_given_under_other_rules_are_judged_again(tmp_path: Path) -> No
     rule, the closed-domain rule, or newer rules of its own (a matcher added since, as
     issue 39's match:question-only was) judges it again, and the dry run counts it as
     to be judged. Before, the old verdicts stood and the run mixed two rules."""
-    root = _run_dir(tmp_path)
-    responses = list(read_jsonl(root / "responses" / "rag.jsonl", ResponseRecord))
-    widened = [
-        r.model_copy(update={"retrieved": [*r.retrieved, RetrievedItem(id="d7")]})
-        if r.retrieved
-        else r
-        for r in responses
-    ]
-    write_jsonl_atomic(root / "responses" / "rag.jsonl", widened)
+    root = _widened_run_dir(tmp_path)
     first = ragaudit("judge", "--no-llm", "--retrieval-rule", "same_set", cwd=tmp_path)
     assert first.returncode == 0, first.stderr
     assert _judgements(root)["q1"].retrieval_correct is False  # d1 and d7 for gold d1

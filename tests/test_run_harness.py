@@ -149,14 +149,8 @@ def answer(query):
 """
 
 
-def _line_count(path: Path) -> int:
-    return path.read_bytes().count(b"\n") if path.exists() else 0
-
-
-def test_killed_with_sigkill_and_restarted_ends_with_one_record_per_query(
-    tmp_path: Path,
-) -> None:
-    n = 600
+def _slow_project(tmp_path: Path, n: int) -> Path:
+    """A project of ``n`` questions and one slow callable system: its responses file."""
     (tmp_path / "slow_rag.py").write_text(SLOW_RAG)
     write_dataset(
         tmp_path / "runs" / "default" / "dataset.jsonl",
@@ -166,7 +160,18 @@ def test_killed_with_sigkill_and_restarted_ends_with_one_record_per_query(
         "systems:\n  - {name: slow, kind: callable, target: 'slow_rag:answer'}\n"
         "harness: {concurrency: 4}\n"
     )
-    out = tmp_path / "runs" / "default" / "responses" / "slow.jsonl"
+    return tmp_path / "runs" / "default" / "responses" / "slow.jsonl"
+
+
+def _line_count(path: Path) -> int:
+    return path.read_bytes().count(b"\n") if path.exists() else 0
+
+
+def test_killed_with_sigkill_and_restarted_ends_with_one_record_per_query(
+    tmp_path: Path,
+) -> None:
+    n = 600
+    out = _slow_project(tmp_path, n)
     env = {**os.environ, "NO_COLOR": "1"}
     kills = 0
     for threshold in (60, 250, 420):
@@ -202,16 +207,7 @@ def test_ctrl_c_stops_a_run_says_how_to_go_on_and_the_same_command_finishes(
     that what was finished is kept, no traceback; the same command then asks only the
     rest. Before, Typer exited 130 without a word."""
     n = 600
-    (tmp_path / "slow_rag.py").write_text(SLOW_RAG)
-    write_dataset(
-        tmp_path / "runs" / "default" / "dataset.jsonl",
-        queries([f"question {i}" for i in range(n)]),
-    )
-    (tmp_path / "ragaudit.yaml").write_text(
-        "systems:\n  - {name: slow, kind: callable, target: 'slow_rag:answer'}\n"
-        "harness: {concurrency: 4}\n"
-    )
-    out = tmp_path / "runs" / "default" / "responses" / "slow.jsonl"
+    out = _slow_project(tmp_path, n)
     proc = subprocess.Popen(
         [sys.executable, "-m", "ragaudit", "run"],
         cwd=tmp_path,
