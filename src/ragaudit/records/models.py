@@ -223,7 +223,7 @@ class Judgement(_Record):
         None,
         description="the rules it was given under: the version of the judge's rules (its "
         "matchers and its prompt), whether the closed-domain rule applied, and the retrieval "
-        "rule ('rules 2; closed domain off; retrieval any_gold'). A judgement given under "
+        "rule ('rules 2; closed domain off; retrieval all_gold'). A judgement given under "
         "other rules than the judge's now is judged again, as one without this field is "
         "(written before it existed, under rules that may have changed since).",
     )
