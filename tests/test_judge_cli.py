@@ -187,11 +187,12 @@ def test_a_rerun_over_a_finished_cache_asks_nothing_and_reports_no_llm_time(
     assert first.returncode == 0, first.stderr
     assert _judgements(root)["q3"].method == "judge-failed"
     used = _usage_row(first.stdout, "judge")
-    assert used["calls"] == "4" and float(used["LLM s"]) >= 0.6  # q2, and q3 asked 3 times
+    # q2, and q3 asked twice: its same unusable reply is not asked for a third time.
+    assert used["calls"] == "3" and float(used["LLM s"]) >= 0.6
     asked = llm_server.request_count
     again = ragaudit("judge", "--llm", "openai:judge", cwd=tmp_path, env=_env(llm_server))
     rerun = _usage_row(again.stdout, "judge")
-    assert (rerun["calls"], rerun["cached"], rerun["LLM s"]) == ("0", "3", "0.00")
+    assert (rerun["calls"], rerun["cached"], rerun["LLM s"]) == ("0", "2", "0.00")
     assert llm_server.request_count == asked
     # q3 is judged again from the cache, and fails as before: not "failed on everything".
     assert again.returncode == 0, again.stderr

@@ -176,12 +176,32 @@ def test_structured_call_re_asks_after_schema_mismatch(
 def test_structured_call_gives_up_with_a_typed_error(
     transport: str, llm_server: ScriptedLLMServer
 ) -> None:
-    llm_server.enqueue(*[Reply(content="no json here")] * 3)
+    llm_server.enqueue(*[Reply(content=f"no json here ({i})") for i in range(3)])
     with _client(transport, llm_server) as client, pytest.raises(StructuredOutputError) as info:
         client.complete_json([user("judge")], Verdict, attempts=3)
     assert info.value.attempts == 3
-    assert "no valid reply after 3 attempts" in str(info.value)
+    assert "no valid reply after 3 attempts (expected" in str(info.value)
     assert llm_server.request_count == 3
+
+
+def test_a_greedy_model_that_repeats_its_rejected_reply_is_not_asked_a_third_time(
+    transport: str, llm_server: ScriptedLLMServer
+) -> None:
+    """Told what was wrong, a model sampled at temperature 0 that gives the same reply
+    again would give it a third time (7 of 7 such re-asks in the trial caches): the call
+    gives up after two asks and says why. A sampled model may still vary: it gets all
+    three."""
+    llm_server.enqueue(*[Reply(content="no json here")] * 2)
+    with _client(transport, llm_server) as client, pytest.raises(StructuredOutputError) as info:
+        client.complete_json([user("judge")], Verdict, attempts=3)
+    assert info.value.attempts == 2 and llm_server.request_count == 2
+    assert "no valid reply after 2 attempts (the last two the same)" in str(info.value)
+    llm_server.reset_counters()
+    llm_server.enqueue(*[Reply(content="no json here")] * 3)
+    sampled = GenerationParams(temperature=0.7)
+    with _client(transport, llm_server) as client, pytest.raises(StructuredOutputError) as info:
+        client.complete_json([user("judge again")], Verdict, sampled, attempts=3)
+    assert info.value.attempts == 3 and llm_server.request_count == 3
 
 
 def test_line_lists_are_validated_item_by_item(
@@ -334,9 +354,10 @@ def test_a_stored_reply_that_cannot_be_parsed_is_asked_for_again_only_when_told(
 ) -> None:
     """An unusable reply is a reply: replayed from the cache with its re-asks (a rerun asks
     nothing), and asked for again with ``retry_failed`` (issue 41 item 6)."""
-    llm_server.enqueue(*(Reply(content='{"correct": tru') for _ in range(3)))
+    llm_server.enqueue(*(Reply(content='{"correct": tru') for _ in range(2)))
     with _client(transport, llm_server, tmp_path) as client, pytest.raises(StructuredOutputError):
         client.complete_json([user("judge this")], Verdict)
+    assert llm_server.request_count == 2  # the same broken reply twice: not asked a third time
     llm_server.reset_counters()
     llm_server.enqueue(Reply(content='{"correct": true, "reason": "fixed server"}'))
     with _client(transport, llm_server, tmp_path) as client, pytest.raises(StructuredOutputError):

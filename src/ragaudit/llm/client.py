@@ -267,10 +267,15 @@ class LLMClient:
         expected: str | None = None,
     ) -> T:
         attempts = attempts or self.structured_attempts
+        greedy = (params or self.default_params).temperature == 0
         conversation = list(messages)
         error = ""
         reply = ""
-        for _ in range(attempts):
+        previous: str | None = None
+        asked = 0
+        stuck = ""
+        while asked < attempts:
+            asked += 1
             completion = await self.acomplete(conversation, params)
             reply = completion.text
             try:
@@ -285,6 +290,13 @@ class LLMClient:
                     return parse(reply)
                 except ValueError as exc:
                     error = str(exc)
+            if greedy and reply == previous:
+                # Told what was wrong, a model sampled greedily gave the same reply: in
+                # the trial caches every third ask after such a repeat gave it once more
+                # (7 of 7), so asking again spends a request for nothing.
+                stuck = " (the last two the same)"
+                break
+            previous = reply
             conversation = [
                 *conversation,
                 assistant(reply),
@@ -292,11 +304,11 @@ class LLMClient:
             ]
         raise StructuredOutputError(
             redact(
-                f"{self.backend.describe()}: no valid reply after {attempts} attempts "
+                f"{self.backend.describe()}: no valid reply after {asked} attempts{stuck} "
                 f"(expected {expected or what}): {error}"
             ),
             last_reply=reply,
-            attempts=attempts,
+            attempts=asked,
         )
 
     async def acomplete_parsed(
@@ -311,7 +323,8 @@ class LLMClient:
     ) -> T:
         """A reply read by ``parse``, which raises ``ValueError`` to reject it: rejected
         replies are re-asked with the error and ``what`` was expected, up to ``attempts``
-        asks; then :class:`StructuredOutputError`, which names what was expected as
+        asks (fewer when a model sampled at temperature 0 gives the same reply again: it
+        would a third time); then :class:`StructuredOutputError`, which names what was expected as
         ``expected`` words it (``what`` itself by default). For replies that JSON schemas
         cannot describe (e.g. a label to be salvaged from a reply cut at ``max_tokens``).
         ``what`` is an instruction the model is given: a reply that follows it to the
