@@ -98,12 +98,12 @@ def test_an_unusable_reply_is_replayed_and_asked_again_only_with_retry_failed(
     broken = Scripted(default="no number today")
     with client(broken) as llm, pytest.raises(StructuredOutputError):
         llm.complete_json(ask, dict[str, int])
-    assert len(broken.requests) == 3  # asked, then re-asked twice
+    assert len(broken.requests) == 2  # asked, re-asked, the same reply: not a third time
     fixed = Scripted(default='{"n": 4}')
     with client(fixed) as llm, pytest.raises(StructuredOutputError):
         llm.complete_json(ask, dict[str, int])
     assert fixed.requests == [] and llm.meter.total().calls == 0
-    assert llm.meter.total().cache_hits == 3 and llm.meter.total().llm_seconds == 0
+    assert llm.meter.total().cache_hits == 2 and llm.meter.total().llm_seconds == 0
     with client(fixed, retry_failed=True) as llm:
         assert llm.complete_json(ask, dict[str, int]) == {"n": 4}
     assert len(fixed.requests) == 1
