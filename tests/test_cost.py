@@ -4,6 +4,7 @@ of generate, run and judge, which spend and write nothing."""
 
 from __future__ import annotations
 
+import io
 import json
 from decimal import Decimal
 from pathlib import Path
@@ -48,6 +49,40 @@ def test_the_embedded_model_costs_zero_and_says_so() -> None:
         cost, price = model_cost(model, 120_000, 30_000)
         assert cost.usd == 0 and cost.note == EMBEDDED_NOTE
         assert price is not None and price.source == "embedded"
+
+
+def test_the_usage_table_of_the_embedded_model_fits_80_columns_with_its_step_names() -> None:
+    """Issue 41's trial: at 80 columns the usage table folded "generate-documents" into
+    "generate-docu" / "ments" beside a cost column of $0 on every row. Where every cost is
+    $0 the column goes and the caption says it; a priced step keeps its column."""
+    from rich.console import Console
+
+    from ragaudit.cli.console import usage_table
+
+    def printed(meter: UsageMeter) -> str:
+        console = Console(width=80, record=True, file=io.StringIO())
+        console.print(usage_table(meter))
+        return console.export_text()
+
+    meter = UsageMeter()
+    with meter.step("generate-documents"):
+        meter.record_call(prompt_tokens=18024, completion_tokens=2020, seconds=349.53)
+        meter.record_call(prompt_tokens=1, completion_tokens=1, seconds=0.1, model="local")
+    meter.steps["generate-documents"].models.pop("unknown")  # the embedded model's alone
+    text = printed(meter)
+    assert any(line.startswith("generate-documents ") for line in text.splitlines()), text
+    assert "cost" not in text.splitlines()[1]  # the header row
+    assert "cost: " + EMBEDDED_NOTE in " ".join(text.split())
+    free = UsageMeter({"openai:m": ModelPrice(input=0, output=0)})
+    with free.step("judge"):
+        free.record_call(prompt_tokens=10, completion_tokens=1, seconds=1, model="openai:m")
+    assert "cost: $0 throughout" in printed(free)
+    priced = UsageMeter({"openai:m": ModelPrice(input=1, output=1)})
+    with priced.step("judge"):
+        priced.record_call(
+            prompt_tokens=1_000_000, completion_tokens=0, seconds=1, model="openai:m"
+        )
+    assert printed(priced).splitlines()[1].rstrip().endswith("cost")
 
 
 def test_a_model_without_a_price_has_no_cost_never_a_made_up_zero() -> None:

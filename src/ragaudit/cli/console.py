@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ragaudit.llm.estimate import DryRun
-from ragaudit.llm.prices import format_usd
+from ragaudit.llm.prices import EMBEDDED_NOTE, format_usd
 from ragaudit.llm.usage import UsageMeter
 from ragaudit.report.terminal import compact_table
 
@@ -23,7 +23,8 @@ def usage_table(meter: UsageMeter) -> Table:
     llm.prices over the default table; cache hits cost nothing); under a step that asked
     several models, a row per model; under ``run``, a row per system answered. A cost that
     cannot be given shows ``n/a`` and the caption says why; the embedded model's 0 says
-    so too."""
+    so too, in the caption alone when every cost is 0 (so that a step's name, such as
+    "generate-documents", fits 80 columns unfolded)."""
     headers = [
         "step",
         "calls",
@@ -36,49 +37,63 @@ def usage_table(meter: UsageMeter) -> Table:
         "wall s",
         "cost",
     ]
-    table = compact_table("LLM usage", headers, frozenset({"step"}))
     costs = meter.costs()
     notes: list[str] = []
+    rows: list[list[str]] = []
     for name, usage in meter.snapshot().items():
         cost = costs[name]
-        table.add_row(
-            name,
-            str(usage.calls),
-            str(usage.cache_hits),
-            str(usage.prompt_tokens),
-            str(usage.completion_tokens),
-            str(usage.retries),
-            f"{usage.failures} ({usage.oversized} oversized)"
-            if usage.oversized
-            else str(usage.failures),
-            f"{usage.llm_seconds:.2f}",
-            f"{usage.wall_seconds:.2f}",
-            format_usd(cost.usd),
+        rows.append(
+            [
+                name,
+                str(usage.calls),
+                str(usage.cache_hits),
+                str(usage.prompt_tokens),
+                str(usage.completion_tokens),
+                str(usage.retries),
+                f"{usage.failures} ({usage.oversized} oversized)"
+                if usage.oversized
+                else str(usage.failures),
+                f"{usage.llm_seconds:.2f}",
+                f"{usage.wall_seconds:.2f}",
+                format_usd(cost.usd),
+            ]
         )
         for note in (cost.reason, cost.note):
             if note and note not in notes:
                 notes.append(note)
         if len(usage.models) > 1:
             for model, mu in usage.models.items():
-                table.add_row(
-                    f"  {model}",
-                    str(mu.calls),
-                    str(mu.cache_hits),
-                    str(mu.prompt_tokens),
-                    str(mu.completion_tokens),
-                    *([""] * 4),
-                    format_usd(cost.models[model].usd),
+                rows.append(
+                    [
+                        f"  {model}",
+                        str(mu.calls),
+                        str(mu.cache_hits),
+                        str(mu.prompt_tokens),
+                        str(mu.completion_tokens),
+                        *([""] * 4),
+                        format_usd(cost.models[model].usd),
+                    ]
                 )
         for part, models in usage.parts.items():
-            table.add_row(
-                f"  system {part}",
-                str(sum(m.calls for m in models.values())),
-                str(sum(m.cache_hits for m in models.values())),
-                str(sum(m.prompt_tokens for m in models.values())),
-                str(sum(m.completion_tokens for m in models.values())),
-                *([""] * 4),
-                format_usd(cost.parts[part].usd),
+            rows.append(
+                [
+                    f"  system {part}",
+                    str(sum(m.calls for m in models.values())),
+                    str(sum(m.cache_hits for m in models.values())),
+                    str(sum(m.prompt_tokens for m in models.values())),
+                    str(sum(m.completion_tokens for m in models.values())),
+                    *([""] * 4),
+                    format_usd(cost.parts[part].usd),
+                ]
             )
+    free = bool(rows) and all(row[-1] == format_usd(0.0) for row in rows)
+    if free:
+        headers, rows = headers[:-1], [row[:-1] for row in rows]
+        if EMBEDDED_NOTE not in notes:
+            notes.insert(0, f"{format_usd(0.0)} throughout")
+    table = compact_table("LLM usage", headers, frozenset({"step"}))
+    for row in rows:
+        table.add_row(*row)
     if notes:
         table.caption = "cost: " + "; ".join(notes)
         table.caption_justify = "left"
