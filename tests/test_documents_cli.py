@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from ragaudit.documents.checks import CRITIQUES
 from ragaudit.records import QueryRecord, read_jsonl
 from ragaudit.records.models import CandidateRecord
 from tests.support.cli import ragaudit
@@ -452,6 +453,92 @@ def test_simple_pairs_are_checked_and_labelled_by_the_labeller(
     assert "1 of 3 pairs accepted" in result.stderr
     labels = {q.label for q in _dataset(tmp_path) if q.source == "document"}
     assert labels == {"fact_single"}  # the labeller's label: no label was requested
+
+
+# Reference pages where a simple pair can be wrong by a word (issue 41's trial on
+# Python's reference): each page's pair, and what the reader reads for it.
+TALLOW = {
+    "tallow.Schema": (
+        "tallow.Schema\n\nThe following methods can be overridden to change how a schema "
+        "validates a key: check_type(), check_range() and check_required().",
+        "What method can be overridden to change how a tallow schema validates a key?",
+        "check_type()",
+    ),
+    "tallow": (
+        'tallow\n\nThe module "tallow" defines the class "Tallow", which holds one loaded '
+        "configuration.",
+        "What is the name of the class that holds one loaded configuration?",
+        "tallow",
+    ),
+    "tallow.merge": (
+        "tallow.merge\n\nCombine several settings dictionaries into one; a later one wins "
+        "where two give the same key.",
+        "What is the purpose of tallow.merge?",
+        "tallow.merge is used to load configuration files from disk into one validated "
+        "schema object for the application.",
+    ),
+    "tallow.dump": (
+        "tallow.dump\n\nThe `indent` parameter sets the number of spaces each level is "
+        "indented by.",
+        "What parameter of tallow.dump sets the number of spaces per level?",
+        "indent",
+    ),
+}
+
+
+def test_a_simple_answer_that_is_one_of_several_or_right_by_its_case_is_dropped(
+    llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    """Issue 41's trial on Python's reference accepted "object.__getattr__" for "What
+    method is used to customize the meaning of attribute access ...?" (the page lists four
+    such methods) and "pdb" for the name of the debugger's class ("Pdb"): the model's own
+    reading read the same, and every critique gave 5. Both are dropped before the reading
+    is asked, with their reason; so is an answer written as a sentence the page does not
+    make ("The 'import' statement is used to import modules in Python, which allows you
+    to use the functions ..." from a page that never says so, in a later run: the model's
+    own knowledge, confirmed by its own reading). A pair right as written is accepted."""
+    read: list[str] = []
+
+    def pages(body: dict[str, Any]) -> str:
+        system = body["messages"][0]["content"]
+        first_user = body["messages"][1]["content"]
+        page = next(k for k, (text, _, _) in TALLOW.items() if text in first_user)
+        _, question, answer = TALLOW[page]
+        if "You write test questions" in system:
+            return json.dumps({"pairs": [{"question": question, "answer": answer}]})
+        if "You answer a question from numbered passages" in system:
+            read.append(first_user.rsplit("Question: ", 1)[1])
+            return json.dumps({"answer": answer, "passage": 1})
+        if "You review test questions" in system:
+            return json.dumps({k: [5, "scripted"] for k in CRITIQUES})
+        if LABELLER in system:
+            return json.dumps({"label": "fact_single", "reason": "scripted"})
+        return "Spaces per level of tallow.dump output?"  # a short wording
+
+    llm_server.responder = pages
+    env = _setup(tmp_path, llm_server)
+    docs = [{"id": k, "text": text} for k, (text, _, _) in TALLOW.items()]
+    (tmp_path / "docs.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    result = ragaudit(
+        "generate", "--documents", "--strategy", "simple", "--size", "3", cwd=tmp_path, env=env
+    )
+    assert result.returncode == 0, result.stderr
+    dropped = {c.context_id: c.dropped for c in _candidates(tmp_path) if c.round == 0}
+    assert dropped["tallow.Schema#0"] == (
+        "question: it asks for one method where its context gives several ('The following "
+        "methods can be overridden to change how a schema validates a key: ')"
+    )
+    assert dropped["tallow#0"] == (
+        "support: its answer 'tallow' is right or wrong by its case: the context also "
+        "writes 'Tallow'"
+    )
+    assert dropped["tallow.merge#0"] == (
+        "support: the answer is not the context's: 18% of its content words are in it (at "
+        "least 85% must be)"
+    )
+    assert dropped["tallow.dump#0"] is None
+    assert read == [TALLOW["tallow.dump"][1]]  # the dropped pairs cost no reading
+    assert "1 of 3 pairs accepted" in result.stderr
 
 
 @pytest.mark.parametrize(

@@ -3,10 +3,13 @@
 
 1. :func:`question_problem` (in :mod:`.generation`): the question stands without its text;
    :func:`names_no_subject`: it says what it asks about in the corpus (a word of its
-   document's title, or one few documents hold).
+   document's title, or one few documents hold); :func:`one_of_several`: a ``simple``
+   question does not ask for one thing where its sentence gives several.
 2. :func:`answer_support`: the answer's content words are looked up in the context. All
    found decides *supported*; a number the context does not hold decides *unsupported*;
    anything else is left to the critique's ``answer_grounding`` rating.
+   :func:`case_ambiguous`: a ``simple`` answer of one name is not one of two names the
+   context tells apart by case.
 3. :func:`critique_prompt`: four critiques in one structured call (stand-alone, question
    specificity, question-context grounding, answer-context grounding), each 1-5 with a
    reason, against thresholds in the configuration.
@@ -130,16 +133,17 @@ _DISCOURSE = re.compile(
 )
 
 
-def statement_not_stated(context: str, answer: str) -> str | None:
-    """Why a ``statements`` reference is not a statement of ``context``, or None: fewer
-    than :data:`STATEMENT_SHARE` of its content words are there (an opening "In summary,"
-    or "Therefore," not counted)."""
+def statement_not_stated(context: str, answer: str, what: str = "statement") -> str | None:
+    """Why a ``statements`` reference (or a ``simple`` answer written as a sentence:
+    ``what``, "answer") is not a statement of ``context``, or None: fewer than
+    :data:`STATEMENT_SHARE` of its content words are there (an opening "In summary," or
+    "Therefore," not counted)."""
     share = word_share(context, _DISCOURSE.sub("", answer))
     if share is None or share >= STATEMENT_SHARE:
         return None
     return (
-        f"the statement is not the context's: {share:.0%} of its content words are in it "
-        f"(a statement holds at least {STATEMENT_SHARE:.0%})"
+        f"the {what} is not the context's: {share:.0%} of its content words are in it "
+        f"(at least {STATEMENT_SHARE:.0%} must be)"
     )
 
 
@@ -183,6 +187,120 @@ def answer_in_question(question: str, answer: str) -> str | None:
     if wanted and wanted <= {stem(w) for w in content_words(question)}:
         return f"it holds its own answer ({answer[:60]!r})"
     return None
+
+
+# A question asks for one thing of a kind when it opens "What method ..." or "Which kind
+# of option ...": the word after its question word is the kind (an auxiliary is not).
+_KIND = re.compile(
+    r"^\s*(?:what|which)\s+(?:(?:kind|type|sort)s?\s+of\s+)?([a-z]+)\b", re.IGNORECASE
+)
+_NOT_KIND = frozenset(_STOP_WORDS.split()) | {"happens", "kind", "type", "sort"}
+# A sentence ends at its full stop, or at a blank line or a heading.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n|\n(?=#)")
+# The question's words the sentence it was written from holds, at least.
+WRITTEN_FROM_SHARE = 0.75
+
+
+def _plural(kind: str) -> set[str]:
+    """The plural forms of a kind noun: methods, classes, properties."""
+    forms = {kind + "s", kind + "es"}
+    if kind.endswith("y"):
+        forms.add(kind[:-1] + "ies")
+    return forms
+
+
+def one_of_several(context: str, question: str) -> str | None:
+    """Why a question asks for one thing where its context gives several, or None: it asks
+    for one of a kind ("What method is used to customize the meaning of attribute access
+    for class instances?") and the sentence it was written from speaks of that kind in the
+    plural only ("The following methods can be defined to customize the meaning of
+    attribute access ... for class instances."). Its answer is one of them ("__getattr__",
+    the first of four); the reading, by the same model, reads the same one, and the
+    critiques rated it 5 (issue 41's trial on Python's reference). The words of the
+    context's first line (its title) name the subject, not the sentence, so they are not
+    looked for; the kind is the word after the question word, or the two words there
+    ("What environment variable ...").
+
+    >>> one_of_several("Jobs. The following options change how often a job runs.",
+    ...                "What option changes how often a job runs?")  # doctest: +ELLIPSIS
+    "it asks for one option where its context gives several ('The following options...')"
+    >>> one_of_several("Jobs. The `retries` option changes how often a job runs.",
+    ...                "What option changes how often a job runs?")
+    """
+    match = _KIND.match(question)
+    if not match or match.group(1).casefold() in _NOT_KIND:
+        return None
+    kind = match.group(1).casefold()
+    after = question[match.end() :].split()
+    kinds = [kind]
+    if after and after[0].casefold() not in _NOT_KIND and after[0].isalpha():
+        kinds.append(after[0].casefold())  # "environment variable"
+    asked = {stem(w) for w in content_words(question)} - {stem(k) for k in kinds}
+    title = {stem(w) for w in content_words(context.strip().split("\n", 1)[0])}
+    if len(asked - title) >= 2:
+        asked -= title
+    if len(asked) < 2:
+        return None
+    best, best_share = "", 0.0
+    for sentence in _SENTENCE_END.split(context):
+        said = {stem(w) for w in _words(sentence)}
+        share = sum(any(_same_word(a, w) for w in said) for a in asked) / len(asked)
+        if share > best_share:
+            best, best_share = sentence, share
+    if best_share < WRITTEN_FROM_SHARE:
+        return None
+    words = set(_words(best))
+    for one in kinds:
+        if words & _plural(one) and one not in words:
+            written = " ".join(best.split())
+            return f"it asks for one {one} where its context gives several ({written[:80]!r})"
+    return None
+
+
+# An identifier: a name a reader must write with its case ("Pdb", not "pdb").
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# What may stand before a word that opens a sentence or a heading: a capital there is the
+# sentence's, not the name's.
+_OPENS = ".!?:#*=-"
+
+
+def case_ambiguous(context: str, answer: str) -> str | None:
+    """Why a one-word answer is right or wrong by its case alone, or None: the context
+    writes the same word in another case inside a sentence, so the two are two names (the
+    module "pdb" and its class "Pdb"). Issue 41's trial on Python's reference accepted
+    "pdb" for "What is the name of the Python Debugger class?": the reading and the four
+    critiques agreed with it, by case-blind comparison or by reading the module's name.
+
+    >>> case_ambiguous('The module "pdb" is defined as the class "Pdb".', "pdb")
+    "its answer 'pdb' is right or wrong by its case: the context also writes 'Pdb'"
+    >>> case_ambiguous("Rules. rules are read first.", "Rules") is None
+    True
+    """
+    token = answer.strip().strip("\"'`“”‘’").removesuffix("()")
+    if not _IDENTIFIER.fullmatch(token):
+        return None
+    for found in _IDENTIFIER.finditer(context):
+        word = found.group()
+        if word == token or word.casefold() != token.casefold():
+            continue
+        before = context[: found.start()].rstrip(" \t\n\"'`“”‘’(")
+        if word[0].isupper() and word[1:] == token[1:] and (not before or before[-1] in _OPENS):
+            continue  # a sentence's or a heading's capital
+        if token[0].isupper() and token[1:] == word[1:] and not _mid_sentence(context, token):
+            continue  # the answer is the capitalized one, and only ever opens a sentence
+        return (
+            f"its answer {token!r} is right or wrong by its case: the context also writes {word!r}"
+        )
+    return None
+
+
+def _mid_sentence(context: str, word: str) -> bool:
+    """Whether ``context`` writes ``word`` (as a whole word) inside a sentence somewhere."""
+    for found in re.finditer(rf"(?<![A-Za-z0-9_]){re.escape(word)}(?![A-Za-z0-9_])", context):
+        before = context[: found.start()].rstrip(" \t\n\"'`“”‘’(")
+        if before and before[-1] not in _OPENS:
+            return True
+    return False
 
 
 # Words that say what kind of thing a statement is about ("the `name` parameter"), not
@@ -262,6 +380,15 @@ def _same_word(a: str, b: str) -> bool:
     return a == b or (min(len(a), len(b)) >= 4 and (a.startswith(b) or b.startswith(a)))
 
 
+# A name written in quotes or backticks: "while", `strict`, 'if'.
+_QUOTED = re.compile(r"[\"'`“‘]([^\"'`“”‘’\s]+)[\"'`”’]")
+
+
+def _quoted_names(text: str) -> set[str]:
+    """The names ``text`` writes in quotes or backticks, casefolded."""
+    return {name.casefold().removesuffix("()") for name in _QUOTED.findall(text)}
+
+
 def names_no_subject(question: str, doc_id: str, title: str, corpus: CorpusWords) -> str | None:
     r"""Why a question does not say what it is about, or None: it shares no word with its
     document's title and none of its words that the document holds is rare in the corpus.
@@ -280,6 +407,9 @@ def names_no_subject(question: str, doc_id: str, title: str, corpus: CorpusWords
     """
     if title.strip() and title.strip().casefold() in question.casefold():
         return None  # "`click.command`": common words, one name
+    asked_words = {w.casefold() for w in re.findall(r"[\w.]+", question)} | _quoted_names(question)
+    if _quoted_names(title) & asked_words:
+        return None  # 'The "while" statement': a keyword is a name, though a common word
     asked = _subject_words(question)
     naming = [t for t in _subject_words(title) if corpus.documents[t] <= corpus.common_at]
     if any(_same_word(a, t) for a in asked for t in naming):
@@ -698,12 +828,14 @@ __all__ = [
     "answer_support",
     "answers_agree",
     "asks_for",
+    "case_ambiguous",
     "content_words",
     "critique_prompt",
     "failed_critiques",
     "kept_tokens",
     "names_no_subject",
     "near_duplicate",
+    "one_of_several",
     "parse_critiques",
     "parse_reading",
     "reading_agrees",
