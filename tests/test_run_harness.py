@@ -144,14 +144,15 @@ SLOW_RAG = """
 import time
 
 def answer(query):
-    time.sleep(0.01)
+    time.sleep(DELAY)
     return {"answer": "ok " + query, "retrieved_ids": ["doc-" + query.split()[-1]]}
 """
 
 
-def _slow_project(tmp_path: Path, n: int) -> Path:
-    """A project of ``n`` questions and one slow callable system: its responses file."""
-    (tmp_path / "slow_rag.py").write_text(SLOW_RAG)
+def _slow_project(tmp_path: Path, n: int, delay: float = 0.01) -> Path:
+    """A project of ``n`` questions and one slow callable system (``delay`` seconds an
+    answer, four at a time): its responses file."""
+    (tmp_path / "slow_rag.py").write_text(SLOW_RAG.replace("DELAY", repr(delay)))
     write_dataset(
         tmp_path / "runs" / "default" / "dataset.jsonl",
         queries([f"question {i}" for i in range(n)]),
@@ -205,9 +206,11 @@ def test_ctrl_c_stops_a_run_says_how_to_go_on_and_the_same_command_finishes(
 ) -> None:
     """Ctrl-C (SIGINT) ends a run within seconds with exit status 130 and one line saying
     that what was finished is kept, no traceback; the same command then asks only the
-    rest. Before, Typer exited 130 without a word."""
+    rest. Before, Typer exited 130 without a word. The run takes 7.5 s, so that on a busy
+    machine the interrupt lands while it asks (at 0.01 s an answer it once finished first,
+    and exited 0)."""
     n = 600
-    out = _slow_project(tmp_path, n)
+    out = _slow_project(tmp_path, n, delay=0.05)
     proc = subprocess.Popen(
         [sys.executable, "-m", "ragaudit", "run"],
         cwd=tmp_path,
