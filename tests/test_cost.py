@@ -54,7 +54,8 @@ def test_the_embedded_model_costs_zero_and_says_so() -> None:
 def test_the_usage_table_of_the_embedded_model_fits_80_columns_with_its_step_names() -> None:
     """Issue 41's trial: at 80 columns the usage table folded "generate-documents" into
     "generate-docu" / "ments" beside a cost column of $0 on every row. Where every cost is
-    $0 the column goes and the caption says it; a priced step keeps its column."""
+    $0 the column goes and the caption says it; a priced step keeps its column; seconds
+    past 100 are whole (a 38-minute run's "2265.31" folded it again)."""
     from rich.console import Console
 
     from ragaudit.cli.console import usage_table
@@ -66,11 +67,12 @@ def test_the_usage_table_of_the_embedded_model_fits_80_columns_with_its_step_nam
 
     meter = UsageMeter()
     with meter.step("generate-documents"):
-        meter.record_call(prompt_tokens=18024, completion_tokens=2020, seconds=349.53)
+        meter.record_call(prompt_tokens=99872, completion_tokens=23061, seconds=2265.31)
         meter.record_call(prompt_tokens=1, completion_tokens=1, seconds=0.1, model="local")
     meter.steps["generate-documents"].models.pop("unknown")  # the embedded model's alone
     text = printed(meter)
     assert any(line.startswith("generate-documents ") for line in text.splitlines()), text
+    assert " 2265 " in text  # a long run's seconds, whole
     assert "cost" not in text.splitlines()[1]  # the header row
     assert "cost: " + EMBEDDED_NOTE in " ".join(text.split())
     free = UsageMeter({"openai:m": ModelPrice(input=0, output=0)})

@@ -18,6 +18,12 @@ console = Console(highlight=False, soft_wrap=True, emoji=False)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
 
+def _seconds(value: float) -> str:
+    """Seconds to the hundredth under 100 s ("0.19"), whole from 100 ("350", "2265"), so
+    that a long run's figures leave a step's name its room in 80 columns."""
+    return f"{value:.2f}" if value < 100 else f"{value:.0f}"
+
+
 def usage_table(meter: UsageMeter) -> Table:
     """One row per step: calls, cache hits, tokens, retries, failures, time and cost (at
     llm.prices over the default table; cache hits cost nothing); under a step that asked
@@ -53,8 +59,8 @@ def usage_table(meter: UsageMeter) -> Table:
                 f"{usage.failures} ({usage.oversized} oversized)"
                 if usage.oversized
                 else str(usage.failures),
-                f"{usage.llm_seconds:.2f}",
-                f"{usage.wall_seconds:.2f}",
+                _seconds(usage.llm_seconds),
+                _seconds(usage.wall_seconds),
                 format_usd(cost.usd),
             ]
         )
