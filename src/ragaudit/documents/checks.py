@@ -283,8 +283,7 @@ def case_ambiguous(context: str, answer: str) -> str | None:
         word = found.group()
         if word == token or word.casefold() != token.casefold():
             continue
-        before = context[: found.start()].rstrip(" \t\n\"'`“”‘’(")
-        if word[0].isupper() and word[1:] == token[1:] and (not before or before[-1] in _OPENS):
+        if word[0].isupper() and word[1:] == token[1:] and _opens(context, found.start()):
             continue  # a sentence's or a heading's capital
         if token[0].isupper() and token[1:] == word[1:] and not _mid_sentence(context, token):
             continue  # the answer is the capitalized one, and only ever opens a sentence
@@ -294,13 +293,18 @@ def case_ambiguous(context: str, answer: str) -> str | None:
     return None
 
 
+def _opens(context: str, at: int) -> bool:
+    """Whether the word at offset ``at`` of ``context`` opens a sentence or a heading (only
+    spaces, quotes and an opening bracket stand between it and a full stop, a colon, a
+    heading's marks or the start)."""
+    before = context[:at].rstrip(" \t\n\"'`“”‘’(")
+    return not before or before[-1] in _OPENS
+
+
 def _mid_sentence(context: str, word: str) -> bool:
     """Whether ``context`` writes ``word`` (as a whole word) inside a sentence somewhere."""
-    for found in re.finditer(rf"(?<![A-Za-z0-9_]){re.escape(word)}(?![A-Za-z0-9_])", context):
-        before = context[: found.start()].rstrip(" \t\n\"'`“”‘’(")
-        if before and before[-1] not in _OPENS:
-            return True
-    return False
+    pattern = rf"(?<![A-Za-z0-9_]){re.escape(word)}(?![A-Za-z0-9_])"
+    return any(not _opens(context, found.start()) for found in re.finditer(pattern, context))
 
 
 # Words that say what kind of thing a statement is about ("the `name` parameter"), not
