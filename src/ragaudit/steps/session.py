@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
+import threading
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,7 +98,38 @@ class Session:
         except RuntimeError:
             coro.close()  # never started: no "was never awaited" warning on top
             raise
-        return loop.run_until_complete(coro)
+        task = loop.create_task(coro)
+        interrupted = False
+
+        def on_sigint(signum: int, frame: object) -> None:
+            # Ctrl-C cancels the step's task, which unwinds through every ``finally`` (a
+            # harness keeps what it finished), as asyncio.run does: a KeyboardInterrupt
+            # raised in whichever callback runs left tasks pending, and their tracebacks
+            # printed at exit. A second Ctrl-C stops at once.
+            nonlocal interrupted
+            if interrupted:
+                raise KeyboardInterrupt
+            interrupted = True
+            task.cancel()
+            loop.call_soon_threadsafe(lambda: None)
+
+        ours = (
+            threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        )
+        previous = signal.signal(signal.SIGINT, on_sigint) if ours else None
+        try:
+            result = loop.run_until_complete(task)
+        except asyncio.CancelledError:
+            if interrupted:
+                raise KeyboardInterrupt from None
+            raise
+        finally:
+            if ours:
+                signal.signal(signal.SIGINT, previous)
+        if interrupted:  # a step that ended despite the cancel was still interrupted
+            raise KeyboardInterrupt
+        return result
 
     def cache_path(self, model: str) -> Path:
         """Where ``model``'s calls are cached (:func:`cache_path_of`)."""
