@@ -156,6 +156,33 @@ def test_critiques_missing_or_out_of_range_are_refused(reply: str) -> None:
         checks.parse_critiques(reply)
 
 
+def test_the_why_of_a_critique_reply_is_the_reason_of_its_low_ratings_only() -> None:
+    """Reasons are asked only for ratings below 4, in one "why": it goes to each low
+    rating, a high rating has none, and a reply cut inside the why keeps it as far as it
+    got; cut before it, only the low ratings say that their reason was cut."""
+    whole = (
+        '{"stand_alone": 2, "specificity": 5, "question_grounding": 3, "answer_grounding": 4, '
+        '"why": "it says the project without naming it"}'
+    )
+    got = checks.parse_critiques(whole)
+    assert {n: c.reason for n, c in got.items()} == {
+        "stand_alone": "it says the project without naming it",
+        "specificity": "",
+        "question_grounding": "it says the project without naming it",
+        "answer_grounding": "",
+    }
+    assert checks.failed_critiques(got, dict.fromkeys(checks.CRITIQUES, 3)) == [
+        "stand_alone 2<3 (it says the project without naming it)"
+    ]
+    inside = checks.parse_critiques(whole[: whole.index("without")])
+    assert inside["stand_alone"].reason == "it says the project" + CUT
+    assert inside["specificity"].reason == ""
+    before = checks.parse_critiques(whole[: whole.index('"why"')])
+    assert [before[n].reason for n in checks.CRITIQUES] == [CUT, "", CUT, ""]
+    every_five = checks.parse_critiques(whole.replace(": 2", ": 5").replace(": 3", ": 5"))
+    assert {c.reason for c in every_five.values()} == {""}
+
+
 def test_a_critique_cut_after_its_four_ratings_is_read_from_them() -> None:
     """A small model's long reasons run into the token limit; asking again gets the same
     long reasons, so the ratings before the cut are used."""

@@ -139,16 +139,20 @@ def test_a_rewording_as_asked() -> None:
 @pytest.mark.parametrize("answer", [ANSWER, None])
 def test_critiques_in_the_shape_the_prompt_shows(answer: str | None) -> None:
     prompt = _text(checks.critique_prompt(CONTEXT, QUESTION, answer))
-    shape = '{"stand_alone": [<1-5>, "<reason in a few words>"], "specificity": [<1-5>,'
+    shape = (
+        '{"stand_alone": <1-5>, "specificity": <1-5>, "question_grounding": <1-5>, '
+        '"answer_grounding": <1-5>, "why": "<for a rating below 4: why, in a few words; '
+        'else empty>"}'
+    )
     assert shape in prompt
     reply = (
-        '{"stand_alone": [5, "names the bridge"], "specificity": [4, "one project"], '
-        '"question_grounding": [5, "the date is stated"], '
-        '"answer_grounding": [5, "stated in the context"]}'
+        '{"stand_alone": 5, "specificity": 3, "question_grounding": 5, '
+        '"answer_grounding": 5, "why": "many projects start in 2021"}'
     )
     got = checks.parse_critiques(reply)
-    assert [got[name].rating for name in checks.CRITIQUES] == [5, 4, 5, 5]
-    assert got["specificity"].reason == "one project"
+    assert [got[name].rating for name in checks.CRITIQUES] == [5, 3, 5, 5]
+    assert got["specificity"].reason == "many projects start in 2021"
+    assert got["stand_alone"].reason == ""  # no reason is asked for a high rating
 
 
 @pytest.mark.parametrize(
