@@ -17,6 +17,7 @@ sys.path.insert(0, str(HERE.parent))
 
 from benchmarks import (  # noqa: E402
     bench_analysis,
+    bench_documents,
     bench_generate,
     bench_grid,
     bench_labels,
@@ -41,6 +42,8 @@ BENCHMARKS = {
     "wordings": bench_wordings.run,
     "labels": bench_labels.run,
     "reference_free": bench_reference_free.run,
+    # Document generation on the demo's reports, per accepted pair: about 5 minutes.
+    "documents": bench_documents.run,
     # The embedded model's own limit, and each step's fraction of it given usage records
     # (RAGAUDIT_BENCH_USAGE=runs/demo/usage.json): about 7 minutes.
     "model-limit": bench_model_limit.run,

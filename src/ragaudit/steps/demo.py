@@ -81,7 +81,7 @@ def demo_config(world: Path, out: Path, *, groups: int, use_llm: bool, llm: str)
         ),
     ]
     # The document half: a fact and a summary question from the first reports, worded
-    # briefly. Small, since each pair costs about six calls (30 s) of the embedded model;
+    # briefly. Small, since each pair costs about eight calls (30 s) of the embedded model;
     # unanswerable questions, whose check reads three passages and mostly rejects them,
     # would cost the most.
     config.generate.documents = DocumentOptions(
