@@ -520,7 +520,7 @@ def test_verdicts_given_under_other_rules_are_judged_again(tmp_path: Path) -> No
     got = _judgements(root)
     assert got["q1"].retrieval_correct is True and len(got) == 6
     assert {j.judged_under for j in got.values()} == {
-        "rules 2; closed domain off; retrieval all_gold"
+        "rules 3; closed domain off; retrieval all_gold"
     }
     assert "judged 0 now, 6 before" in ragaudit("judge", "--no-llm", cwd=tmp_path).stdout
     closed = ragaudit("judge", "--no-llm", "--closed-domain", cwd=tmp_path)
@@ -543,7 +543,7 @@ def test_verdicts_given_under_other_rules_are_judged_again(tmp_path: Path) -> No
     assert renewed.returncode == 0, renewed.stderr
     assert "judged 2 now, 4 before" in renewed.stdout
     assert {j.judged_under for j in _judgements(root).values()} == {
-        "rules 2; closed domain on; retrieval all_gold"
+        "rules 3; closed domain on; retrieval all_gold"
     }
 
 

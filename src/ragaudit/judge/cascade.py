@@ -22,7 +22,9 @@ from ragaudit.records.models import JUDGE_FAILED, Judgement, QueryRecord, Respon
 # is judged again (the LLM's replies come from the cache where its prompt is the same).
 # 2: a response that says nothing its question did not is Incorrect (match:question-only,
 # issue 39).
-JUDGE_RULES = 2
+# 3: a response that holds the reference but names another value beside it, or denies it,
+# is left to the LLM judge, told why (the matchers credited "either X or Y").
+JUDGE_RULES = 3
 
 
 def judged_under(closed_domain: bool, rule: RetrievalRule) -> str:
@@ -106,6 +108,7 @@ async def judge_one(
                     response.response or "",
                     samples,
                     reasons=reasons,
+                    note=decision.why,  # what the matchers saw, where they declined
                 )
             except FATAL_LLM_ERRORS:
                 raise

@@ -29,11 +29,24 @@ def _shape(reasons: bool) -> str:
     )
 
 
-def judge_prompt(query: str, reference: str, response: str, *, reasons: bool = True) -> Messages:
+def judge_prompt(
+    query: str, reference: str, response: str, *, reasons: bool = True, note: str | None = None
+) -> Messages:
     """Ask whether ``response`` gives the true answer to ``query``; with ``reasons``, also
     why in a few words (most of the reply's tokens: a small local model writes about ten
-    tokens a second, so the demo leaves the reason out)."""
+    tokens a second, so the demo leaves the reason out). ``note``: why the matchers did
+    not credit a response that holds the true answer
+    (:attr:`~ragaudit.judge.matchers.Decision.why`: it names another value beside it, or
+    seems to deny it), told to the judge so that it reads the response for that."""
     shape = _shape(reasons)
+    # Only a declined response's prompt says more, so every other prompt (and its cached
+    # reply) stays as it was.
+    told = (
+        f"\nNote: the response {note}; it is Correct only if it still gives the true answer "
+        "as its answer."
+        if note
+        else ""
+    )
     # The instructions come first and never change, so a local model's prompt cache reads
     # them once; only the question, the true answer and the response are new each call.
     return [
@@ -43,7 +56,7 @@ def judge_prompt(query: str, reference: str, response: str, *, reasons: bool = T
             "formatting or extra detail is fine; a different answer, a refusal or a hedge "
             "without the answer is not)? Reply with JSON only: " + shape
         ),
-        user(f"Question: {query}\nTrue answer: {reference}\nResponse: {response}"),
+        user(f"Question: {query}\nTrue answer: {reference}\nResponse: {response}{told}"),
     ]
 
 
@@ -96,9 +109,11 @@ async def llm_judge(
     samples: int = 1,
     *,
     reasons: bool = True,
+    note: str | None = None,
 ) -> LLMDecision:
-    """Judge once, or ``samples`` times (sampled, k cache entries) by majority vote."""
-    messages = judge_prompt(query, reference, response, reasons=reasons)
+    """Judge once, or ``samples`` times (sampled, k cache entries) by majority vote;
+    ``note`` as :func:`judge_prompt` takes it."""
+    messages = judge_prompt(query, reference, response, reasons=reasons, note=note)
     # Re-asked as acomplete_json re-asks, so that the re-asks a cache holds still count.
     what = schema_request(Verdict)
 

@@ -6,7 +6,10 @@ every value of a set answer) or **Incorrect** for a refusal or an empty response
 answer exists, for a date asked and a response without a single digit, or for a response
 that says nothing the question did not (its entity's name, "Yes, I can help you find
 that.") where the reference does. Everything else is left undecided for the LLM judge: a
-response that does not contain the reference may still say it in other words.
+response that does not contain the reference may still say it in other words. A response
+that holds the reference but also offers another value of its kind beside it ("either X or
+Y", "X, Y and Z" where one value is asked) or denies it ("not X") is left undecided too,
+with the reason (:attr:`Decision.why`), since a matcher must be right whenever it decides.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import contextlib
 import datetime as dt
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ragaudit.documents.checks import stem
@@ -75,13 +79,22 @@ _MONTH_DAY_YEAR = re.compile(
 )
 
 
+# Why the matchers leave to the LLM judge a response that holds the reference, worded for
+# the judge's prompt ("Note: the response ...").
+NAMES_ANOTHER = "names another value beside the true answer"
+DENIES = "seems to deny the true answer"
+
+
 @dataclass(frozen=True)
 class Decision:
-    """What the matchers concluded: decided or not, the verdict, and which rule decided."""
+    """What the matchers concluded: decided or not, the verdict, and which rule decided;
+    for an undecided response that holds the reference, ``why`` they declined it
+    (:data:`NAMES_ANOTHER` or :data:`DENIES`), for the LLM judge to be told."""
 
     decided: bool
     correct: bool | None
     rule: str
+    why: str | None = None
 
 
 UNDECIDED = Decision(False, None, "undecided")
@@ -123,11 +136,16 @@ def numbers(text: str) -> list[float]:
 
 def _numbers_at(text: str) -> list[tuple[int, float]]:
     """Each number written in a text, with where it starts."""
+    return [(start, n) for start, _, n in _number_spans(text)]
+
+
+def _number_spans(text: str) -> list[tuple[int, int, float]]:
+    """Each number written in a text, with where it starts and ends."""
     out = []
     for match in _NUMBER.finditer(text):
         cleaned = re.sub(r"[,\u00a0\u202f ]", "", match.group())
         try:
-            out.append((match.start(), float(cleaned)))
+            out.append((match.start(), match.end(), float(cleaned)))
         except ValueError:
             continue
     return out
@@ -135,18 +153,24 @@ def _numbers_at(text: str) -> list[tuple[int, float]]:
 
 def dates(text: str) -> set[dt.date]:
     """Dates written as 2023-03-01, 1 March 2023 or March 1, 2023 (and abbreviations)."""
-    found: set[dt.date] = set()
+    return {day for _, _, day in _date_spans(text)}
 
-    def add(year: str, month: int, day: str) -> None:
+
+def _date_spans(text: str) -> list[tuple[int, int, dt.date]]:
+    """Each date written in a text (as :func:`dates` reads them), with where it starts
+    and ends."""
+    found: list[tuple[int, int, dt.date]] = []
+
+    def add(span: re.Match[str], year: str, month: int, day: str) -> None:
         with contextlib.suppress(ValueError):
-            found.add(dt.date(int(year), month, int(day)))
+            found.append((span.start(), span.end(), dt.date(int(year), month, int(day))))
 
-    for y, m, d in _ISO.findall(text):
-        add(y, int(m), d)
-    for d, m, y in _DAY_MONTH_YEAR.findall(text):
-        add(y, _MONTHS[m.lower()], d)
-    for m, d, y in _MONTH_DAY_YEAR.findall(text):
-        add(y, _MONTHS[m.lower()], d)
+    for m in _ISO.finditer(text):
+        add(m, m[1], int(m[2]), m[3])
+    for m in _DAY_MONTH_YEAR.finditer(text):
+        add(m, m[3], _MONTHS[m[2].lower()], m[1])
+    for m in _MONTH_DAY_YEAR.finditer(text):
+        add(m, m[3], _MONTHS[m[1].lower()], m[2])
     return found
 
 
@@ -190,8 +214,10 @@ _DENIAL_WINDOW = 3  # words before the value
 
 def _denied(before: str) -> bool:
     """Whether the text just before a found value denies it (``before`` is the response up
-    to the value)."""
-    clause = re.split(r"[.!?;:](?:\s|$)", before)[-1]  # a denial ends with its sentence
+    to the value, as written: its punctuation ends a denial's clause)."""
+    # A denial ends with its clause: "Not Lyon: Paris", "No, it is Paris", "not Lyon but
+    # Paris" deny Lyon or nothing, not Paris.
+    clause = re.split(r"[.!?;:,](?:\s|$)|\bbut\b", before, flags=re.IGNORECASE)[-1]
     words = normalize(clause).split()[-_DENIAL_WINDOW:]
     joined = " ".join(words)
     return bool(_DENIALS.intersection(words)) or "instead of" in joined
@@ -208,13 +234,26 @@ def _value_matches(value: Scalar, response: str, norm_response: str) -> str | No
     # is part of the word: "c" is not in "c++".
     symbols = "".join(sorted({ch for ch in norm_response if _meaningful(ch)}))
     word = rf"[\w{re.escape(symbols)}]" if symbols else r"\w"
-    if norm_value and any(
-        not _denied(norm_response[: m.start()])
-        for m in re.finditer(
-            rf"(?<!{word})(?<!\d\.){re.escape(norm_value)}(?!{word})(?!\.\d)", norm_response
-        )
-    ):
-        return "contains"
+    found = (
+        [
+            m.start()
+            for m in re.finditer(
+                rf"(?<!{word})(?<!\d\.){re.escape(norm_value)}(?!{word})(?!\.\d)",
+                norm_response,
+            )
+        ]
+        if norm_value
+        else []
+    )
+    if found:
+        # A denial is read in the response as written, where punctuation still ends its
+        # clause; in the normalized text only where the value cannot be placed there.
+        pattern = _text_pattern(text)
+        written = [m.start() for m in pattern.finditer(response)] if pattern else []
+        if written and any(not _denied(response[:start]) for start in written):
+            return "contains"
+        if not written and any(not _denied(norm_response[:start]) for start in found):
+            return "contains"
     number = _as_number(value)
     if number is not None and any(
         abs(n - number) <= max(1e-9, 1e-6 * abs(number)) and not _denied(response[:start])
@@ -222,15 +261,332 @@ def _value_matches(value: Scalar, response: str, norm_response: str) -> str | No
     ):
         return "number"
     value_dates = dates(text)
-    if value_dates and value_dates & dates(response):
+    if value_dates and any(
+        day in value_dates and not _denied(response[:start])
+        for start, _, day in _date_spans(response)
+    ):
         return "date"
+    return None
+
+
+# -- a reference found, but with another value beside it or denied -----------------------
+#
+# The matchers credit a response that holds the reference; that is right only if the
+# response gives it as the answer. Two lexical shapes undo it: another value offered beside
+# it (a choice, "either X or Y", "X, or possibly Y", "maybe X, maybe Y"; or a list, "X, Y
+# and Z", where one value is asked) and a denial ("not X", "isn't X", "X is wrong"). Such a
+# response goes to the LLM judge, told which shape the matchers saw. The rule reads words
+# only, next to each occurrence of the reference, so it errs towards the judge: an
+# appositive that looks like a list ("Wolfsburg, Germany") is declined too, an extra detail
+# that does not look like another value ("Finance, based in Orrin") is not.
+
+# Bullets and numbering at the start of a line: the line is an item of a list.
+_BULLET = re.compile(r"(?m)^[ \t]*(?:[-*\u2022]|\d{1,2}[.)])[ \t]+")
+# A sentence ends at ".", "!" or "?" after a lowercase letter, a digit or a closing mark,
+# so that "U.S. Steel" and "Corp. A" stay whole.
+_SENTENCE_END = re.compile(r"(?<=[a-z0-9)\]\"'\u201d\u2019%][.!?])\s+|(?<=[!?])\s+")
+# A title or an abbreviation whose period ends no sentence.
+_ABBREVIATION = re.compile(
+    r"(?<![\w.])(?:dr|mr|mrs|ms|prof|st|mt|jr|sr|inc|corp|co|ltd|no|vs|etc|approx|e\.g|i\.e)\.$",
+    re.IGNORECASE,
+)
+# Words that offer a choice when they stand just before or after the reference ("between X
+# and Y" gives a range, not the value).
+_CHOICE = frozenset({"or", "either", "whether", "between"})
+_HEDGES = frozenset({"maybe", "perhaps", "possibly"})
+# Words that may stand between a choice word and the reference ("or it could be X").
+# fmt: off
+_CHOICE_FILLER = frozenset({
+    "maybe", "perhaps", "possibly", "probably", "even", "else", "rather", "also", "it",
+    "is", "was", "s", "could", "might", "may", "would", "be", "the", "a", "an", "in", "on",
+    "at", "its",
+})
+# First words of a phrase that describes the value rather than naming another one
+# ("Finance, based in Orrin", "Paris, not Lyon", "China, which ...").
+_NOT_A_VALUE = frozenset({
+    "i", "we", "you", "he", "she", "it", "they", "this", "that", "these", "those", "its",
+    "their", "his", "her", "our", "my", "your", "which", "who", "whom", "whose", "where",
+    "when", "while", "what", "as", "at", "by", "for", "from", "in", "into", "of", "on",
+    "onto", "to", "with", "within", "without", "near", "under", "over", "about", "around",
+    "after", "before", "since", "until", "during", "per", "via", "based", "located",
+    "headquartered", "situated", "founded", "known", "called", "named", "formerly", "also",
+    "both", "all", "each", "respectively", "not", "never", "no", "but", "so", "because",
+    "although", "though", "however", "according", "is", "are", "was", "were", "has",
+    "have", "had", "be", "been", "being", "and", "or", "nor", "then", "than", "there",
+    "here", "etc", "including", "such", "like", "especially", "mainly", "mostly",
+    "specifically", "namely", "more", "less", "only", "just", "see", "note", "please",
+    "throughout", "among", "between", "across", "beside", "besides", "along", "against",
+    "if", "unless", "whether", "yes", "ok", "okay", "sure", "well", "thus", "hence",
+    "therefore", "meanwhile", "instead", "alternatively", "overall", "finally", "today",
+    "probably", "likely", "surely", "certainly", "definitely", "obviously", "apparently",
+    "presumably", "maybe", "perhaps", "possibly", "again", "too", "still", "currently", "now",
+})
+# Lowercase words inside a capitalized name ("Bank of China", "Design and Visualization").
+_NAME_JOINERS = frozenset(
+    {"of", "and", "the", "for", "in", "on", "at", "to", "de", "du", "la", "le", "von", "van", "y"}
+)
+# Words that make a phrase a clause, not a value ("Throughout the year, X").
+_VERBS = frozenset({"is", "are", "was", "were", "has", "have", "had", "does", "did"})
+# fmt: on
+# What ends a list item after the value, and what joins two items.
+_ITEM_END = re.compile(r"[,;/&()]|\s(?:and|or|but|plus)\s|[.!?:](?:\s|$)", re.IGNORECASE)
+_JOIN = r"(?:[,;/&]\s*(?:(?:and|plus)\s+)?|\s(?:and|plus)\s+)"
+_JOIN_AFTER = re.compile(rf"[)\]\"'\u201d\u2019]*\s*{_JOIN}", re.IGNORECASE)
+_JOIN_BEFORE = re.compile(rf"{_JOIN}[(\[\"'\u201c\u2018]*$", re.IGNORECASE)
+# What introduces the items of a list ("The departments are X, Y").
+_PREAMBLE = re.compile(
+    r"^.*\b(?:is|are|was|were|be|include|includes|including|namely)\b", re.IGNORECASE
+)
+# "X, though it might be Y", "X, possibly Y": another value offered after the reference.
+_MAYBE_AFTER = re.compile(
+    r"^[\s,;()\-]*(?:(?:but|though|although|or)\s+)?(?:(?:it|this|that)\s+(?:might|could|may)"
+    r"\s+(?:also\s+)?be|(?:also\s+)?(?:maybe|perhaps|possibly))\s+[^\W_]",
+    re.IGNORECASE,
+)
+# A sentence that opens on another choice ("X. Or Y.", "X. Perhaps Y.").
+_CHOICE_OPENS = re.compile(
+    r"^\W*(?:or|alternatively|either|maybe|perhaps|possibly)\b"
+    r"|^\W*(?:it|this|that)\s+(?:might|could|may)\s+(?:also\s+)?be\b",
+    re.IGNORECASE,
+)
+# "X is wrong", "X is not correct", "X isn't his department": a denial after the
+# reference.
+_DENIED_AFTER = re.compile(
+    r"^\W*(?:is|was|are|were)\s+(?:not|never|wrong|incorrect|false)\b"
+    r"|^\W*(?:is|was|are|were)n['\u2019]?t\b",
+    re.IGNORECASE,
+)
+# "X? No, Y": a reference asked back and answered no.
+_NO_OPENS = re.compile(r"^\W*no\b(?!\s+\w)", re.IGNORECASE)
+# What may stand before a number or a date that is an item by itself.
+_LEAD_NUMBER = re.compile(
+    r"^[\s$\u20ac\u00a3\u00a5]*(?:(?:about|around|approximately|roughly)\s+)?"
+    r"[$\u20ac\u00a3\u00a5]?\s*$",
+    re.IGNORECASE,
+)
+_LEAD_DATE = re.compile(r"^\s*(?:(?:on|the|from)\s+)*$", re.IGNORECASE)
+
+
+def _sentences(response: str) -> list[str]:
+    """The response's sentences, with line breaks inside one read as list breaks ("; ")
+    and bullets dropped, so that a bulleted list reads as "X; Y"."""
+    text = _BULLET.sub("", unicodedata.normalize("NFKC", response))
+    text = re.sub(r"(?<=[.!?])[ \t]*\n\s*", " ", text)  # a line that ends its sentence
+    text = re.sub(r"[ \t]*\n\s*", "; ", text.strip())
+    sentences: list[str] = []
+    for part in _SENTENCE_END.split(text):
+        if sentences and _ABBREVIATION.search(sentences[-1]):  # "Dr. Helena Quantum"
+            sentences[-1] += " " + part
+        elif part.strip():
+            sentences.append(part)
+    return sentences
+
+
+def _text_pattern(value: str) -> re.Pattern[str] | None:
+    """Where a text value is written in a (non-normalized) sentence: its normalized words
+    in order, with punctuation, hyphens or an article between them, on word boundaries."""
+    words = normalize(value).split()
+    if not words:
+        return None
+    gap = r"(?:[\W_]+(?:(?:the|an|a)[\W_]+)?)"
+    body = gap.join(re.escape(w) for w in words)
+    return re.compile(rf"(?<![\w+#&@$])(?<!\d\.){body}(?![\w+#&@$])(?!\.\d)", re.IGNORECASE)
+
+
+def _spans(value: Scalar, sentence: str) -> list[tuple[int, int]]:
+    """Where ``value`` is written in ``sentence``: as its text, as the same number or as
+    the same date."""
+    pattern = _text_pattern(str(value))
+    spans = [(m.start(), m.end()) for m in pattern.finditer(sentence)] if pattern else []
+    number = _as_number(value)
+    if number is not None:
+        spans += [
+            (start, end)
+            for start, end, n in _number_spans(sentence)
+            if abs(n - number) <= max(1e-9, 1e-6 * abs(number))
+        ]
+    value_dates = dates(str(value))
+    if value_dates:
+        spans += [(start, end) for start, end, day in _date_spans(sentence) if day in value_dates]
+    return spans
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[^\W_]+", text.casefold())
+
+
+def _offers_choice(before: str, after: str) -> bool:
+    """A choice word next to the reference: "either X", "or X", "or it could be X" before
+    it; "X or", "X, possibly Y", "X, though it might be Y" after it."""
+    clause = re.split(r"[.!?;:](?:\s|$)", before)[-1]
+    for word in reversed(_words(clause)[-5:]):
+        if word in _CHOICE:
+            return True
+        if word not in _CHOICE_FILLER:
+            break
+    following = _words(after)[:2]
+    if following[:1] == ["or"] or following == ["and", "or"]:  # "X or Y", "X and/or Y"
+        return True
+    return bool(_MAYBE_AFTER.match(after))
+
+
+def _same_case(a: str, b: str) -> bool:
+    return (
+        (a.isupper() and b.isupper())
+        or (a.islower() and b.islower())
+        or (a.isdigit() and b.isdigit())
+    )
+
+
+def _holds(text: str, part: str) -> bool:
+    """``part`` is in ``text`` as whole words (both normalized)."""
+    return bool(part) and re.search(rf"(?<!\w){re.escape(part)}(?!\w)", text) is not None
+
+
+def _names_text(
+    piece: str, written: str, reference: str, refs: list[str], asked: str, initial: bool
+) -> bool:
+    """Whether a list item next to a text reference names another value: a short phrase
+    that opens as a name of its kind does (in the case of the reference as written, either
+    case where that opens its sentence), not a description ("based in Orrin", "the CEO"),
+    the reference again, one that holds another member of a set reference ("blue
+    badges"), or words of the question (its entity). A longer name that holds the
+    reference ("Engineering Documentation" beside "Engineering") is another value."""
+    words = piece.strip(" \t\"'\u201c\u201d\u2018\u2019[]*-").split()
+    if not words or len(words) > 6 or not any(ch.isalnum() for ch in words[0]):
+        return False
+    if words[0].casefold() in ("the", "a", "an"):  # "X, the CEO": an appositive
+        return False
+    first = words[0].strip("\"'\u201c\u201d\u2018\u2019")
+    acronym = len(first) > 1 and first.isupper()  # "IT Support", not "it"
+    if not first or (not acronym and first.casefold().rstrip(".") in _NOT_A_VALUE):
+        return False
+    if _VERBS.intersection(w.casefold() for w in words):
+        return False
+    norm = normalize(" ".join(words))
+    own = normalize(reference)
+    if norm == own or any(_holds(norm, r) for r in refs if r != own) or _holds(asked, norm):
+        return False
+    if not initial and not _same_case(first[0], written.strip()[:1] or first[0]):
+        return False
+    if first[0].isupper():
+        # A capitalized value's name is capitalized throughout ("Conceptual Design and
+        # Visualization"), where a description is not ("Volkswagen headquarters in
+        # Wolfsburg").
+        return all(
+            w[0].isupper() or not w[0].isalpha() or w.casefold() in _NAME_JOINERS for w in words
+        )
+    # A lowercase value is a word or two ("real estate"), where a description runs on in
+    # small words ("mostly hotels", "luxury resorts in the Maldives").
+    return len(words) <= 3 and not _NOT_A_VALUE.intersection(w.casefold() for w in words)
+
+
+def _lists_another(
+    value: Scalar, values: Sequence[Scalar], before: str, after: str, written: str, asked: str
+) -> bool:
+    """The reference is an item of a list whose next or previous item names another value
+    of its kind: another number, another date, or another name. The reference must be an
+    item by itself ("X, Y", not "retail X, Y"); a bare comma before it counts only in a
+    sentence that is nothing but the list ("Y, X"), since "Wolfsburg, Germany", an address
+    or "Throughout the year, X" put a comma before a value without listing another."""
+    number, value_dates = _as_number(value), dates(str(value))
+    # Another member of a set reference is no other value ("3 and 5" for {3, 5}).
+    ref_numbers = {n for n in map(_as_number, values) if n is not None}
+    ref_dates = {day for v in values for day in dates(str(v))}
+    refs = [r for r in (normalize(str(v)) for v in values) if r]
+    initial = not re.sub(r"[\W_]", "", before)  # the reference opens its sentence
+
+    join_after, join_before = _JOIN_AFTER.match(after), _JOIN_BEFORE.search(before)
+    # A list that punctuation shows ("X, Y and Z"), not only "and".
+    listed = any(join and re.search("[,;/]", join[0]) for join in (join_after, join_before))
+
+    def names_another(item: str, at_end: bool) -> bool:
+        if number is not None:
+            numbers_in = _number_spans(item)
+            if not numbers_in:
+                return False
+            start, end, n = numbers_in[-1] if at_end else numbers_in[0]
+            bare = not item[end:].strip() if at_end else bool(_LEAD_NUMBER.match(item[:start]))
+            return bare and n not in ref_numbers
+        if value_dates:
+            spans = sorted(_date_spans(item))
+            if not spans:
+                return False
+            start, end, day = spans[-1] if at_end else spans[0]
+            bare = not item[end:].strip() if at_end else bool(_LEAD_DATE.match(item[:start]))
+            return bare and day not in ref_dates
+        if not listed and not item.lstrip(" \"'\u201c\u2018([")[:1].isupper():
+            # Lowercase words joined by "and" alone are one phrase ("the banking and
+            # financial services industry"); a lowercase list has commas ("hospitality,
+            # real estate and healthcare").
+            return False
+        return _names_text(item, written, str(value), refs, asked, initial)
+
+    if join_after:
+        # The reference is an item by itself: nothing but an introduction before it.
+        lead = _PREAMBLE.sub("", _ITEM_END.split(before)[-1])
+        bare = not re.sub(r"\b(?:the|an|a|either|maybe|perhaps|possibly)\b", " ", lead).strip(
+            " \t\"'\u201c\u201d\u2018\u2019[]*-$\u20ac\u00a3\u00a5"
+        )
+        rest = after[join_after.end() :]
+        item = rest if number is not None or value_dates else _ITEM_END.split(rest, maxsplit=1)[0]
+        if bare and names_another(item, at_end=False):
+            return True
+    if join_before:
+        head = before[: join_before.start()].rstrip()
+        if re.search(r"(?:&|\b(?:and|plus))\s*$", join_before[0], re.IGNORECASE):
+            item = head if number is not None or value_dates else _ITEM_END.split(head)[-1]
+            return names_another(_PREAMBLE.sub("", item), at_end=True)
+        return all(names_another(part, at_end=True) for part in re.split(r"[,;/]", head))
+    return False
+
+
+def _declined(values: Sequence[Scalar], response: str, question: str | None) -> str | None:
+    """Why a response that holds the reference does not give it as the answer, read from
+    the words next to each occurrence: :data:`DENIES` ("not X", "X is wrong") or
+    :data:`NAMES_ANOTHER` (a choice or a list with another value of its kind); None when
+    no occurrence shows either."""
+    sentences = _sentences(response)
+    refs = [r for r in (normalize(str(v)) for v in values) if r]
+    asked = normalize(question) if question else ""
+    seen = False
+    named_another = False
+    for i, sentence in enumerate(sentences):
+        found_here = False
+        for value in values:
+            for start, end in _spans(value, sentence):
+                seen = found_here = True
+                before, after = sentence[:start], sentence[end:]
+                if _denied(before) or _DENIED_AFTER.match(after):
+                    return DENIES
+                named_another = named_another or (
+                    _offers_choice(before, after)
+                    or _lists_another(value, values, before, after, sentence[start:end], asked)
+                )
+        if found_here:
+            after = sentences[i + 1] if i + 1 < len(sentences) else ""
+            if sentence.rstrip().endswith("?") and _NO_OPENS.match(after):
+                return DENIES
+            hedges = sum(w in _HEDGES for w in _words(sentence))
+            named_another = named_another or hedges >= 2 or bool(_CHOICE_OPENS.match(after))
+    if named_another:
+        return NAMES_ANOTHER
+    if not seen:
+        # Found by the matchers but not placed in a sentence: a choice word anywhere is
+        # enough to leave it to the judge.
+        rest = normalize(response)
+        for r in refs:
+            rest = rest.replace(r, " ")
+        if _CHOICE.union(_HEDGES).intersection(rest.split()):
+            return NAMES_ANOTHER
     return None
 
 
 def match(reference: Reference, response: str | None, *, question: str | None = None) -> Decision:
     """Decide Correct (reference found), Incorrect (refusal while an answer exists; with
     the ``question``, a response that says nothing beyond it), or leave it to the LLM
-    judge."""
+    judge: with the reason (``why``) where the response holds the reference but names
+    another value beside it or denies it, since such a response may not give it."""
     response = response or ""
     if not reference.values:  # unanswerable: saying so is the right answer
         return Decision(True, True, "refusal") if is_refusal(response) else UNDECIDED
@@ -257,13 +613,19 @@ def match(reference: Reference, response: str | None, *, question: str | None = 
             )
         )
         return UNDECIDED if hedged else Decision(True, False, "refusal")
+    values = [v for v in reference.values if v is not None]
     if found:
         rule = rules[0] if len(rules) == 1 else "set"
+        why = None if rule == "exact" else _declined(values, response, question)
+        if why is not None:  # it holds the reference, and says more that may undo it
+            return Decision(False, None, "undecided", why)
         return Decision(True, True, rule or "contains")
     if _no_date_given(reference, response):
         return Decision(True, False, "no-date")
     if question is not None and _question_only(question, reference, response):
         return Decision(True, False, "question-only")
+    if _declined(values, response, question) == DENIES:  # "not X": the judge is told so
+        return Decision(False, None, "undecided", DENIES)
     return UNDECIDED
 
 
@@ -318,6 +680,8 @@ def _question_only(question: str, reference: Reference, response: str) -> bool:
     >>> _question_only("Industry of 'Bank of China'?", Reference.from_values(["Banking"]), "Bank")
     False
     """
+    if any(isinstance(v, bool) for v in reference.values):
+        return False  # a yes-or-no question: "Yes." may well be its answer
     asked = " ".join(str(v) for v in reference.values if v is not None)
     return not _beyond(question, response) and bool(_beyond(question, asked))
 

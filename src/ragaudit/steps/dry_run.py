@@ -137,10 +137,15 @@ def dry_run_judge(
             for query, response in todo:
                 if not use_llm or response.error is not None:
                     continue
-                if match(query.reference, response.response, question=query.query).decided:
+                decision = match(query.reference, response.response, question=query.query)
+                if decision.decided:
                     continue
                 messages = judge_prompt(
-                    query.query, query.reference.display, response.response or "", reasons=reasons
+                    query.query,
+                    query.reference.display,
+                    response.response or "",
+                    reasons=reasons,
+                    note=decision.why,
                 )
                 for p in params:
                     if probe.tokens(messages, p) is not None:
