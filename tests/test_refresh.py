@@ -17,7 +17,11 @@ from typing import Any
 import pytest
 
 import ragaudit as ra
-from ragaudit.generate.sql.templates import load_templates, save_templates
+from ragaudit.generate.dataset import MULTI_ANSWER, NO_ANSWER, NULL_ANSWER, not_asked
+from ragaudit.generate.options import GenerateOptions
+from ragaudit.generate.refresh import CONFLICTING, VALUE_GONE
+from ragaudit.generate.sql.instantiate import Group
+from ragaudit.generate.sql.templates import SqlTemplate, load_templates, save_templates
 from ragaudit.generate.text.templates import load_text_templates, save_text_templates
 from ragaudit.records.io import read_jsonl
 from ragaudit.records.models import Judgement, QueryRecord, RepeatJudgement, RepeatResponse
@@ -373,31 +377,243 @@ def _sql(database: Path, statement: str) -> None:
     conn.close()
 
 
-def test_a_group_whose_answer_is_gone_while_its_values_remain_changes_to_no_answer(
-    sqlite_world: tuple[ra.Project, Path],
+def _groups(run: RunDir) -> dict[str, list[Any]]:
+    """The grounded groups of the run's dataset: group id -> its answers."""
+    return {
+        q.group_id: q.reference.values
+        for q in read_jsonl(run.dataset, QueryRecord)
+        if q.source == "sql"
+    }
+
+
+@pytest.mark.parametrize(
+    ("answers", "flag", "why"),
+    [([None], "include_null", NULL_ANSWER), (["a", "b"], "allow_multi", MULTI_ANSWER),
+     ([], "include_unanswerable", NO_ANSWER)],
+)  # fmt: skip
+def test_the_rule_generate_and_the_refresh_share_says_why_a_group_is_not_asked(
+    answers: list[Any], flag: str, why: str
+) -> None:
+    """One rule decides which groups a dataset asks: a NULL, multi-answer or unanswered
+    group is left out, with why, unless its option keeps it; a single answer always
+    passes."""
+    group = Group(bindings={"Client.Name": "Acme"}, answers=answers)
+    assert not_asked(group, GenerateOptions()) == why
+    assert not_asked(group, GenerateOptions(**{flag: True})) is None
+    assert not_asked(Group(bindings={}, answers=["x"]), GenerateOptions()) is None
+
+
+def _as_generate_makes_it(project: ra.Project) -> None:
+    """The refreshed dataset holds the groups, with the answers, that ``generate`` makes
+    on the same data under the dataset's options (checked by generating it again)."""
+    run = RunDir(project.run_dir)
+    refreshed = _groups(run)
+    options = json.loads(run.dataset_stats.read_text())["options"]
+    project.generate(
+        unverified=True,
+        include_null=options["include_null"],
+        include_unanswerable=options["include_unanswerable"],
+        allow_multi=options["allow_multi"],
+    )
+    assert refreshed == _groups(run)
+
+
+@pytest.mark.parametrize("include_unanswerable", [False, True])
+def test_a_group_whose_answer_is_gone_while_its_values_remain_follows_include_unanswerable(
+    sqlite_world: tuple[ra.Project, Path], include_unanswerable: bool
 ) -> None:
     """A project that loses its client still exists: its question through the client has
-    no answer now (changed, labelled unanswerable), not vanished; its other questions stay."""
+    no answer now, which is not a value gone. A dataset that asks groups without answer
+    keeps it, changed to no answer and labelled unanswerable; one that does not (the
+    default) drops it, as generate would, and says why; its other questions stay."""
     project, database = sqlite_world
     run = RunDir(project.run_dir)
+    if include_unanswerable:
+        project.generate(unverified=True, include_unanswerable=True)
     target = next(
         q.bindings
         for q in read_jsonl(run.dataset, QueryRecord)
-        if q.template_id == "client-industry-by-project-name-via-client"
+        if q.template_id == "client-industry-by-project-name-via-client" and q.reference.values
     )["Project.Name"]
     _sql(database, f"UPDATE Project SET Client = NULL WHERE Name = '{target}'")
     report = project.refresh()
-    assert (report.changed.groups, report.vanished.groups) == (1, 0)
     (moved,) = report.moved
     assert moved.template_id == "client-industry-by-project-name-via-client"
     assert moved.new is not None and moved.new.values == [] and moved.old is not None
-    revised = [q for q in read_jsonl(run.dataset, QueryRecord) if q.group_id == moved.group_id]
-    assert revised and all(q.label == "unanswerable" for q in revised)
-    assert all(q.reference.display == "(no answer)" for q in revised)
+    after = [q for q in read_jsonl(run.dataset, QueryRecord) if q.group_id == moved.group_id]
+    if include_unanswerable:
+        assert (report.changed.groups, report.vanished.groups) == (1, 0)
+        assert after and all(q.label == "unanswerable" for q in after)
+        assert all(q.reference.display == "(no answer)" for q in after)
+    else:
+        assert (report.changed.groups, report.vanished.groups) == (0, 1)
+        assert moved.status == "vanished" and not after
+        assert report.vanished_why == {NO_ANSWER: 1}
+        assert report.vanished.queries == len(moved.old_query_ids) > 0
+        assert any(NO_ANSWER in note for note in report.notes)
     # The report's stale document: the project's own report names the client it lost.
     stale = {d.document: d for d in report.stale}
     assert [f.column for f in stale[target].facts] == ["Client"]
     assert stale[target].facts[0].now is None
+    _as_generate_makes_it(project)
+
+
+@pytest.mark.parametrize("include_null", [False, True])
+def test_a_group_whose_answer_became_null_follows_the_datasets_include_null(
+    world: tuple[Path, str], include_null: bool
+) -> None:
+    """A client's industry set to NULL, in each engine: generated without include_null
+    (the default), generate leaves such groups out, so the refresh drops the client's
+    industry question and each asked through its projects (vanished, with why; their
+    records retired), and no question says "no value is recorded"; generated with
+    include_null, they change to the NULL answer, labelled null."""
+    folder, url = world
+    project = _project(folder, url)
+    run = RunDir(project.run_dir)
+    if include_null:
+        project.generate(unverified=True, include_null=True)
+    system = ra.system(lambda q, record: record.reference.display, name="oracle")
+    project.run([system])
+    asked = {
+        value
+        for q in read_jsonl(run.dataset, QueryRecord)
+        if (q.template_id or "").lower() == "industry-by-client-name"
+        for key, value in q.bindings.items()
+        if key.lower() == "client.name"
+    }
+    with _executor(url)() as execute:
+        # A client asked of that has projects: the questions through them turn NULL too.
+        client, projects = next(
+            (name, count)
+            for name, count in execute(
+                "SELECT Client, COUNT(*) FROM Project GROUP BY Client ORDER BY Client"
+            )
+            if name in asked
+        )
+        execute(f"UPDATE Client SET Industry = NULL WHERE Name = '{client}'")
+    report = project.refresh()
+    moved = report.moved
+    assert len(moved) == 1 + projects
+    assert all(m.new is not None and m.new.is_null for m in moved)
+    after = list(read_jsonl(run.dataset, QueryRecord))
+    gone = {i for m in moved for i in m.old_query_ids}
+    assert not gone & {q.query_id for q in after}
+    assert report.retired == {"responses": len(gone)}
+    if include_null:
+        assert report.changed.groups == 1 + projects and report.vanished.groups == 0
+        changed = [q for q in after if q.reference.is_null]
+        assert changed and all(q.label == "null" for q in changed)
+        assert {q.query_id for q in changed} == {i for m in moved for i in m.new_query_ids}
+    else:
+        assert report.changed.groups == 0 and report.vanished.groups == 1 + projects
+        assert {m.status for m in moved} == {"vanished"}
+        assert report.vanished_why == {NULL_ANSWER: 1 + projects}
+        assert report.vanished.queries == len(gone)
+        assert not any(q.reference.is_null or q.label == "null" for q in after)
+        assert any(NULL_ANSWER in note for note in report.notes)
+        stats = json.loads(run.refresh_stats.read_text())
+        assert stats["vanished_why"] == {NULL_ANSWER: 1 + projects}
+    _as_generate_makes_it(project)
+
+
+def test_a_group_that_came_to_have_several_answers_leaves_a_dataset_of_single_answers(
+    tmp_path: Path,
+) -> None:
+    """A template asking a project location's client: one project moved to another's
+    location gives that location two clients. Without allow_multi generate asks no such
+    group, so the refresh drops it (vanished, with why), and the moved project's old
+    location, gone, takes its own group with it."""
+    built = ra.make_world(tmp_path / "world", size=60, seed=0, progress="none")
+    database = built.path / "company.sqlite"
+    project = ra.Project(built.path / "ragaudit.yaml", root=built.path, progress="none")
+    project.templates_sql()
+    path = RunDir(project.run_dir).templates_sql
+    by_id = {t.id.lower(): t for t in load_templates(path).templates}
+    asked = SqlTemplate(
+        id="client-by-project-location",
+        sql='SELECT "Client" FROM "Project" WHERE "Location" = \'[Project.Location]\'',
+    )
+    save_templates(path, [by_id["industry-by-client-name"], asked])
+    project.templates_text(verify=False)
+    project.generate(unverified=True)
+    run = RunDir(project.run_dir)
+    with _executor(f"sqlite:///{database}")() as execute:
+        rows = execute(
+            "SELECT Name, Location, Client FROM Project WHERE Location IN (SELECT Location "
+            "FROM Project GROUP BY Location HAVING COUNT(*) = 1) AND Client IS NOT NULL "
+            "ORDER BY Name"
+        )
+        mover = rows[0]
+        target = next(r for r in rows[1:] if r[2] != mover[2])
+        execute(f"UPDATE Project SET Location = '{target[1]}' WHERE Name = '{mover[0]}'")
+    report = project.refresh()
+    why = {m.bindings["Project.Location"]: m for m in report.moved if m.status == "vanished"}
+    assert set(why) == {mover[1], target[1]}
+    assert why[target[1]].new is not None and sorted(why[target[1]].new.values) == sorted(
+        [mover[2], target[2]]
+    )
+    assert why[mover[1]].new is None  # the location itself is gone
+    assert report.vanished_why == {MULTI_ANSWER: 1, VALUE_GONE: 1}
+    assert report.changed.groups == 0
+    assert not any(len(v) > 1 for v in _groups(run).values())
+    _as_generate_makes_it(project)
+
+
+def test_a_changed_answer_that_makes_two_groups_conflict_takes_both_out(
+    sqlite_world: tuple[ra.Project, Path],
+) -> None:
+    """Two clients whose names differ only in case, with the same industry: their
+    questions read alike and answer alike, so generate keeps both. One's industry
+    changes: the questions now read alike with other answers, which generate leaves out
+    (neither answer could be known), so the refresh drops both groups, the unchanged one
+    too, its records retired; their location questions, still alike, stay."""
+    project, database = sqlite_world
+    run = RunDir(project.run_dir)
+    name, industry, location = next(
+        iter(_rows(database, "SELECT Name, Industry, Location FROM Client ORDER BY Name"))
+    )
+    twin = name.upper()
+    _sql(database, f"INSERT INTO Client VALUES ('{twin}', '{industry}', '{location}')")
+    project.generate(unverified=True)
+    project.run([ra.system(lambda q, record: record.reference.display, name="oracle")])
+    held = [
+        q
+        for q in read_jsonl(run.dataset, QueryRecord)
+        if q.template_id == "industry-by-client-name" and q.bindings["Client.Name"] in (name, twin)
+    ]
+    assert {q.bindings["Client.Name"] for q in held} == {name, twin}
+    _sql(database, f"UPDATE Client SET Industry = 'Shipbuilding' WHERE Name = '{twin}'")
+    report = project.refresh()
+    assert report.vanished_why == {CONFLICTING: 2}
+    assert report.changed.groups == 0 and report.vanished.groups == 2
+    assert report.vanished.queries == len(held)
+    moved = {m.bindings["Client.Name"]: m for m in report.moved}
+    assert set(moved) == {name, twin} and {m.status for m in moved.values()} == {"vanished"}
+    assert moved[twin].new is not None and moved[twin].new.values == ["Shipbuilding"]
+    assert not moved[twin].new_query_ids
+    assert {i for m in moved.values() for i in m.old_query_ids} == {q.query_id for q in held}
+    assert report.retired == {"responses": len(held)}
+    after = list(read_jsonl(run.dataset, QueryRecord))
+    assert not {q.group_id for q in held} & {q.group_id for q in after}
+    locations = [
+        q
+        for q in after
+        if q.template_id == "location-by-client-name" and q.bindings["Client.Name"] == twin
+    ]
+    assert locations
+    assert (
+        report.unchanged.queries + report.vanished.queries
+        == sum(1 for q in after if q.source == "sql") + report.vanished.queries
+    )
+    _as_generate_makes_it(project)
+
+
+def _rows(database: Path, statement: str) -> list[tuple[Any, ...]]:
+    conn = sqlite3.connect(database)
+    try:
+        return list(conn.execute(statement).fetchall())
+    finally:
+        conn.close()
 
 
 def test_questions_without_sql_and_of_a_template_removed_are_left_as_they_are(

@@ -4,6 +4,7 @@ dataset's gold ids mean "states the answer"."""
 
 from __future__ import annotations
 
+import doctest
 import hashlib
 import json
 import re
@@ -11,12 +12,15 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ragaudit as ra
 from ragaudit.errors import UserError
 from ragaudit.judge.matchers import match
 from ragaudit.records.models import Reference
-from ragaudit.world.profiles import shown
+from ragaudit.world import profiles as profiles_module
+from ragaudit.world.profiles import parse_profile_id, profile_id, shown
 from tests.support.cli import ragaudit
 from tests.support.scripted_llm_server import ScriptedLLMServer
 
@@ -317,3 +321,87 @@ def test_the_llm_rewrite_of_profiles_is_checked_against_the_copy(
     for record in _lines(tmp_path / "w" / "document_facts.jsonl"):
         for fact in record["facts"]:
             assert fact["stated"] in documents[record["id"]]
+
+
+def test_profile_ids_are_unambiguous_whatever_the_names_hold(tmp_path: Path) -> None:
+    """A table ``a`` keyed ``b/1`` and a table ``a/b`` keyed ``1`` would both give the id
+    ``a/b/1`` joined as they are, and a key written ``b%2F1`` that of ``b/1`` decoded
+    naively: each name's "/" and "%" are encoded, so every profile has its own id, the
+    world's own corpus check (doctor) accepts the corpus, each id reads back as its row's
+    table and key, and an ordinary name keeps its plain id."""
+    database = tmp_path / "own.sqlite"
+    conn = sqlite3.connect(database)
+    conn.execute('CREATE TABLE "a" ("k" TEXT PRIMARY KEY, "name" TEXT, "note" TEXT)')
+    conn.execute('CREATE TABLE "a/b" ("id" INTEGER PRIMARY KEY, "name" TEXT, "note" TEXT)')
+    conn.execute('CREATE TABLE "café/%" ("k" TEXT PRIMARY KEY, "name" TEXT, "note" TEXT)')
+    conn.execute('CREATE TABLE "plain" ("id" INTEGER PRIMARY KEY, "name" TEXT, "note" TEXT)')
+    conn.executemany(
+        'INSERT INTO "a" VALUES (?, ?, ?)',
+        [("b/1", "Slash", "x"), ("b%2F1", "Encoded", "y"), ("50%", "Percent", "z")],
+    )
+    conn.execute("INSERT INTO \"a/b\" VALUES (1, 'One', 'w')")
+    conn.execute("INSERT INTO \"café/%\" VALUES ('☃/ß', 'Snow', 'u')")
+    conn.execute("INSERT INTO \"plain\" VALUES (3, 'Three', 'v')")
+    conn.commit()
+    conn.close()
+    made = ragaudit(
+        "world", "w", "--from-db", f"sqlite:///{database}", "--holes", "0", cwd=tmp_path
+    )
+    assert made.returncode == 0, made.stderr
+    doctor = ragaudit("doctor", "--config", "w/ragaudit.yaml", "--skip-llm", cwd=tmp_path)
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+    world = ra.Project(tmp_path / "w" / "ragaudit.yaml", root=tmp_path / "w", progress="none")
+    report = world.doctor(use_llm=False)
+    assert report.corpus_error is None, report.corpus_error
+    ids = [d["id"] for d in _lines(tmp_path / "w" / "documents.jsonl")]
+    assert sorted(ids) == sorted(
+        ["a/b%2F1", "a/b%252F1", "a/50%25", "a%2Fb/1", "café%2F%25/☃%2Fß", "plain/3"]
+    )
+    assert report.corpus is not None and report.corpus.documents == len(ids)
+    # Each id names its row: the table and key its name fact is recorded under.
+    for record in _lines(tmp_path / "w" / "document_facts.jsonl"):
+        (name_fact,) = [f for f in record["facts"] if f["column"] == "name"]
+        assert parse_profile_id(record["id"]) == (name_fact["table"], name_fact["row_key"])
+
+
+# Names made of the characters that matter: the separator, the escape's own, the letters
+# of its codes, and characters beyond ASCII (a composed and a decomposed "é").
+_NAME = st.text(alphabet=st.sampled_from(list("/%2F5ab é\u0301☃ß𝄞")), max_size=8)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(_NAME, _NAME), max_size=12, unique=True))
+def test_distinct_rows_never_share_a_profile_id(rows: list[tuple[str, str]]) -> None:
+    """Over any (table, key) pairs: distinct rows get distinct ids, each reads back as its
+    row, and a name with neither "/" nor "%" is written as it is."""
+    ids = [profile_id(table, key) for table, key in rows]
+    assert len(set(ids)) == len(rows)
+    for (table, key), made in zip(rows, ids, strict=True):
+        assert parse_profile_id(made) == (table, key)
+        assert made.count("/") == 1
+        if not set("%/") & set(table + key):
+            assert made == f"{table}/{key}"  # ordinary names: the id as it always was
+
+
+def test_what_is_no_profile_id_is_refused_and_the_examples_run() -> None:
+    for wrong in ("company", "a/b/1", "a/50%", "a/%2f", "a/%41"):
+        with pytest.raises(ValueError, match="is no profile id"):
+            parse_profile_id(wrong)
+    assert doctest.testmod(profiles_module).failed == 0
+
+
+def test_keys_a_document_writes_alike_are_refused_not_given_one_id(tmp_path: Path) -> None:
+    """An SQLite column without a type holds 1 and '1' as two keys, which a document
+    writes alike: the world is refused with a one-line error naming the table, and no
+    corpus is written."""
+    database = tmp_path / "own.sqlite"
+    conn = sqlite3.connect(database)
+    conn.execute('CREATE TABLE "loose" ("k" PRIMARY KEY, "name" TEXT)')
+    conn.executemany('INSERT INTO "loose" VALUES (?, ?)', [(1, "Number"), ("1", "Text")])
+    conn.commit()
+    conn.close()
+    made = ragaudit("world", "w", "--from-db", f"sqlite:///{database}", cwd=tmp_path)
+    assert made.returncode == 2, made.stdout + made.stderr
+    assert "table 'loose'" in made.stderr and "share the id 'loose/1'" in made.stderr
+    assert "Traceback" not in made.stderr
+    assert not (tmp_path / "w" / "documents.jsonl").exists()

@@ -552,16 +552,43 @@ def _sample(groups: Iterator[Group], limit: int | None, rng: random.Random) -> I
     return [g for _, g in sorted(reservoir, key=lambda item: item[0])]
 
 
-def is_asked(group: Group, options: GenerateOptions) -> bool:
-    """Whether ``generate`` asks a group the database returned: a multi-answer group only
-    with ``allow_multi``, a NULL answer only with ``include_null`` (the row exists but its
-    value is not recorded, and most systems cannot say "not recorded" in a way anyone can
-    check)."""
+# Why ``generate`` leaves a group out under its options (:func:`not_asked`): what the group
+# has that the options do not keep. ``generate --refresh`` reports a group that came to
+# have one of them as leaving the dataset for that reason.
+MULTI_ANSWER = "it has several answers (allow_multi is false)"
+NULL_ANSWER = "its answer is NULL (include_null is false)"
+NO_ANSWER = "it has no answer (include_unanswerable is false)"
+
+
+def not_asked(group: Group, options: GenerateOptions) -> str | None:
+    """Why ``generate`` does not ask ``group`` under ``options``, or None when it does: a
+    multi-answer group only with ``allow_multi``, a NULL answer only with ``include_null``
+    (the row exists but its value is not recorded, and most systems cannot say "not
+    recorded" in a way anyone can check), a group without answer only with
+    ``include_unanswerable``.
+
+    The one statement of the dataset's group rules: ``generate`` keeps the groups it
+    passes, and ``generate --refresh`` drops a group whose new answer it does not pass, so
+    that a refreshed dataset holds no group that generating it again would leave out.
+
+    >>> options = GenerateOptions()
+    >>> not_asked(Group(bindings={}, answers=[None]), options)
+    'its answer is NULL (include_null is false)'
+    >>> not_asked(Group(bindings={}, answers=[None]), GenerateOptions(include_null=True))
+    """
+    if not group.answers:
+        return None if options.include_unanswerable else NO_ANSWER
     if group.is_multi:
-        return options.allow_multi
+        return None if options.allow_multi else MULTI_ANSWER
     if group.answers == [None]:
-        return options.include_null
-    return True
+        return None if options.include_null else NULL_ANSWER
+    return None
+
+
+def is_asked(group: Group, options: GenerateOptions) -> bool:
+    """Whether ``generate`` asks ``group`` under ``options`` (:func:`not_asked` says why
+    not)."""
+    return not_asked(group, options) is None
 
 
 def query_label(reference: Reference) -> str | None:

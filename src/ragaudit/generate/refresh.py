@@ -10,15 +10,22 @@ the group the dataset holds (by group id, from the template's SQL and the bindin
 * **changed**: other answers; its questions get the new reference and new ids, so that no
   verdict given against the old reference is ever kept;
 * **vanished**: the group is not returned and a value it names is no longer in its
-  placeholder's column (a group whose values all still exist has no answer now: changed);
+  placeholder's column; or its new answer is one the dataset's own rules leave out (a NULL
+  answer without ``include_null``, several without ``allow_multi``, none without
+  ``include_unanswerable``: :func:`~ragaudit.generate.dataset.not_asked`, the rule
+  ``generate`` applies), or one of its questions now reads as another group's with another
+  answer (generate drops both groups): its questions leave the dataset, and the report
+  counts why (``vanished_why``);
 * **new**: groups the dataset does not hold, added only when asked, worded as
   ``generate`` words them.
 
 Three passes, each streamed: the dataset read for what each group answered (a hash of the
-group id and of its answers, so that a million groups cost tens of megabytes), the
-database, and the dataset written again. Records the refresh cannot re-derive (generated
-from documents, imported, or of a template no longer in ``templates/sql.yaml`` or whose
-SQL was edited since) are left as they are and counted with why.
+group id and of its answers, and three hashes per question for the conflict check, so
+that a million questions cost tens of megabytes), the database, and the dataset written
+again (once more, without them, where groups conflict: rare). Records the refresh cannot
+re-derive (generated from documents, imported, or of a template no longer in
+``templates/sql.yaml`` or whose SQL was edited since) are left as they are and counted
+with why.
 
 :func:`stale_documents` says which documents of the corpus state a fact the database no
 longer holds (``generate.gold_facts``; a generated world writes one): their text is stale.
@@ -46,6 +53,7 @@ from ragaudit.generate.dataset import (
     group_gold,
     group_id_of,
     is_asked,
+    not_asked,
     query_label,
     template_wordings,
 )
@@ -84,6 +92,13 @@ NO_SQL = {
 TEMPLATE_GONE = "its template is no longer in templates/sql.yaml"
 TEMPLATE_EDITED = "its template's SQL was edited since the dataset was generated"
 
+# Why a group left the dataset, as the result counts them (``vanished_why``): a value it
+# names is gone, or it became a group ``generate`` leaves out: an answer the dataset's
+# rules do not keep (the reasons of :func:`~ragaudit.generate.dataset.not_asked`), or a
+# question that now reads as another group's with another answer.
+VALUE_GONE = "a value it names is gone"
+CONFLICTING = "a question of it reads as another group's with another answer"
+
 
 # What the key of a line of the dataset says when it names no group (observe, rewrite).
 AS_IS = 0  # a question left as it is
@@ -92,7 +107,11 @@ BLANK = 1  # a blank line
 
 def _key_of(group_id: str) -> int:
     """A group's key: a hash of its id that is never :data:`AS_IS` or :data:`BLANK`."""
-    h = hash(group_id)
+    return _key_of_hash(hash(group_id))
+
+
+def _key_of_hash(h: int) -> int:
+    """:func:`_key_of` from ``hash(group_id)`` (as :class:`TextConflicts` names groups)."""
     return h if h > BLANK or h < AS_IS else h + 2
 
 
@@ -175,7 +194,15 @@ class RefreshReport(BaseModel):
         description="Other answers: new reference, new question ids; old records retired."
     )
     vanished: RefreshCount = Field(
-        description="A value the group names is gone: its questions left the dataset."
+        description="A value the group names is gone, or generate would leave it out now "
+        "(vanished_why): its questions left the dataset."
+    )
+    vanished_why: dict[str, int] = Field(
+        default_factory=dict,
+        description="Vanished groups, per reason: a value it names is gone; an answer the "
+        "dataset's options leave out (a NULL answer without include_null, several without "
+        "allow_multi, none without include_unanswerable); a question that reads as another "
+        "group's with another answer.",
     )
     new: RefreshCount = Field(description="Groups the dataset lacked, added (with --new).")
     new_not_added: int = Field(
@@ -247,8 +274,15 @@ class RefreshTally:
     vanished: RefreshCount = field(default_factory=RefreshCount)
     new: RefreshCount = field(default_factory=RefreshCount)
     new_not_added: int = 0
+    dropped_new: int = 0
+    vanished_why: dict[str, int] = field(default_factory=dict)
     left_as_is: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+
+    def vanish(self, why: str) -> None:
+        """Count one group that left the dataset, and why."""
+        self.vanished.groups += 1
+        self.vanished_why[why] = self.vanished_why.get(why, 0) + 1
 
 
 StaleCells = set[tuple[str, str, str, str]]  # (document, table, row key, column lowered)
@@ -258,8 +292,14 @@ class Refresher:
     """One refresh of a dataset against ``db``: :meth:`observe` every question of the
     dataset, :meth:`execute` the templates, then :meth:`rewrite` the dataset (the
     questions in their order, changed ones revised, vanished ones left out, new groups
-    last). :attr:`moved` then lists every group that moved, :attr:`retired` the ids of
-    the questions that left, and :attr:`tally` the counts."""
+    last), and take out the groups that now conflict (:meth:`conflicting`,
+    :meth:`without_conflicting`). :attr:`moved` then lists every group that moved,
+    :attr:`retired` the ids of the questions that left, and :attr:`tally` the counts.
+
+    A group is kept only as ``generate`` would keep it now: its new answer must pass the
+    dataset's own rules (:func:`~ragaudit.generate.dataset.not_asked`, the function
+    ``generate`` applies, under the options the dataset was generated with), and no
+    question of it may read as another group's with another answer."""
 
     def __init__(
         self,
@@ -288,12 +328,16 @@ class Refresher:
         self._as_is: dict[str, str] = {}  # template id -> why its questions are left as is
         self._keys = array("q")  # per line of the dataset: its group's key, AS_IS or BLANK
         self._last = AS_IS  # the group of the last question observed
-        # New groups are checked as generate checks its groups (a question that reads as
-        # another group's with another answer): every grounded question is noted.
-        self.conflicts = TextConflicts() if new else None
+        # Groups are checked as generate checks its groups (a question that reads as another
+        # group's with another answer): every grounded question is noted, since a changed
+        # answer can make an unchanged group's question ambiguous as well as a new one.
+        self.conflicts = TextConflicts()
         self._changed: dict[int, Group] = {}
-        self._vanished: set[int] = set()
+        # group key -> why it leaves the dataset, and its reference now (None: a value it
+        # names is gone, so it has none)
+        self._leaving: dict[int, tuple[str, Reference | None]] = {}
         self._new: list[tuple[_Template, str, Group]] = []
+        self._new_at: list[tuple[int, int]] = []  # a new question's place among those noted
         self._gold_cache: dict[int, tuple[list[str] | None, Any]] = {}
         self._moved: dict[int, _Moved] = {}
         self.retired: set[str] = set()
@@ -316,8 +360,7 @@ class Refresher:
             return
         h = _key_of(query.group_id)
         keys.append(h)
-        if self.conflicts is not None:
-            self.conflicts.note(query)
+        self.conflicts.note(query)
         if h != self._last:
             self._last = h
             self._stored[h] = _values_key(query.reference.values)
@@ -381,7 +424,7 @@ class Refresher:
                         self._found_new(known, gid, group)
                     continue
                 if stored != _values_key(group.answers):
-                    self._changed[h] = group
+                    self._moves(h, group)
             if unanswerable:
                 for bindings in iter_unanswered(self.db, known.plan, answered):
                     gid = group_id_of(known.normalized, bindings)
@@ -395,6 +438,15 @@ class Refresher:
                 "are other groups: they are left as they are (ragaudit generate makes the "
                 "dataset again)"
             )
+
+    def _moves(self, h: int, group: Group) -> None:
+        """A group of the dataset whose answers are other now: changed, or leaving where
+        ``generate`` would not ask it with these answers (the same rule, not a copy)."""
+        why = not_asked(group, self.options)
+        if why is None:
+            self._changed[h] = group
+        else:
+            self._leaving[h] = (why, Reference.from_values(group.answers))
 
     def _found_new(self, known: _Template, gid: str, group: Group) -> None:
         """A group the dataset lacks: added with ``new`` where its template has a wording
@@ -410,7 +462,8 @@ class Refresher:
         """The dataset after the refresh, line by line from its lines as :meth:`observe`
         saw them: unchanged questions and those left as they are as they were (not read
         again), changed ones revised (new reference, new id), vanished ones left out, then
-        the new groups' questions. Blank lines are dropped."""
+        the new groups' questions. Blank lines are dropped. Groups that conflict now are
+        still in it: :meth:`without_conflicting` takes them out."""
         tally = self.tally
         keys = self._keys
         noted = -1  # the position of the question among those noted for conflicts
@@ -425,21 +478,19 @@ class Refresher:
                 yield line
                 continue
             noted += 1
+            query: QueryRecord | None = None
             if h in self._stored:  # not returned: vanished, or no answer now
-                self._resolve_missing(h, QueryRecord.model_validate_json(line))
-            if h in self._vanished:
                 query = QueryRecord.model_validate_json(line)
-                self._moved[h].old_query_ids.append(query.query_id)
-                self.retired.add(query.query_id)
-                tally.vanished.queries += 1
-                if self.conflicts is not None:
-                    self.conflicts.forget(noted)
+                self._resolve_missing(h, query)
+            leaving = self._leaving.get(h)
+            if leaving is not None:
+                self._leave(h, query or QueryRecord.model_validate_json(line), *leaving)
+                self.conflicts.forget(noted)
                 continue
             group = self._changed.get(h)
             if group is not None:
-                revised = self._revise(h, QueryRecord.model_validate_json(line), group)
-                if self.conflicts is not None:
-                    self.conflicts.revise(noted, revised)
+                revised = self._revise(h, query or QueryRecord.model_validate_json(line), group)
+                self.conflicts.revise(noted, revised)
                 yield revised.model_dump_json(exclude_unset=True)
                 continue
             tally.unchanged.queries += 1
@@ -447,15 +498,16 @@ class Refresher:
                 tally.unchanged.groups += 1
                 last_unchanged = h
             yield line
-        for query in self._new_queries():
-            if self.conflicts is not None:
-                self.conflicts.note(query)
-            yield query.model_dump_json(exclude_unset=True)
+        for new_query in self._new_queries():
+            noted += 1
+            self._new_at.append((noted, _key_of(new_query.group_id)))
+            self.conflicts.note(new_query)
+            yield new_query.model_dump_json(exclude_unset=True)
 
     def _resolve_missing(self, h: int, query: QueryRecord) -> None:
         """A group the database no longer returns: vanished when a value it names is gone
         from its placeholder's column, else it has no answer now (which is a change unless
-        it had none before)."""
+        it had none before, kept only where the dataset asks groups without answer)."""
         stored = self._stored.pop(h)
         known = self._templates[query.template_id or ""]
         if known.domains is None:
@@ -467,20 +519,30 @@ class Refresher:
             for name, domain in zip(names, known.domains, strict=True)
         )
         if gone:
-            self._vanished.add(h)
-            self._moved[h] = _Moved(
-                "vanished",
-                query.group_id,
-                known.template.id,
-                dict(query.bindings),
-                old=query.reference,
-                new=None,
-                stale_documents=self._stale_of(query.gold_ids),
-            )
-            self.tally.vanished.groups += 1
+            self._leaving[h] = (VALUE_GONE, None)
             return
         if stored != _values_key([]):
-            self._changed[h] = Group(bindings=dict(query.bindings), answers=[])
+            self._moves(h, Group(bindings=dict(query.bindings), answers=[]))
+
+    def _leave(self, h: int, query: QueryRecord, why: str, now: Reference | None) -> None:
+        """``query`` leaves the dataset with its group (``why``; ``now``: the group's
+        reference now, None when a value it names is gone): noted in the group's line of
+        refresh.jsonl, its records retired."""
+        moved = self._moved.get(h)
+        if moved is None:
+            moved = self._moved[h] = _Moved(
+                "vanished",
+                query.group_id,
+                self._templates[query.template_id or ""].template.id,
+                dict(query.bindings),
+                old=query.reference,
+                new=now,
+                stale_documents=self._stale_of(query.gold_ids),
+            )
+            self.tally.vanish(why)
+        moved.old_query_ids.append(query.query_id)
+        self.retired.add(query.query_id)
+        self.tally.vanished.queries += 1
 
     def _revise(self, h: int, query: QueryRecord, group: Group) -> QueryRecord:
         """``query`` with its group's new reference, gold ids and label, under a new id."""
@@ -555,15 +617,76 @@ class Refresher:
                 yield query
         self._new.clear()
 
-    def drop_new(self, group_ids: set[str]) -> None:
-        """Forget new groups the caller left out of the dataset (their questions read as
-        another group's with another answer), taking them out of the counts."""
-        for gid in group_ids:
-            moved = self._moved.pop(_key_of(gid), None)
-            if moved is None or moved.status != "new":
+    def conflicting(self) -> set[int]:
+        """The keys of the groups of the rewritten dataset a question of which reads the
+        same as another group's with another answer (neither answer could be known), as
+        ``generate`` finds the groups it drops; empty almost always.
+
+        A new group that conflicts is not added, and a group the dataset held leaves only
+        where it conflicts with another held group: one that conflicts with a new group
+        alone stays, so that whether new groups are asked for never decides what becomes
+        of a held group."""
+        bad = {_key_of_hash(g) for g in self.conflicts.conflicting_groups()}
+        new = {h for h in bad if h in self._moved and self._moved[h].status == "new"}
+        if not new:
+            return bad
+        for position, h in self._new_at:
+            if h in new:
+                self.conflicts.forget(position)
+        # Forgetting questions makes no conflict: what is left is held groups only.
+        return new | {_key_of_hash(g) for g in self.conflicts.conflicting_groups()}
+
+    def without_conflicting(
+        self, records: Iterable[QueryRecord], bad: set[int]
+    ) -> Iterator[QueryRecord]:
+        """The rewritten dataset's ``records`` without the groups in ``bad``
+        (:meth:`conflicting`), as ``generate`` leaves such groups out: a new group is not
+        added (counted in ``dropped_new``); a changed or unchanged one leaves the dataset
+        (vanished, :data:`CONFLICTING`), the records of its questions retired."""
+        tally = self.tally
+        held: set[int] = set()  # unchanged groups leaving: each of their questions counts
+        new_left: set[int] = set()
+        for query in records:
+            h = _key_of(query.group_id)
+            if h not in bad or query.source != "sql":
+                yield query
                 continue
-            self.tally.new.groups -= 1
-            self.tally.new.queries -= len(moved.new_query_ids)
+            moved = self._moved.get(h)
+            if moved is None:  # an unchanged group
+                moved = self._moved[h] = _Moved(
+                    "vanished",
+                    query.group_id,
+                    query.template_id or "",
+                    dict(query.bindings),
+                    old=query.reference,
+                    new=query.reference,
+                    stale_documents=self._stale_of(query.gold_ids),
+                )
+                tally.unchanged.groups -= 1
+                tally.vanish(CONFLICTING)
+                held.add(h)
+            elif moved.status == "new":
+                if h not in new_left:
+                    new_left.add(h)
+                    tally.new.groups -= 1
+                    tally.new.queries -= len(moved.new_query_ids)
+                    tally.dropped_new += 1
+                continue
+            elif moved.status == "changed":  # its old questions were retired already
+                moved.status = "vanished"
+                tally.changed.groups -= 1
+                tally.changed.queries -= len(moved.new_query_ids)
+                tally.vanished.queries += len(moved.old_query_ids)
+                tally.vanish(CONFLICTING)
+                moved.new_query_ids = []
+                continue
+            if h in held:
+                tally.unchanged.queries -= 1
+                tally.vanished.queries += 1
+                moved.old_query_ids.append(query.query_id)
+                self.retired.add(query.query_id)
+        for h in new_left:
+            del self._moved[h]
 
     @property
     def moved(self) -> list[RefreshedGroup]:

@@ -15,12 +15,11 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
-from pathlib import Path
 
 from ragaudit.config import Config, GenerateOptions
 from ragaudit.errors import UserError
-from ragaudit.generate.dataset import TextConflicts
 from ragaudit.generate.refresh import (
+    VALUE_GONE,
     Refresher,
     RefreshReport,
     RefreshTally,
@@ -43,8 +42,9 @@ from ragaudit.steps.templates import check, open_database
 from ragaudit.store.records import remove_records
 from ragaudit.systems.corpus import load_corpus
 
-# The options of dataset.stats.json that shaped the dataset: a refresh words and keeps new
-# groups as the generation did, whatever flags it was given.
+# The options of dataset.stats.json that shaped the dataset: a refresh keeps the dataset's
+# groups (changed, unchanged and new) and words new ones as the generation did, whatever
+# flags it was given.
 SHAPING = (
     "allow_multi",
     "include_unanswerable",
@@ -76,22 +76,6 @@ def _options(config: Config, run: RunDir) -> GenerateOptions:
     return options
 
 
-def _conflicting_new(conflicts: TextConflicts, refresher: Refresher) -> set[str]:
-    """The new groups whose question reads the same as another group's with another
-    answer (neither answer could be known): left out, as ``generate`` leaves such groups
-    out."""
-    bad = conflicts.conflicting_groups()
-    if not bad:
-        return set()
-    return {m.group_id for m in refresher.moved if m.status == "new" and hash(m.group_id) in bad}
-
-
-def _without(path: Path, groups: set[str]) -> Iterator[QueryRecord]:
-    for q in read_jsonl(path, QueryRecord):
-        if q.group_id not in groups:
-            yield q
-
-
 def _dumped(records: Iterator[QueryRecord]) -> Iterator[str]:
     """Each record as its line, with the fields its line had (a line written by hand keeps
     its shape)."""
@@ -105,9 +89,11 @@ def refresh_dataset(
     """Execute every grounded group's SQL again with its bindings on the database as it is
     now, and classify it: unchanged (kept as it is, ids and records too), changed (the new
     reference under new question ids; the old questions' records retired), vanished (a
-    value it names is gone: it leaves the dataset, its records retired), new (bindings the
-    dataset lacks; added only with ``new``, worded as ``generate`` words them). Questions
-    with no SQL (from documents, imported) are left as they are and counted. Where the
+    value it names is gone, or ``generate`` would leave it out now: its answer is one the
+    dataset's options do not keep, or a question of it reads as another group's with
+    another answer; it leaves the dataset, its records retired), new (bindings the dataset
+    lacks; added only with ``new``, worded and kept as ``generate`` words and keeps them).
+    Questions with no SQL (from documents, imported) are left as they are and counted. Where the
     configuration names the facts each document states (``generate.gold_facts``, as a
     generated world does), the documents stating a fact no longer true are listed. Writes
     dataset.jsonl, refresh.jsonl and refresh.stats.json; ``progress`` shows the templates
@@ -146,11 +132,12 @@ def refresh_dataset(
         # Written again from its lines: only the questions that moved are read as records.
         with run.dataset.open(encoding="utf-8", newline="") as lines:
             write_jsonl_atomic(partial, refresher.rewrite(lines))
-        conflicts = refresher.conflicts
-        dropped = _conflicting_new(conflicts, refresher) if conflicts is not None else set()
-        if dropped:
-            write_jsonl_atomic(partial, _dumped(_without(partial, dropped)))
-            refresher.drop_new(dropped)
+        # As generate does, groups a question of which reads as another group's with
+        # another answer leave (rare: the file is read again only then).
+        conflicting = refresher.conflicting()
+        if conflicting:
+            kept = refresher.without_conflicting(read_jsonl(partial, QueryRecord), conflicting)
+            write_jsonl_atomic(partial, _dumped(kept))
         retired = remove_records(run, refresher.retired, run.retired_dir)
         os.replace(partial, run.dataset)
     finally:
@@ -158,12 +145,16 @@ def refresh_dataset(
         db.dispose()
     moved = refresher.moved
     write_jsonl_atomic(run.refresh_log, [*moved, *stale])
-    report = _report(refresher.tally, moved, stale, retired, new, len(dropped))
+    report = _report(refresher.tally, moved, stale, retired, new)
     report.notes.extend(stale_notes)
     atomic_write_json(run.refresh_stats, report.model_dump(mode="json"))
     # answers.parquet is not built here: its fingerprint no longer matches the dataset, so
     # the next reader (or run, or judge) builds it, as after generate.
     return report
+
+
+def _groups(n: int, kind: str = "") -> str:
+    return f"{n} {kind}group" + ("" if n == 1 else "s")
 
 
 def _report(
@@ -172,14 +163,18 @@ def _report(
     stale: list[StaleDocument],
     retired: dict[str, int],
     new: bool,
-    dropped: int,
 ) -> RefreshReport:
     notes = list(tally.notes)
-    if dropped:
+    if tally.dropped_new:
         notes.append(
-            f"{dropped} new groups left out: a question of theirs reads as another group's "
-            "with another answer"
+            f"{_groups(tally.dropped_new, 'new ')} left out: a question of theirs reads as "
+            "another group's with another answer"
         )
+    for why, n in tally.vanished_why.items():
+        if why != VALUE_GONE:  # the others are groups generate would leave out now
+            notes.append(
+                f"{_groups(n)} left the dataset because generate leaves such a group out: {why}"
+            )
     return RefreshReport(
         unchanged=tally.unchanged,
         changed=tally.changed,
@@ -187,7 +182,8 @@ def _report(
         new=tally.new,
         new_not_added=tally.new_not_added,
         new_asked=new,
-        dropped_new=dropped,
+        dropped_new=tally.dropped_new,
+        vanished_why=dict(tally.vanished_why),
         left_as_is=dict(tally.left_as_is),
         retired=retired,
         stale_documents=len(stale),

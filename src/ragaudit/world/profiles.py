@@ -10,6 +10,8 @@ point at, and the rows of the link tables it takes part in (a table whose primar
 made of foreign keys: ``employment(Company_ID, People_ID, Year_working)``), each with the
 name of the other side. Every fact a document states is recorded by table, row key and
 column, as ``generate.gold_facts`` reads it, so that gold ids mean "states the answer".
+A document's id names its row (:func:`profile_id`, read back by
+:func:`parse_profile_id`): the table and the key, encoded so that no two rows share one.
 
 A chosen share of the facts (``holes``) is stated nowhere, so the knowledge base has
 holes the analysis can find; the name of a row always is. With ``rename``, the names are
@@ -32,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragaudit.db.schema import SchemaInfo, TableInfo
+from ragaudit.errors import UserError
 from ragaudit.world.names import NameSpace
 
 # Column names that name their row, in order of preference.
@@ -100,6 +103,53 @@ def shown(value: Any) -> str:
     if isinstance(value, dt.date):
         return value.isoformat()
     return str(value)
+
+
+# A profile's id is its table and its row's key joined by "/"; within each, "%" and "/" are
+# percent-encoded, so that the separator is never part of a name.
+_SEPARATOR = "/"
+_ENCODED = {"%": "%25", "/": "%2F"}
+_DECODED = {code: char for char, code in _ENCODED.items()}
+_PART = re.compile(r"(?:[^%/]|%25|%2F)*")
+_CODE = re.compile("%25|%2F")
+
+
+def _encode(part: str) -> str:
+    # "%" first: the "%" of an encoded "/" must not be encoded again.
+    return part.replace("%", _ENCODED["%"]).replace("/", _ENCODED["/"])
+
+
+def profile_id(table: str, key: str) -> str:
+    """The id of the profile of a row: its table and its key (as a document writes it,
+    :func:`shown`) joined by "/", with "%" and "/" inside each written "%25" and "%2F".
+    Unambiguous by construction, whatever the names hold: table ``a`` keyed ``b/1`` and
+    table ``a/b`` keyed ``1`` would both be ``a/b/1`` joined as they are, and are
+    ``a/b%2F1`` and ``a%2Fb/1``. A name with neither character is written as it is
+    (``company/3``), so the ids of ordinary schemas read plainly and stay what they were.
+    :func:`parse_profile_id` reads one back.
+
+    >>> profile_id("company", "3"), profile_id("a", "b/1"), profile_id("a/b", "1")
+    ('company/3', 'a/b%2F1', 'a%2Fb/1')
+    >>> profile_id("sales", "50%")
+    'sales/50%25'
+    """
+    return f"{_encode(table)}{_SEPARATOR}{_encode(key)}"
+
+
+def parse_profile_id(doc_id: str) -> tuple[str, str]:
+    """The table and the key a :func:`profile_id` names: its exact inverse, so that an id
+    read from a corpus (a gold id, a retrieved id) says which row it is. An id that
+    function does not write (not two parts, or a "%" that starts neither "%25" nor "%2F")
+    is a :class:`ValueError`.
+
+    >>> parse_profile_id("a%2Fb/1"), parse_profile_id("sales/50%25")
+    (('a/b', '1'), ('sales', '50%'))
+    """
+    parts = doc_id.split(_SEPARATOR)
+    if len(parts) != 2 or not all(_PART.fullmatch(part) for part in parts):
+        raise ValueError(f"{doc_id!r} is no profile id (table/key, '%' and '/' encoded)")
+    table, key = (_CODE.sub(lambda m: _DECODED[m.group(0)], part) for part in parts)
+    return table, key
 
 
 def _is_link(table: TableInfo) -> bool:
@@ -358,8 +408,19 @@ def profiles(
     for entity in chosen.entities:
         info = schema.table(entity.table)
         assert info is not None
+        # Ids differ when the shown keys do; two keys of one column shown alike (1 and '1'
+        # in an SQLite column without a type) would give one id to two rows.
+        keys_of: dict[str, Any] = {}
         for r in rows.get(entity.table, ()):
             key = str(r[entity.key])
+            doc_id = profile_id(entity.table, shown(r[entity.key]))
+            if keys_of.setdefault(doc_id, r[entity.key]) is not r[entity.key]:
+                raise UserError(
+                    f"world --from-db: table {entity.table!r}: the keys "
+                    f"{keys_of[doc_id]!r} and {r[entity.key]!r} read alike, so their "
+                    f"profiles would share the id {doc_id!r} (make the key column's values "
+                    "distinct as text, or name the tables to profile with --table)"
+                )
             title = named[entity.table][key]
             sentences: list[str] = []
             facts: list[dict[str, str]] = []
@@ -390,7 +451,6 @@ def profiles(
                 sentences.append(sentence)
                 facts.extend(link_facts)
             body = " ".join(sentences) or f"{title} is a {words(entity.table)}."
-            doc_id = f"{entity.table}/{shown(r[entity.key])}"
             out.append(Profile(doc_id, f"{title}\n\n{body}", facts))
     return out
 
@@ -414,7 +474,9 @@ __all__ = [
     "Profile",
     "fictitious_names",
     "name_column",
+    "parse_profile_id",
     "plan",
+    "profile_id",
     "profiles",
     "shown",
     "words",
