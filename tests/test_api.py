@@ -386,6 +386,62 @@ def test_evaluate_refuses_what_it_would_misread(row: dict[str, object], message:
         ra.evaluate([row])
 
 
+def _two_systems() -> list[dict[str, object]]:
+    """The same four questions answered by two systems: ``a`` right every time, ``b``
+    wrong every time; a query id per question, shared by the two."""
+    rows: list[dict[str, object]] = []
+    for i in range(4):
+        for system, answer in (("a", "Paris"), ("b", "Lyon")):
+            rows.append(
+                {
+                    "query_id": f"x{i}",
+                    "group": f"g{i % 2}",
+                    "question": f"Capital, take {i}?",
+                    "answer": answer,
+                    "reference": "Paris",
+                    "system": system,
+                    "retrieved_ids": ["d1"],
+                    "gold_ids": ["d1"],
+                }
+            )
+    return rows
+
+
+def test_one_accuracy_over_rows_of_several_systems_is_refused_and_each_has_its_own() -> None:
+    """Pooled, a system right every time and one wrong every time made 0.5, said of
+    neither: the figure is refused, naming the systems and where each one's is."""
+    result = ra.evaluate(_two_systems())
+    with pytest.raises(
+        UserError,
+        match=r"^evaluate: the rows hold 2 systems \(a, b\): .*result\.systems\['a'\]\.accuracy",
+    ):
+        _ = result.accuracy
+    assert list(result.systems) == ["a", "b"] and len(result.systems) == 2
+    a, b = result.systems["a"], result.systems["b"]
+    assert (a.accuracy, b.accuracy) == (1.0, 0.0)
+    assert [r.system for r in a.responses] == ["a"] * 4 and len(b.queries) == 4
+    assert (a.methods, b.methods) == ({"match:exact": 4}, {"unmatched": 4})
+    # Each one's figures, computed from its rows alone, are the pooled run's for it.
+    assert a.summary is not None and list(a.summary.systems) == ["a"]
+    assert b.summary is not None and b.summary.systems["b"] == result.summary.systems["b"]
+    assert result.to_pandas()["system"].tolist() == ["a", "b"] * 4
+    with pytest.raises(KeyError, match="the rows hold the systems a, b"):
+        result.systems["c"]
+    # One system's rows alone: its accuracy, and the system of rows that name none.
+    alone = ra.evaluate([r for r in _two_systems() if r["system"] == "a"])
+    assert alone.accuracy == 1.0 and alone.systems["a"] is alone
+    unnamed = ra.evaluate([{**r, "system": None} for r in _two_systems()[:1]], system="mine")
+    assert list(unnamed.systems) == ["mine"] and unnamed.accuracy == 1.0
+
+
+def test_a_query_id_is_one_question_whichever_system_answered_it() -> None:
+    rows = _two_systems()
+    with pytest.raises(UserError, match=r"^row 2: query_id 'x0' is given to another question"):
+        ra.evaluate([rows[0], {**rows[1], "question": "Another?"}])
+    with pytest.raises(UserError, match=r"^row 3: query_id 'x0' appears twice for system 'a'"):
+        ra.evaluate([rows[0], rows[1], rows[0]])
+
+
 def test_systems_of_your_own_are_checked_when_made() -> None:
     with pytest.raises(TypeError, match="a single id is"):
         ra.Answer("x", retrieved_ids="clients.md")  # type: ignore[arg-type]

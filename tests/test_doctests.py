@@ -22,7 +22,7 @@ MODULES = sorted(
     + ["ragaudit.llm.backends.scripted", "ragaudit.records.models", "ragaudit.judge.matchers"]
     + ["ragaudit.errors", "ragaudit.llm.usage", "ragaudit.llm.tokens", "ragaudit.progress"]
     + ["ragaudit.llm.prices"]
-    + ["ragaudit.steps.gate"]
+    + ["ragaudit.steps.gate", "ragaudit.records.values", "ragaudit.secrets"]
 )
 
 

@@ -88,14 +88,15 @@ def test_tables_for_any_other_tool(tmp_path: Path) -> None:
     project = _analyzed(tmp_path / "p")
     parquet = project.export_tables(tmp_path / "out", fmt="parquet")
     assert [p.name for p in parquet] == [
-        "figures.parquet", "comparisons.parquet", "ranking.parquet", "answers.parquet"
+        "figures.parquet", "comparisons.parquet", "ranking.parquet", "stability.parquet",
+        "answers.parquet",
     ]  # fmt: skip
     summary = project.analyze()
     figures = pd.read_parquet(tmp_path / "out" / "figures.parquet")
     pd.testing.assert_frame_equal(figures, summary.to_pandas(), check_dtype=False)
     csv = project.export_tables(tmp_path / "csv", fmt="csv")
     answers = pd.read_csv(tmp_path / "csv" / "answers.csv")
-    assert len(csv) == 4 and len(answers) == len(project.answers().to_pandas())
+    assert len(csv) == 5 and len(answers) == len(project.answers().to_pandas())
     # List columns are JSON text a spreadsheet shows and any tool reads back.
     ids = answers["retrieved_ids"].dropna().map(json.loads)
     assert ids.map(lambda v: isinstance(v, list)).all()

@@ -4,21 +4,28 @@ errors recorded without stopping the run, and resumption after a kill at any mom
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from ragaudit import aio
 from ragaudit.harness.ask import run_system
 from ragaudit.records.io import read_jsonl
-from ragaudit.records.models import QueryRecord, ResponseRecord
+from ragaudit.records.models import Judgement, QueryRecord, ResponseRecord
 from ragaudit.systems.adapters import CallableSystem
 from tests.support.cli import ragaudit
 from tests.support.datasets import queries, write_dataset
+from tests.support.rag_server import RAGServer
+from tests.support.scripted_llm_server import ScriptedLLMServer
 
 
 class CountingSystem:
@@ -247,3 +254,85 @@ def test_ctrl_c_stops_a_run_says_how_to_go_on_and_the_same_command_finishes(
     assert len(ids) == n and len(set(ids)) == n
     summary = json.loads((tmp_path / "runs" / "default" / "run.stats.json").read_text())
     assert summary["slow"]["already_done"] == kept  # nothing finished is asked again
+
+
+# -- an answer holding half a character ------------------------------------------------------
+
+# A callable that answers the first question with half an emoji (a lone surrogate).
+HALF_EMOJI_RAG = """
+def answer(query):
+    if "first" in query:
+        return {"answer": "answer 0 \\ud83d", "retrieved_ids": ["d1"]}
+    return {"answer": "answer " + query.split()[-1], "retrieved_ids": ["d1"]}
+"""
+
+
+def _half_emoji_reply(body: dict[str, Any]) -> str:
+    """The LLM's reply to a built-in system: the first question's cut in an emoji."""
+    asked = str(body["messages"][-1]["content"])
+    if "first" in asked:
+        return "answer 0 \ud83d"
+    number = re.search(r"question (\d)", asked)
+    return f"answer {number.group(1) if number else '?'}"
+
+
+@pytest.mark.parametrize("source", ["builtin", "http", "callable"])
+def test_an_answer_cut_inside_a_character_is_kept_with_the_replacement_and_a_note(
+    tmp_path: Path, source: str
+) -> None:
+    """An LLM reply, an HTTP system's JSON or a Python function can give half a character
+    (the JSON escape ``\\ud83d`` of an emoji cut in two): once, ``ragaudit run`` failed on
+    writing the batch and kept none of it, and every rerun failed the same way. The run
+    now ends, every answer of the batch is kept, the cut one with U+FFFD in place of the
+    half, the run's warnings (and run.stats.json) name it, and judge reads the answers."""
+    texts = ["first halfemoji question 0", "second question 1", "third question 2"]
+    write_dataset(tmp_path / "runs" / "default" / "dataset.jsonl", queries(texts))
+    env: dict[str, str] = {}
+    with contextlib.ExitStack() as stack:
+        if source == "builtin":
+            llm = stack.enter_context(ScriptedLLMServer())
+            # The server writes the reply with json.dumps: the half emoji goes out as the
+            # escape "\ud83d", as a server that cut its reply sends it.
+            llm.responder = _half_emoji_reply
+            env = {"OPENAI_BASE_URL": llm.base_url, "OPENAI_API_KEY": "sk-t-0000000000"}
+            (tmp_path / "docs.json").write_text(json.dumps({"d1": "A passage."}))
+            system = "llm: {model: 'openai:scripted'}\ncorpus: {path: docs.json}\n"
+            system += "systems:\n  - {name: sys, generator: llm_only}\n"
+            cut = "answer 0 \ufffd"
+        elif source == "http":
+            server = stack.enter_context(RAGServer())
+            system = (
+                "systems:\n  - name: sys\n    kind: http\n"
+                f"    url: {server.url}\n    request: {{question: '{{query}}'}}\n"
+                "    answer_path: data.answer\n    ids_path: 'sources[*].id'\n"
+            )
+            cut = "cut \ufffd"
+        else:
+            (tmp_path / "half_rag.py").write_text(HALF_EMOJI_RAG)
+            system = "systems:\n  - {name: sys, kind: callable, target: 'half_rag:answer'}\n"
+            cut = "answer 0 \ufffd"
+        (tmp_path / "ragaudit.yaml").write_text(system)
+        result = ragaudit("run", cwd=tmp_path, env=env)
+        assert result.returncode == 0, result.stderr
+        assert "Traceback" not in result.stderr
+        root = tmp_path / "runs" / "default"
+        records = {r.query_id: r for r in _records(root / "responses" / "sys.jsonl")}
+        assert sorted(records) == ["q0000", "q0001", "q0002"]  # the whole batch is kept
+        assert records["q0000"].response == cut and records["q0000"].error is None
+        assert all(records[q].response and records[q].error is None for q in ("q0001", "q0002"))
+        assert "\ufffd" not in (records["q0001"].response or "")
+        assert "U+FFFD" in (records["q0000"].note or "")  # said in the record
+        assert records["q0001"].note is None
+        warning = "sys: 1 answer held text that is not Unicode"
+        assert warning in " ".join(result.stderr.split())
+        stats = json.loads((root / "run.stats.json").read_text())
+        assert [w for w in stats["sys"]["warnings"] if w.startswith(warning)]
+        assert "U+FFFD" in stats["sys"]["warnings"][0] and "q0000" in stats["sys"]["warnings"][0]
+        again = ragaudit("run", cwd=tmp_path, env=env)  # nothing is left to ask
+        assert again.returncode == 0, again.stderr
+        judged = ragaudit("judge", "--no-llm", cwd=tmp_path, env=env)
+        assert judged.returncode == 0, judged.stderr
+    verdicts = {j.query_id: j for j in read_jsonl(root / "judgements" / "sys.jsonl", Judgement)}
+    assert sorted(verdicts) == ["q0000", "q0001", "q0002"]
+    # Judged as it reads: "answer 0 <U+FFFD>" still gives the reference "answer 0".
+    assert verdicts["q0000"].correct is (source != "http")

@@ -15,6 +15,7 @@ from ragaudit.harness.ask import run_system
 from ragaudit.records.io import read_jsonl
 from ragaudit.records.models import ResponseRecord
 from ragaudit.systems.adapters import (
+    CallableSystem,
     CallableSystemConfig,
     HTTPSystem,
     HTTPSystemConfig,
@@ -174,12 +175,14 @@ def test_langchain_retriever_and_chain(tmp_path: Path) -> None:
             return [
                 Document(page_content=f"about {query}", metadata={"doc": "d7", "score": 0.9}),
                 Document(page_content="other", id="d8"),
+                # Documents numbered by the user: 0 is an id, not a missing one.
+                Document(page_content="zero", metadata={"doc": 0}),
             ]
 
     retriever = LangChainSystem("lc", Finder(), id_field="doc")
     records = _run(retriever, ["cats"], tmp_path)
     assert records["q0000"].response is None
-    assert records["q0000"].retrieved_ids == ["d7", "d8"]
+    assert records["q0000"].retrieved_ids == ["d7", "d8", "0"]
     assert records["q0000"].retrieved[0].text == "about cats"
 
     chain = RunnableLambda(
@@ -204,6 +207,7 @@ def test_llamaindex_retriever_and_query_engine(tmp_path: Path) -> None:
         return [
             NodeWithScore(node=TextNode(text=f"on {query}", metadata={"id": "n1"}), score=0.7),
             NodeWithScore(node=TextNode(text="more", id_="n2"), score=0.2),
+            NodeWithScore(node=TextNode(text="zero", metadata={"id": 0}), score=0.1),
         ]
 
     class Finder(BaseRetriever):
@@ -211,7 +215,7 @@ def test_llamaindex_retriever_and_query_engine(tmp_path: Path) -> None:
             return nodes(query_bundle.query_str)
 
     records = _run(LlamaIndexSystem("li", Finder()), ["owls"], tmp_path)
-    assert records["q0000"].retrieved_ids == ["n1", "n2"]
+    assert records["q0000"].retrieved_ids == ["n1", "n2", "0"]
     assert records["q0000"].retrieved[0].score == 0.7
 
     class Engine(CustomQueryEngine):
@@ -222,7 +226,7 @@ def test_llamaindex_retriever_and_query_engine(tmp_path: Path) -> None:
     out.mkdir()
     records = _run(LlamaIndexSystem("eng", Engine()), ["bats"], out)
     assert records["q0000"].response == "engine: bats"
-    assert records["q0000"].retrieved_ids == ["n1", "n2"]
+    assert records["q0000"].retrieved_ids == ["n1", "n2", "0"]
 
 
 def test_literal_header_values_are_masked_in_the_written_configuration() -> None:
@@ -311,3 +315,95 @@ def test_k_reaches_every_adapter_that_can_take_it_and_is_refused_otherwise(
     out.mkdir()
     records = _run(LlamaIndexSystem("eng", engine, k=3), ["owls"], out)
     assert len(records["q0000"].retrieved) == 3 and records["q0000"].error is None
+
+
+def test_an_id_that_is_no_id_is_that_answers_error_naming_the_system_and_the_id(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One id rule for every adapter: a non-empty string, or an integer (its digits);
+    None, a float, a bool or a list is the answer's error in one line, never recorded as
+    the id 'None'. The other answers of the run are kept."""
+    (tmp_path / "ids_mod.py").write_text(
+        "import ragaudit as ra\n"
+        "def ask(query):\n"
+        "    if 'none' in query:\n"
+        "        return ra.Answer('x', retrieved_ids=[1, None])\n"
+        "    if 'nested' in query:\n"
+        "        return {'answer': 'x', 'retrieved_ids': [['d1', 'd2']]}\n"
+        "    return {'answer': 'x', 'retrieved_ids': (7, 'd2'), 'contexts': ('a', 'b')}\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    system = build_system(CallableSystemConfig(name="fn", target="ids_mod:ask"))
+    records = _run(system, ["ids none", "ids nested", "fine"], tmp_path)
+    assert records["q0000"].error == (
+        "system fn returned retrieved_ids[1] None is not an id "
+        "(an id is a non-empty string or an integer)"
+    )
+    assert records["q0000"].retrieved == [] and records["q0000"].response is None
+    assert records["q0001"].error is not None
+    assert "retrieved_ids[0] ['d1', 'd2'] is not an id" in records["q0001"].error
+    fine = records["q0002"]
+    assert fine.error is None and fine.retrieved_ids == ["7", "d2"]  # a tuple is a list
+    assert [item.text for item in fine.retrieved] == ["a", "b"]
+    with RAGServer() as server:
+        http = _run(_http(server), ["badids please"], tmp_path / "http")
+    assert http["q0000"].error is not None
+    assert http["q0000"].error.startswith("system api returned retrieved_ids[1] None is not an id")
+
+
+def test_return_values_with_bad_ids_contexts_or_scores_are_refused_in_one_line() -> None:
+    from ragaudit.systems.base import SystemFailure
+
+    assert [i.id for i in to_answer(("a", [3, "d"]), "system x").retrieved] == ["3", "d"]
+    for value, message in (
+        (("a", [True]), r"system x returned retrieved_ids\[0\] True is not an id"),
+        (("a", [""]), r"retrieved_ids\[0\] '' is not an id"),
+        (("a", [1.5]), r"retrieved_ids\[0\] 1.5 is not an id"),
+        (("a", ["d"], [{"text": "t"}]), r"contexts\[0\] \{'text': 't'\} of type dict is not a"),
+        (("a", ["d"], [7]), r"system x returned contexts\[0\] 7 of type int"),
+        ({"answer": "a", "retrieved_ids": ["d"], "scores": ["high"]}, r"scores\[0\] 'high'"),
+    ):
+        with pytest.raises(SystemFailure, match=message):
+            to_answer(value, "system x")
+
+
+def test_an_http_reply_cut_inside_a_character_is_recorded_with_the_replacement_character(
+    tmp_path: Path,
+) -> None:
+    """A server that truncates its reply inside an emoji sends the JSON escape of half of
+    it. Before, the run crashed on writing the batch and kept none of it, and every rerun
+    crashed the same way; now the answer is kept with U+FFFD in place of the half, the
+    rest of the batch with it, and the run's warnings name the asking."""
+    out = tmp_path / "r.jsonl"
+    with RAGServer() as server:
+        system = _http(server)
+        stats = aio.run(run_system(system, queries(["halfemoji now", "plain"]), out))
+        aio.run(system.aclose())
+    records = {r.query_id: r for r in read_jsonl(out, ResponseRecord)}
+    assert records["q0000"].response == "cut \ufffd" and records["q0000"].error is None
+    assert records["q0001"].response == "answer to plain"
+    assert stats.replaced_text == 1 and len(stats.warnings) == 1
+    assert stats.warnings[0].startswith("api: 1 answer held text that is not Unicode")
+    assert stats.warnings[0].endswith(": q0000")
+
+
+def test_every_string_of_an_answer_is_written_as_unicode_text(tmp_path: Path) -> None:
+    """Half characters in the retrieved ids and texts are replaced too (no file can hold
+    them), a pair of surrogates that Python code built by hand is joined into its
+    character, and a failure's message quoting half a character is kept as well."""
+
+    def rag(query: str) -> dict[str, object]:
+        if "fail" in query:
+            raise RuntimeError("bad reply: \udc80")
+        return {
+            "answer": "smile \ud83d\ude00",  # the emoji, written in UTF-16
+            "retrieved_ids": ["doc-\ud800"],
+            "contexts": ["text \udfff"],
+        }
+
+    system = CallableSystem("fn", rag)
+    records = _run(system, ["ask", "fail"], tmp_path)
+    ok, failed = records["q0000"], records["q0001"]
+    assert ok.response == "smile \U0001f600"
+    assert ok.retrieved_ids == ["doc-\ufffd"] and ok.retrieved[0].text == "text \ufffd"
+    assert failed.error == "RuntimeError: bad reply: \ufffd"

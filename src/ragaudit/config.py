@@ -9,10 +9,11 @@ with the file, the line and the key's dotted path, e.g.
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from ragaudit.db.options import DatabaseConfig, mask_url_password
 from ragaudit.errors import ConfigError
@@ -29,11 +30,52 @@ from ragaudit.yamlfile import parse_yaml, read_text, validate_model, validation_
 DEFAULT_CONFIG_NAME = "ragaudit.yaml"
 
 
+def _file_in_the_way(folder: Path) -> Path | None:
+    """The nearest of ``folder`` and its parents that exists, when it is not a folder
+    (``/etc/passwd`` for ``/etc/passwd/runs``), else None: the run's folders could never
+    be made there. A path that cannot be looked at (no permission) is left to the step
+    that makes the folders, which says why."""
+    for path in (folder, *folder.parents):
+        try:
+            found = path.stat()  # follows links: a link to a folder is a folder
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # not there, or under a file: a parent says which
+        except OSError:
+            return None
+        return None if stat.S_ISDIR(found.st_mode) else path
+    return None
+
+
 class RunConfig(StrictOptions):
-    """Where a run's files live: ``<root>/<name>/``."""
+    """Where a run's files live: ``<root>/<name>/``. Both are checked against the
+    filesystem where they are given (relative ones against the working directory, as the
+    steps read them): a file at the root, above it, or in the run folder's place is an
+    error naming the key, not a ``NotADirectoryError`` from the first step that writes."""
 
     name: str = Field("default", min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
     root: Path = Path("runs")
+
+    @field_validator("root")
+    @classmethod
+    def _root_is_a_folder(cls, root: Path) -> Path:
+        blocker = _file_in_the_way(root)
+        if blocker is not None:
+            where = "" if blocker == root else f"{root}: "
+            raise ValueError(
+                f"{where}{blocker} is a file, not a folder: run.root names the folder that "
+                "holds the runs"
+            )
+        return root
+
+    @model_validator(mode="after")
+    def _run_folder_is_free(self) -> RunConfig:
+        folder = self.root / self.name
+        if _file_in_the_way(folder) == folder:  # a file above it is run.root's error
+            raise ValueError(
+                f"{folder} is a file, not a folder: run.name names the run's folder under "
+                "run.root; give another name"
+            )
+        return self
 
 
 class Config(StrictOptions):

@@ -17,6 +17,12 @@ class RagauditError(Exception):
     """Base class of every error ragaudit raises on purpose."""
 
 
+class RunNotice(UserWarning):
+    """Something ragaudit did on its own that the user should know of, said once: a run
+    written before the manifest fingerprinted, a stale summary analyzed again. The command
+    line prints it as a ``note:`` line on stderr; Python shows it as a warning."""
+
+
 class UserError(RagauditError):
     """An error the user can act on; its message is one line saying what and where."""
 
@@ -78,6 +84,68 @@ class StructuredOutputError(LLMError):
 # step stops on them with their one-line message. Any other LLM error fails one item of a
 # step (one judgement, one template's wording), which is recorded as failed with its reason.
 FATAL_LLM_ERRORS: tuple[type[LLMError], ...] = (LLMAuthError, LLMNotFoundError)
+
+
+# Each step a stale input can call for: its command on the command line and its method
+# of ``ra.Project``, and how one keyword of the method is written as a flag.
+_STEP_DOORS = {
+    "run": ("ragaudit run", "project.run"),
+    "judge": ("ragaudit judge", "project.judge"),
+    "score": ("ragaudit judge --reference-free", "project.score"),
+    "analyze": ("ragaudit analyze", "project.analyze"),
+    "report": ("ragaudit report", "project.report"),
+    "generate": ("ragaudit generate", "project.generate"),
+    "refresh": ("ragaudit generate --refresh", "project.refresh"),
+}
+_FLAG_NAMES = {"systems": "--system"}
+
+
+class StaleInputError(UserError):
+    """A file was made from inputs that have changed since (a judgement of an answer the
+    system has replaced, verdicts against a reference that is no longer true, figures read
+    from neutral files that are gone): it is refused until ``step`` is run again. It
+    carries the step and its options, so that each door words what to do its own way:
+    :meth:`for_command_line` names the command and its flags (the message as raised),
+    :meth:`for_python` the method of ``ra.Project`` and its keywords.
+
+    >>> error = StaleInputError("3 judgements judged older answers", "judge",
+    ...                         {"systems": ["rag"]})
+    >>> str(error)
+    '3 judgements judged older answers: run ragaudit judge --system rag'
+    >>> error.for_python()
+    "3 judgements judged older answers: call project.judge(systems=['rag'])"
+    """
+
+    def __init__(self, what: str, step: str, options: dict[str, object] | None = None) -> None:
+        if step not in _STEP_DOORS:
+            raise ValueError(f"no step {step!r}")
+        self.what = " ".join(str(what).split())
+        self.step = step
+        self.options = dict(options or {})
+        super().__init__(self.for_command_line())
+
+    def for_command_line(self) -> str:
+        """The message with the command to run and its flags."""
+        flags: list[str] = []
+        for key, value in self.options.items():
+            flag = _FLAG_NAMES.get(key, "--" + key.replace("_", "-"))
+            if value is True:
+                flags.append(flag)
+            elif isinstance(value, list | tuple):
+                flags.extend(f"{flag} {item}" for item in value)
+            elif value not in (None, False):
+                flags.append(f"{flag} {value}")
+        command = " ".join([_STEP_DOORS[self.step][0], *flags])
+        return f"{self.what}: run {command}"
+
+    def for_python(self) -> str:
+        """The message with the method to call and its keywords."""
+        keywords = ", ".join(
+            f"{key}={list(value) if isinstance(value, tuple) else value!r}"
+            for key, value in self.options.items()
+            if value is not None
+        )
+        return f"{self.what}: call {_STEP_DOORS[self.step][1]}({keywords})"
 
 
 class ModelAssetError(UserError):

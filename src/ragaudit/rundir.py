@@ -5,6 +5,7 @@ Layout (DESIGN.md)::
     runs/<name>/
       ragaudit.yaml            resolved configuration, secrets masked (of the last step)
       provenance.json          per step: ragaudit version, time, configuration
+      manifest.json            per derived file: the digests of its inputs, its options
       templates/sql.yaml       templates/text.yaml
       dataset.jsonl            dataset.stats.json
       responses/<system>.jsonl judgements/<system>.jsonl   scores/<system>.jsonl
@@ -347,6 +348,12 @@ class RunDir:
                     _OWNERS.pop(key, None)
                     if key in _HELD:
                         _HELD.pop(key).close()
+
+    @property
+    def manifest(self) -> Path:
+        """What every derived file of the run was made from: its inputs' digests and the
+        options that shaped it (:mod:`ragaudit.store.manifest`)."""
+        return self.root / "manifest.json"
 
     @property
     def provenance(self) -> Path:

@@ -3,6 +3,7 @@ numbers, so that every error can say ``file:line: dotted.key: message``."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -18,6 +19,7 @@ def parse_yaml(text: str, source: str, error: type[UserError] = UserError) -> tu
     """Parse ``text``; return ``(data, node tree)``. Syntax errors name ``source:line:col``;
     a key given twice in one mapping is an error too (YAML would keep the last one
     silently, and a setting the user wrote would be ignored)."""
+    root: yaml.Node | None = None
     try:
         root = yaml.compose(text)
         data = yaml.safe_load(text)
@@ -28,11 +30,45 @@ def parse_yaml(text: str, source: str, error: type[UserError] = UserError) -> tu
         raise error(f"{where}: invalid YAML: {problem}") from None
     except RecursionError:  # some thousand nested '[' or levels: the parser recurses
         raise error(f"{source}: invalid YAML: nested too deeply to read") from None
+    except ValueError:  # well-formed, but no Python value: 2024-02-30, a 5000-digit number
+        raise error(_unbuildable_scalar(root, source)) from None
     duplicate = _duplicate_key(root)
     if duplicate:
         key, line, first = duplicate
         raise error(f"{source}:{line}: duplicate key '{key}' (first at line {first})")
     return data, root
+
+
+_INT_TAG = "tag:yaml.org,2002:int"
+
+
+def _unbuildable_scalar(root: yaml.Node | None, source: str) -> str:
+    """What to say of the first value in ``root`` that YAML reads but Python cannot build
+    (a date that is no day, an integer longer than Python converts): ``source:line``, the
+    value and why, so that it is one line naming where, not a ``ValueError``."""
+    constructor = yaml.constructor.SafeConstructor()
+    stack: list[yaml.Node] = [root] if root is not None else []
+    seen: set[int] = set()  # an alias refers to a node again
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.ScalarNode):
+            try:
+                constructor.construct_object(node)
+            except ValueError as exc:
+                text = str(node.value)
+                shown = text if len(text) <= 20 else f"{text[:20]}..."
+                digits = sum(c.isdigit() for c in text)
+                too_long = node.tag == _INT_TAG and digits > sys.get_int_max_str_digits() > 0
+                reason = f"a number of {digits} digits, far above any maximum" if too_long else exc
+                return f"{source}:{node.start_mark.line + 1}: cannot read {shown!r}: {reason}"
+        elif isinstance(node, yaml.MappingNode):
+            stack.extend(reversed([part for pair in node.value for part in pair]))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(reversed(node.value))
+    return f"{source}: invalid YAML: a value that cannot be read"  # not found again: unlikely
 
 
 def _duplicate_key(root: yaml.Node | None) -> tuple[str, int, int] | None:

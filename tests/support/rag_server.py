@@ -5,6 +5,9 @@ adapter under test). It answers POST /ask with JSON, and misbehaves on request:
 * ``flaky`` gets 500 twice per query, then an answer;
 * ``hang`` never gets a reply (until the server stops);
 * ``notjson`` gets a 200 whose body is not JSON;
+* ``halfemoji`` gets an answer that ends in half a character: the JSON escape ``\\ud83d``
+  of an emoji cut in two, written out as a truncating server sends it;
+* ``badids`` gets sources whose ids are ``1`` and ``null``;
 * anything else: ``{"data": {"answer": "answer to <query>"}, "sources": [{"id", "text"}]}``.
 
 It counts requests per query and the most requests in flight at once.
@@ -56,6 +59,12 @@ class RAGServer:
                 return web.Response(status=500, text="boom")
             if "notjson" in query:
                 return web.Response(status=200, text="<html>oops</html>")
+            if "halfemoji" in query:
+                cut = '{"data": {"answer": "cut \\ud83d"}, "sources": [{"id": "d", "text": "t"}]}'
+                return web.Response(status=200, text=cut, content_type="application/json")
+            if "badids" in query:
+                sources = [{"id": 1, "text": "x"}, {"id": None, "text": "y"}]
+                return web.json_response({"data": {"answer": "a"}, "sources": sources})
             await asyncio.sleep(float(body.get("delay", 0)))
             return web.json_response(
                 {

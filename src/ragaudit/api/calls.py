@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ParamSpec, TypeVar
 
-from ragaudit.errors import UserError
+from ragaudit.errors import StaleInputError, UserError
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -96,7 +96,11 @@ def step(method: Callable[P, T]) -> Callable[P, T]:
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragaudit") as pool:
                 return pool.submit(method, *args, **kwargs).result()
         except UserError as err:
-            if err.args and isinstance(err.args[0], str) and not _COMMAND_LINE.get():
+            if _COMMAND_LINE.get():
+                raise
+            if isinstance(err, StaleInputError):
+                err.args = (err.for_python(),)
+            elif err.args and isinstance(err.args[0], str):
                 err.args = (for_python(err.args[0]), *err.args[1:])
             raise
 

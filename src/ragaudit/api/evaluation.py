@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +41,7 @@ from ragaudit.records.models import (
     RetrievedItem,
     stable_id,
 )
+from ragaudit.records.values import document_id, passage_text, unicode_text
 from ragaudit.rundir import RunDir
 from ragaudit.steps.analyze import run_analysis
 
@@ -49,6 +52,7 @@ if TYPE_CHECKING:
 
 ROW_COLUMNS = [
     "query_id",
+    "system",
     "group_id",
     "variant",
     "question",
@@ -73,28 +77,74 @@ DEFAULT_FREE_METRICS: tuple[FreeMetric, ...] = (
 class Evaluation:
     """What :func:`evaluate` found: per row its verdict (None for a row without a
     reference) and its reference-free scores (None where none was asked), and the figures
-    over the judged rows (``summary``: None when no row had a reference)."""
+    over the judged rows (``summary``: None when no row had a reference; per system by
+    name, as ``analyze`` gives them).
+
+    Rows of several systems (their ``system`` column) are told apart: :attr:`systems`
+    holds each system's own evaluation, and :attr:`accuracy`, one figure, is refused over
+    more than one, since it would mix their answers.
+
+    Examples:
+        >>> result = evaluate([
+        ...     {"question": "Capital of France?", "answer": "Paris.", "reference": "Paris",
+        ...      "system": "a"},
+        ...     {"question": "Capital of France?", "answer": "Lyon.", "reference": "Paris",
+        ...      "system": "b"}])
+        >>> list(result.systems), result.systems["a"].accuracy, result.systems["b"].accuracy
+        (['a', 'b'], 1.0, 0.0)
+        >>> result.accuracy
+        Traceback (most recent call last):
+        ...
+        ragaudit.errors.UserError: evaluate: the rows hold 2 systems (a, b): ...
+    """
 
     queries: list[QueryRecord]
     responses: list[ResponseRecord]
     judgements: list[Judgement | None]
     summary: Summary | None
-    methods: dict[str, int]  # how the verdicts were reached (match:<rule>, llm, unmatched)
+    # How the verdicts were reached (match:<rule>, llm, unmatched), counted over every
+    # row, whichever system: counts add up, so they may be pooled; :attr:`systems` has
+    # each system's own.
+    methods: dict[str, int]
     # The neutral file the figures were computed from, in ``out`` (None without ``out``:
     # the temporary one is gone with the call).
     neutral: Path | None
     scores: list[FreeScoreRecord | None] = field(default_factory=list)
     metrics: tuple[FreeMetric, ...] = ()  # the reference-free metrics scored
+    # How the figures were computed, so that one system's can be computed alike: whether
+    # each row said what it retrieved, the retrieval rule and the seed.
+    retrieval_known: list[bool] = field(default_factory=list, repr=False)
+    retrieval_rule: RetrievalRule = field(default=DEFAULT_RULE, repr=False)
+    seed: int = field(default=0, repr=False)
+
+    @cached_property
+    def systems(self) -> Mapping[str, Evaluation]:
+        """Each system's own evaluation, by name, in the order the rows first name them:
+        its rows, verdicts, scores and ``methods``, its :attr:`accuracy`, and its
+        ``summary``, computed from its rows alone as ``analyze --neutral`` computes it
+        (when first asked for; ``neutral`` is None, the file is not kept). Rows without a
+        ``system`` are the ``system`` that :func:`evaluate` was given."""
+        return _BySystem(self)
 
     @property
     def accuracy(self) -> float | None:
-        """Correct verdicts over decided ones (None when none was decided)."""
+        """Correct verdicts over decided ones (None when none was decided). Over the rows
+        of one system only: rows of several are a :class:`~ragaudit.errors.UserError`
+        (``result.systems[name].accuracy`` gives each)."""
+        names = _names(self.responses)
+        if len(names) > 1:
+            shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+            raise UserError(
+                f"evaluate: the rows hold {len(names)} systems ({shown}): one accuracy over "
+                "them all would mix their answers; use result.systems"
+                f"[{names[0]!r}].accuracy, each system's own"
+            )
         decided = [j.correct for j in self.judgements if j is not None and j.correct is not None]
         return sum(decided) / len(decided) if decided else None
 
     def to_pandas(self) -> pd.DataFrame:
-        """One row per input row: query_id, group_id, variant, question, reference,
-        answer, correct, method, retrieval_correct, rationale, and a column per
+        """One row per input row: query_id, system, group_id, variant, question,
+        reference, answer, correct, method, retrieval_correct, rationale, and a column per
         reference-free metric scored (its score; null where it is undefined, its reason in
         :attr:`scores`). A row without a reference has no reference and no verdict."""
 
@@ -103,6 +153,7 @@ class Evaluation:
         for q, r, j, sc in zip(self.queries, self.responses, self.judgements, scores, strict=True):
             row: dict[str, Any] = {
                 "query_id": q.query_id,
+                "system": r.system,
                 "group_id": q.group_id,
                 "variant": q.variant,
                 "question": q.query,
@@ -120,65 +171,160 @@ class Evaluation:
         # Nullable floats: an undefined score stays missing (<NA>), never becomes NaN.
         return frame(rows, ROW_COLUMNS + list(self.metrics), floats=self.metrics)
 
+    def _of_system(self, name: str) -> Evaluation:
+        """The evaluation of ``name``'s rows alone (this one, when they are all its)."""
+        names = _names(self.responses)
+        if name not in names:
+            raise KeyError(name)
+        if names == [name]:
+            return self
+        rows = [i for i, r in enumerate(self.responses) if r.system == name]
+        scores = self.scores or [None] * len(self.queries)
+        known = self.retrieval_known or [True] * len(self.queries)
+        queries = [self.queries[i] for i in rows]
+        responses = [self.responses[i] for i in rows]
+        judgements = [self.judgements[i] for i in rows]
+        retrieval_known = [known[i] for i in rows]
+        judged = [i for i, j in enumerate(judgements) if j is not None]
+        summary = None
+        if judged:
+            with tempfile.TemporaryDirectory(prefix="ragaudit-evaluate-") as where:
+                summary = _analyzed(
+                    Path(where),
+                    queries,
+                    responses,
+                    judgements,
+                    retrieval_known,
+                    judged,
+                    self.retrieval_rule,
+                    self.seed,
+                    name,
+                )
+        return Evaluation(
+            queries,
+            responses,
+            judgements,
+            summary,
+            dict(Counter(j.method for j in judgements if j is not None)),
+            None,
+            scores=[scores[i] for i in rows],
+            metrics=self.metrics,
+            retrieval_known=retrieval_known,
+            retrieval_rule=self.retrieval_rule,
+            seed=self.seed,
+        )
+
+
+class _BySystem(Mapping[str, Evaluation]):
+    """:attr:`Evaluation.systems`: each system's evaluation, made when first looked up
+    (its figures are an analysis of their own), then kept."""
+
+    def __init__(self, evaluation: Evaluation) -> None:
+        self._evaluation = evaluation
+        self._names = _names(evaluation.responses)
+        self._made: dict[str, Evaluation] = {}
+
+    def __getitem__(self, name: str) -> Evaluation:
+        if name not in self._made:
+            if name not in self._names:
+                raise KeyError(f"{name!r}: the rows hold the systems {', '.join(self._names)}")
+            self._made[name] = self._evaluation._of_system(name)
+        return self._made[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __repr__(self) -> str:
+        return f"<systems {', '.join(self._names)}>"
+
+
+def _names(responses: list[ResponseRecord]) -> list[str]:
+    """The systems of the rows, in the order they first appear."""
+    return list(dict.fromkeys(r.system for r in responses))
+
 
 def _records(
     rows: Iterable[Mapping[str, Any]], system: str
 ) -> tuple[list[QueryRecord], list[ResponseRecord], list[bool], list[bool]]:
     """The rows as queries and responses, whether each row says what was retrieved (an
     empty list is a retrieval that found nothing; no list, a retrieval not known), and
-    whether it has a reference (a row without one is not judged)."""
+    whether it has a reference (a row without one is not judged). Each field of a row has
+    one rule, and a value that breaks it is a :class:`UserError` naming the row and the
+    field: text is Unicode text (:func:`_text`), an id follows the one id rule
+    (:func:`~ragaudit.records.values.document_id`). A query id is one per system: rows of
+    several systems may share one, for the same question."""
     queries, responses, known, referenced = [], [], [], []
-    seen: set[str] = set()
+    seen: dict[str, QueryRecord] = {}  # the question of each query id, by its first row
+    answered: set[tuple[str, str]] = set()  # (system, query id)
     for i, row in enumerate(rows, 1):
         where = f"row {i}"
         question = row.get("question", row.get("query"))
         if not isinstance(question, str) or not question.strip():
             raise UserError(f"{where}: question: expected a non-empty string")
+        question = _text(question, where, "question") or question
         has_reference = row.get("reference") is not None
         referenced.append(has_reference)
         values = _values(row["reference"], where) if has_reference else []
         if "answer" not in row and "response" not in row:
             raise UserError(f"{where}: answer: missing (the system's answer; null for none)")
-        answer = row.get("answer", row.get("response"))
-        if answer is not None and not isinstance(answer, str):
-            raise UserError(f"{where}: answer: expected a string or null")
+        answer = _text(row.get("answer", row.get("response")), where, "answer")
+        error = _text(row.get("error"), where, "error")
+        who = _text(str(row.get("system") or system), where, "system")
+        assert who is not None  # a string, checked as text
         given_id = row.get("query_id")
-        query_id = str(given_id) if _present(given_id) else stable_id("evaluate", i, question)
-        if query_id in seen:
-            raise UserError(f"{where}: query_id {query_id!r} appears twice")
-        seen.add(query_id)
-        ids = _strings(row.get("retrieved_ids"), where, "retrieved_ids")
-        contexts = _strings(row.get("contexts"), where, "contexts")
+        query_id = (
+            _id(given_id, where, "query_id")
+            if _present(given_id)
+            else stable_id("evaluate", i, question)
+        )
+        if (who, query_id) in answered:
+            raise UserError(f"{where}: query_id {query_id!r} appears twice for system {who!r}")
+        answered.add((who, query_id))
+        ids = _ids(row.get("retrieved_ids"), where, "retrieved_ids")
+        contexts = _texts(row.get("contexts"), where)
         known.append(ids is not None or contexts is not None)
         retrieved = [
-            RetrievedItem(id=str(doc), text=text)
+            RetrievedItem(id=doc, text=text)
             for doc, text in zip(
                 ids if ids is not None else [f"context-{k}" for k in range(len(contexts or []))],
                 contexts if contexts is not None else [None] * len(ids or []),
                 strict=False,
             )
         ]
-        gold = _strings(row.get("gold_ids"), where, "gold_ids")
+        gold = _ids(row.get("gold_ids"), where, "gold_ids")
         group = row.get("group", row.get("group_id"))
-        queries.append(
-            QueryRecord(
-                query_id=query_id,
-                group_id=str(group) if _present(group) else query_id,
-                variant=str(row["variant"]) if _present(row.get("variant")) else "logged",
-                query=question,
-                reference=Reference.from_values(values),
-                gold_ids=[str(g) for g in gold] if gold is not None else None,
-                gold_kind="states" if gold is not None else None,
-                source="imported",
-            )
+        query = QueryRecord(
+            query_id=query_id,
+            group_id=_text(str(group), where, "group") if _present(group) else query_id,
+            variant=_text(str(row["variant"]), where, "variant")
+            if _present(row.get("variant"))
+            else "logged",
+            query=question,
+            reference=Reference.from_values(values),
+            gold_ids=gold,
+            gold_kind="states" if gold is not None else None,
+            source="imported",
         )
+        first = seen.setdefault(query_id, query)
+        if first != query:
+            # Another system's row of this query id: the same query, or the systems'
+            # figures would be paired on different questions.
+            raise UserError(
+                f"{where}: query_id {query_id!r} is given to another question (or another "
+                "reference, group, variant or gold ids) by an earlier row: one query id, "
+                "one query, whichever system answered it"
+            )
+        queries.append(query)
         responses.append(
             ResponseRecord(
                 query_id=query_id,
-                system=str(row.get("system") or system),
+                system=who,
                 response=answer,
                 retrieved=retrieved,
-                error=row.get("error"),
+                error=error,
             )
         )
     if not queries:
@@ -189,6 +335,36 @@ def _records(
 def _present(value: Any) -> bool:
     """Given: not None and not empty text (0 is a value: a group may be named 0)."""
     return value is not None and not (isinstance(value, str) and not value.strip())
+
+
+def _text(value: Any, where: str, field: str) -> str | None:
+    """A text field of a row (question, answer, error, a context, a reference value):
+    None when not given; a string, which must be Unicode text. A lone UTF-16 surrogate
+    (``"\\ud800"``, half of a character) can be held by no file, hash or terminal, so it
+    is refused here, naming the row and the field, rather than failing wherever the text
+    goes next; a pair of surrogates is the character it encodes, and is read as it."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise UserError(f"{where}: {field}: expected a string or null, not {type(value).__name__}")
+    text, lone = unicode_text(value)
+    if lone:
+        raise UserError(
+            f"{where}: {field}: not valid Unicode text (a lone surrogate such as \\ud800 is "
+            "half of a character, e.g. an emoji cut in two): fix or remove it"
+        )
+    return text
+
+
+def _id(value: Any, where: str, field: str) -> str:
+    """An id of a row (a retrieved or gold id, the query id), by the one id rule."""
+    try:
+        doc = document_id(value)
+    except ValueError as exc:
+        raise UserError(f"{where}: {field}: {exc}") from None
+    text = _text(doc, where, field)
+    assert text is not None  # an id is a string
+    return text
 
 
 def _values(reference: Any, where: str) -> list[Any]:
@@ -205,13 +381,15 @@ def _values(reference: Any, where: str) -> list[Any]:
                 f"{where}: reference: expected text, a number or a date (or a list of them), "
                 f"not {type(value).__name__}"
             )
-        if isinstance(value, str) and not value.strip():
-            raise UserError(f"{where}: reference: empty text (use [] for no answer)")
+        if isinstance(value, str):
+            value = _text(value, where, "reference") or value
+            if not value.strip():
+                raise UserError(f"{where}: reference: empty text (use [] for no answer)")
         out.append(value)
     return out
 
 
-def _strings(value: Any, where: str, field: str) -> list[str] | None:
+def _listed(value: Any, where: str, field: str) -> list[Any] | None:
     """A list of ids or texts: None when not given; one string is refused, not split into
     its characters."""
     if value is None:
@@ -219,9 +397,34 @@ def _strings(value: Any, where: str, field: str) -> list[str] | None:
     if isinstance(value, str) or not isinstance(value, Iterable):
         raise UserError(
             f"{where}: {field}: expected a list of strings, not {type(value).__name__} "
-            f"(one id is [{value!r}])"
+            f"(one id is [{value!r:.60}])"
         )
-    return [str(v) for v in value]
+    return list(value)
+
+
+def _ids(value: Any, where: str, field: str) -> list[str] | None:
+    """A list of ids (retrieved_ids, gold_ids), each by the one id rule."""
+    listed = _listed(value, where, field)
+    if listed is None:
+        return None
+    return [_id(v, where, f"{field}[{k}]") for k, v in enumerate(listed)]
+
+
+def _texts(value: Any, where: str) -> list[str | None] | None:
+    """``contexts``: the retrieved passages' texts, each by the one text rule
+    (:func:`~ragaudit.records.values.passage_text`: a string, or null where the text is
+    not known), and Unicode text."""
+    listed = _listed(value, where, "contexts")
+    if listed is None:
+        return None
+    out: list[str | None] = []
+    for k, v in enumerate(listed):
+        try:
+            text = passage_text(v)
+        except ValueError as exc:
+            raise UserError(f"{where}: contexts[{k}]: {exc}") from None
+        out.append(_text(text, where, f"contexts[{k}]"))
+    return out
 
 
 def _rows(rows: Any) -> list[Mapping[str, Any]]:
@@ -261,6 +464,13 @@ def evaluate(
     relevancy and context precision by default, from its ``contexts``), which needs
     ``llm``; ``metrics`` given scores every row with them. ``out``: a folder for the
     neutral file and the figures (default: a temporary one).
+
+    Each field has one rule, and a row that breaks one is a :class:`UserError` naming the
+    row and the field: text (the question, the answer, the reference's text, each
+    context) is Unicode text, without half a character (a lone surrogate); an id (each
+    of ``retrieved_ids`` and ``gold_ids``, ``query_id``) is a non-empty string or an
+    integer, never None, a float or a list. Rows of several systems (``system``) are
+    evaluated each on its own (:attr:`Evaluation.systems`), and may share query ids.
 
     Examples:
         >>> result = evaluate([{"question": "Capital of France?", "answer": "Paris.",
@@ -349,6 +559,9 @@ def evaluate(
         Path(out) / "neutral.jsonl" if summary is not None and out is not None else None,
         scores=scores or [None] * len(queries),
         metrics=wanted,
+        retrieval_known=retrieval_known,
+        retrieval_rule=retrieval_rule,
+        seed=seed,
     )
 
 
@@ -424,9 +637,11 @@ async def _free_scores(
     ]
     embed = sentence_encoder() if "answer_relevancy" in metrics else None
     records = await score_items(FreeScorer(client, embed=embed), items, list(metrics))
-    by_id = {record.query_id: record for record in records}
+    # By system and query: rows of several systems may share a query id.
+    by_row = {(record.system, record.query_id): record for record in records}
     return [
-        by_id.get(q.query_id) if wanted else None for q, wanted in zip(queries, scored, strict=True)
+        by_row.get((r.system, q.query_id)) if wanted else None
+        for q, r, wanted in zip(queries, responses, scored, strict=True)
     ]
 
 

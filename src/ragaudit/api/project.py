@@ -383,9 +383,10 @@ class Project:
             "seed": seed,
             "unverified": unverified,
         }
-        options = self.config.generate.model_copy(
-            update={k: v for k, v in updates.items() if v is not None}
-        )
+        options = self.config.generate.model_copy(deep=True)
+        for key, value in updates.items():
+            if value is not None:  # checked as the configuration's values are
+                assign(options, key, value, f"generate --{key.replace('_', '-')}")
         config = self.config.model_copy(update={"generate": options})
         with self._step("generate", config=config) as run, self._progress() as display:
             stats = generate_dataset(self.config, run, options, progress=display)
@@ -398,8 +399,9 @@ class Project:
         questions, ids and records stay, so earlier verdicts stay valid), changed (the new
         reference under new question ids; the old ones' responses, judgements and scores
         move to ``retired/``, so no verdict is kept against a reference that is no longer
-        true), vanished (a value it names is gone: it leaves the dataset), new (bindings
-        the dataset lacks; added only with ``new=True``). ``run`` and ``judge`` then ask and
+        true), vanished (a value it names is gone, or ``generate`` would leave it out now
+        under the dataset's own rules: it leaves the dataset), new (bindings the dataset
+        lacks; added only with ``new=True``). ``run`` and ``judge`` then ask and
         judge only what changed. Questions from documents or imported ones have no SQL and
         are left as they are. Returns the counts and every group that moved (``.moved``,
         ``.to_pandas()``), and the documents stating facts no longer true (``.stale``)."""
@@ -583,10 +585,11 @@ class Project:
         from ragaudit.steps.run import run_systems, selected_systems
 
         config = self.config.model_copy(deep=True)
+        # Checked as the configuration's values are: one line, never a traceback.
         if concurrency:
-            config.harness.concurrency = concurrency
+            assign(config.harness, "concurrency", concurrency, "run --concurrency")
         if timeout:
-            config.harness.timeout_s = timeout
+            assign(config.harness, "timeout_s", timeout, "run --timeout")
         if isinstance(systems, str):
             systems = [systems]
         names = [s for s in systems or [] if isinstance(s, str)]
@@ -789,7 +792,7 @@ class Project:
         *,
         neutral: list[str | Path] | None = None,
         system: str = "external",
-        retrieval_rule: RetrievalRule = DEFAULT_RULE,
+        retrieval_rule: RetrievalRule | None = None,
         seed: int = 0,
         llm_only: str | None = None,
         outcome: Literal["answer", "retrieval"] = "answer",
@@ -804,15 +807,21 @@ class Project:
         ``engine``: ``memory`` holds the answers as records; ``sql`` aggregates the run's
         answers.parquet with DuckDB, out of core; ``auto`` takes SQL from
         :data:`~ragaudit.steps.analyze.SQL_MIN_ROWS` answers on. The figures are the
-        same. ``lambda_study`` (``--lambda-study``): accuracy and R of each system and
-        variant with the share of queries in gap groups set to each of ``lambda_targets``
-        (``--lambda-target``; default 0.1 to 0.9, and giving them asks for the study) by
+        same. ``retrieval_rule``: by default the judge's (the rule the judged answers'
+        retrieval verdicts were given by; ``all_gold`` for ``outcome="retrieval"`` and
+        neutral files); another rule gives every retrieval verdict again by it, from the
+        retrieved and gold ids, unless the judge applied the closed-domain rule (then judge
+        again with that rule). ``lambda_study`` (``--lambda-study``): accuracy and R of each
+        system and variant with the share of queries in gap groups set to each of
+        ``lambda_targets`` (``--lambda-target``; default 0.1 to 0.9, and giving them asks
+        for the study) by
         resampling whole groups, ``lambda_draws`` times each (``--lambda-draws``; default
         500): ``summary.lambda_study`` (``.lambda_to_pandas()``)."""
         from ragaudit.analysis.lambda_study import DEFAULT_DRAWS, DEFAULT_TARGETS
         from ragaudit.steps.analyze import checked_lambda, default_neutral, run_analysis
 
-        check_rule(retrieval_rule)
+        if retrieval_rule is not None:
+            check_rule(retrieval_rule)
         paths = [Path(p) for p in neutral or []]
         draws = DEFAULT_DRAWS if lambda_draws is None else lambda_draws
         targets = checked_lambda(
@@ -841,6 +850,7 @@ class Project:
                 outcome=outcome,
                 reference_free=self.config.reference_free,
                 engine=engine,
+                by="analyze",
                 lambda_targets=targets,
                 lambda_draws=draws,
             ).summary
@@ -849,11 +859,11 @@ class Project:
     def report(self) -> Path:
         """Write report.html (``ragaudit report``) from what the earlier steps wrote; its
         path."""
-        from ragaudit.report.build import write_report
+        from ragaudit.steps.report import report_run
 
         run = self._run()
         with run.holding("report"):
-            path = write_report(run)
+            path = report_run(run)
             run.record_step(self.config, "report")
         return path
 

@@ -10,13 +10,8 @@ import typer
 from ragaudit.analysis.lambda_study import DEFAULT_DRAWS
 from ragaudit.cli.common import project_for
 from ragaudit.cli.console import console, err_console
-from ragaudit.cli.options import (
-    AnalysisEngine,
-    ConfigOption,
-    Outcome,
-    RetrievalRuleOption,
-)
-from ragaudit.judge.retrieval import DEFAULT_RULE
+from ragaudit.cli.options import AnalysisEngine, ConfigOption, Outcome
+from ragaudit.judge.retrieval import DEFAULT_RULE, RULE_HELP
 from ragaudit.rundir import RunDir
 
 
@@ -30,7 +25,15 @@ def analyze_cmd(
             "repeatable). Default: the run's dataset and judgements.",
         ),
     ] = None,
-    retrieval_rule: RetrievalRuleOption = DEFAULT_RULE,
+    retrieval_rule: Annotated[
+        str | None,
+        typer.Option(
+            "--retrieval-rule",
+            help=f"{RULE_HELP}. Default: the judge's for judged answers (another rule gives "
+            "the retrieval verdicts again by it); all_gold for --outcome retrieval and "
+            "--neutral.",
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap and permutation seed.")] = 0,
     system: Annotated[
         str, typer.Option("--system", help="Name of the system in --neutral files.")
@@ -100,7 +103,8 @@ def analyze_cmd(
     )
     from ragaudit.report.text import flaky_lines, verdict_lines
 
-    check_rule(retrieval_rule)
+    if retrieval_rule is not None:
+        check_rule(retrieval_rule)
     project = project_for(config_path)
     summary = project.analyze(
         neutral=list(neutral or []),
@@ -116,7 +120,9 @@ def analyze_cmd(
     )
     run = RunDir(project.run_dir)
     if outcome is Outcome.retrieval:
-        console.print(f"outcome: retrieval correctness ({retrieval_rule})", markup=False)
+        console.print(
+            f"outcome: retrieval correctness ({retrieval_rule or DEFAULT_RULE})", markup=False
+        )
     for warning in summary.warnings:
         err_console.print(f"warning: {warning}", markup=False, style="yellow")
     for table in system_tables(summary):

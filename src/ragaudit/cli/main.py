@@ -5,7 +5,8 @@ no traceback (anything else is a bug and keeps its traceback)."""
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+import warnings
+from typing import Annotated, TextIO
 
 import typer
 
@@ -29,7 +30,7 @@ from ragaudit.cli import (
 from ragaudit.cli.common import set_config_before_verb
 from ragaudit.cli.console import console, err_console
 from ragaudit.cli.options import ConfigOption
-from ragaudit.errors import UserError, printable
+from ragaudit.errors import RunNotice, UserError, printable
 from ragaudit.rundir import release_locks
 from ragaudit.secrets import redact
 from ragaudit.version import __version__
@@ -146,10 +147,30 @@ INTERRUPTED_MESSAGE = (
 )
 
 
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """What ragaudit did on its own (:class:`RunNotice`) as a ``note:`` line; any other
+    warning as Python shows it."""
+    if issubclass(category, RunNotice):
+        err_console.print(f"note: {printable(redact(str(message)))}", markup=False)
+        return
+    _PYTHON_SHOWWARNING(message, category, filename, lineno, file, line)
+
+
+_PYTHON_SHOWWARNING = warnings.showwarning
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: run the app, turning user errors into one line."""
     from ragaudit.api.calls import command_line
 
+    warnings.showwarning = _show_warning
     try:
         with command_line():
             app(args=argv, prog_name="ragaudit")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from ragaudit.options import StrictOptions
+from ragaudit.options import MAX_TIMEOUT_S, StrictOptions
 from ragaudit.secrets import is_secret_parameter, mask_url, mask_url_query, register_url_value
 
 if TYPE_CHECKING:  # SQLAlchemy is imported only where a URL is parsed (the CLI starts faster)
@@ -29,7 +29,9 @@ class DatabaseConfig(StrictOptions):
         description="SQLAlchemy URL (sqlite:///f.db, duckdb:///f.duckdb, "
         "postgresql://user@host/db) or 'example' for the bundled example database.",
     )
-    timeout_s: float = Field(30.0, gt=0, description="Statement timeout for every query.")
+    timeout_s: float = Field(
+        30.0, gt=0, le=MAX_TIMEOUT_S, description="Statement timeout for every query."
+    )
     tables: list[str] | None = Field(None, description="Only these tables (default: all).")
 
 

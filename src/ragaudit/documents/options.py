@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from ragaudit.documents.checks import CRITIQUES
 from ragaudit.documents.generation import Strategy
-from ragaudit.options import StrictOptions
+from ragaudit.options import MAX_SEED, StrictOptions
 from ragaudit.records.models import LABELS, QuestionLabel
 
 
@@ -47,6 +47,14 @@ def _default_thresholds() -> dict[str, int]:
     return dict.fromkeys(CRITIQUES, 3)
 
 
+# A label's weight in a mix: a finite number from 0 to a million (the shares are the
+# weights over their total, so no mix needs more, and four of them cannot overflow it).
+MAX_WEIGHT = 1_000_000
+Weight = Annotated[float, Field(ge=0, le=MAX_WEIGHT)]
+# A critique's lowest accepted rating, on the critic's scale of 1 to 5.
+Rating = Annotated[int, Field(ge=1, le=5)]
+
+
 class DocumentOptions(StrictOptions):
     """How question-answer pairs are generated from the corpus (``generate.documents``)."""
 
@@ -55,8 +63,8 @@ class DocumentOptions(StrictOptions):
         description="statements: theme, statements, then a question per statement (a label "
         "mix is honoured); simple: one ask per context for factoid pairs (the baseline).",
     )
-    size: int = Field(20, ge=1, description="Accepted pairs wanted.")
-    mix: dict[QuestionLabel, float] | None = Field(
+    size: int = Field(20, ge=1, le=100_000, description="Accepted pairs wanted.")
+    mix: dict[QuestionLabel, Weight] | None = Field(
         None,
         description="Requested share of each label (statements), e.g. {fact_single: 1, "
         "summary: 1}, normalized, or 'uniform' (the four labels alike, unanswerable "
@@ -71,7 +79,7 @@ class DocumentOptions(StrictOptions):
         le=10,
         description="Passes over the contexts while fewer than size pairs are accepted.",
     )
-    thresholds: dict[str, int] = Field(
+    thresholds: dict[str, Rating] = Field(
         default_factory=_default_thresholds,
         description="Lowest accepted rating (1-5) of each critique: stand_alone, "
         "specificity, question_grounding, answer_grounding.",
@@ -106,17 +114,17 @@ class DocumentOptions(StrictOptions):
         description="Wording styles each accepted question is also asked in (default: "
         "templates.styles); [] for the generated question only.",
     )
-    max_contexts: int | None = Field(None, ge=1, description="Use at most this many contexts.")
-    seed: int = 0
+    max_contexts: int | None = Field(
+        None, ge=1, le=10_000_000, description="Use at most this many contexts."
+    )
+    seed: int = Field(0, ge=0, le=MAX_SEED)
 
     @field_validator("thresholds")
     @classmethod
     def _known_critiques(cls, value: dict[str, int]) -> dict[str, int]:
-        for name, rating in value.items():
+        for name in value:  # each rating is 1 to 5 by its type (Rating)
             if name not in CRITIQUES:
                 raise ValueError(f"unknown critique {name!r}: use {', '.join(CRITIQUES)}")
-            if not 1 <= rating <= 5:
-                raise ValueError(f"{name}: a threshold is a rating from 1 to 5")
         return _default_thresholds() | value
 
     @field_validator("mix", mode="before")

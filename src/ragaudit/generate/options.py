@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from ragaudit.documents.options import DocumentOptions
-from ragaudit.options import StrictOptions
+from ragaudit.options import MAX_SEED, StrictOptions
 
 _Target = Literal["tables", "foreign_keys", "associations"]
 
@@ -55,7 +55,7 @@ class TemplatesConfig(StrictOptions):
     attempts: int = Field(
         3, ge=1, le=10, description="LLM asks per template and style before the verbalizer."
     )
-    seed: int = 0
+    seed: int = Field(0, ge=0, le=MAX_SEED)
 
 
 class GoldRule(StrictOptions):
@@ -77,13 +77,13 @@ class GenerateOptions(StrictOptions):
         description="Keep groups whose answer is NULL (the row exists, the value is not "
         "recorded); then 'no value is recorded' is the correct answer.",
     )
-    max_groups_per_template: int | None = Field(None, ge=1)
+    max_groups_per_template: int | None = Field(None, ge=1, le=1_000_000)
     balanced: bool = Field(False, description="Same number of queries per group in every style.")
     unverified: bool = Field(
         False,
         description="Also ask wordings that were never verified (rejected ones never are).",
     )
-    seed: int = 0
+    seed: int = Field(0, ge=0, le=MAX_SEED)
     styles: list[str] | None = Field(None, description="Only these styles (default: all).")
     gold_ids: list[GoldRule] = Field(default_factory=list)
     gold_facts: Path | None = Field(

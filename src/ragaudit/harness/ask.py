@@ -13,7 +13,10 @@
   file, each (query, repeat) once; all the queries' first askings go first, then every
   query's second, and so on, so that an interrupted run has whole repeats. A system whose
   ``answer`` takes ``repeat`` is told which asking it is (a built-in system seeds its
-  LLM with it).
+  LLM with it);
+* text: an answer holding half a character (a lone UTF-16 surrogate, an emoji cut in two)
+  is recorded with U+FFFD in its place, and the run's warnings name the askings whose
+  answer holds U+FFFD, so that one such answer never fails the batch it is written with.
 """
 
 from __future__ import annotations
@@ -30,8 +33,9 @@ from typing import Any
 from ragaudit.aio import gather_all
 from ragaudit.records.io import JsonlAppender, read_jsonl, write_jsonl_atomic
 from ragaudit.records.models import QueryRecord, RepeatResponse, ResponseRecord
+from ragaudit.records.values import unicode_text
 from ragaudit.secrets import redact, redact_known
-from ragaudit.systems.base import System, SystemFailure
+from ragaudit.systems.base import System, SystemAnswer, SystemFailure
 
 FLUSH_RECORDS = 256
 FLUSH_SECONDS = 0.25
@@ -51,6 +55,10 @@ class SystemRunStats:
     completion_tokens: int = 0
     warnings: list[str] = field(default_factory=list)  # what its retrieved ids say is wrong
     repeats: int = 1  # times each query is asked (run --repeat N)
+    # The askings whose recorded answer holds U+FFFD in place of text that was not
+    # Unicode (half a character): how many, and the first few ("q0001 (repeat 2)").
+    replaced_text: int = 0
+    replaced_examples: list[str] = field(default_factory=list)
 
     @property
     def rate(self) -> float:
@@ -106,6 +114,38 @@ def _one_line(exc: BaseException) -> str:
     return redact(" ".join(text.split()))[:500]
 
 
+def _as_text(answer: SystemAnswer) -> tuple[SystemAnswer, bool]:
+    """``answer`` with every string of it (the response, each retrieved id and text) as
+    Unicode text (:func:`~ragaudit.records.values.unicode_text`), and whether it holds
+    U+FFFD in place of text that was not: a lone surrogate replaced here, or a response
+    that came with U+FFFD already (an LLM backend replaces the half character of a reply
+    before it caches it). A system of any kind can return half a character (an HTTP
+    server that cut an emoji in two sends ``"\\ud83d"``; Python code can hold one); no
+    file can hold it, so kept as it is it would fail the write of its whole batch, and of
+    every rerun alike. Replaced, the answer is kept and judged as what the system said,
+    and the run's warnings name it."""
+    changed = False
+    lone = 0
+    response = answer.response
+    if response:
+        response, lone = unicode_text(response)
+        changed = response is not answer.response
+    retrieved = []
+    for item in answer.retrieved:
+        doc_id, in_id = unicode_text(item.id)
+        text, in_text = unicode_text(item.text) if item.text else (item.text, 0)
+        if doc_id is not item.id or text is not item.text:
+            item = item.model_copy(update={"id": doc_id, "text": text})
+            changed = True
+        lone += in_id + in_text
+        retrieved.append(item)
+    replaced = bool(lone) or "\ufffd" in (response or "")
+    if changed:
+        # Pairs of surrogates joined into their character change the text too.
+        answer = SystemAnswer(response=response, retrieved=retrieved, usage=answer.usage)
+    return answer, replaced
+
+
 async def _ask(
     system: System,
     query: QueryRecord,
@@ -113,7 +153,9 @@ async def _ask(
     store_texts: bool = False,
     repeat: int = 0,
     seeded: bool = False,
-) -> ResponseRecord:
+) -> tuple[ResponseRecord, bool]:
+    """The record of one asking, and whether its answer holds U+FFFD in place of text
+    that was not Unicode (:func:`_as_text`)."""
     start = time.perf_counter()
     try:
         # ``repeat`` only to a system that takes it (takes_repeat): the protocol's option.
@@ -126,6 +168,7 @@ async def _ask(
     except Exception as exc:  # any failure of the system under test is a result, not a crash
         error = _one_line(exc)
     else:
+        answer, replaced = _as_text(answer)
         # A system that echoes a secret it was sent (a header token) must not put it
         # into responses/*.jsonl.
         # Passage texts only on request: they are the corpus again, once per query.
@@ -135,7 +178,7 @@ async def _ask(
             else item
             for item in answer.retrieved
         ]
-        return _record(
+        record = _record(
             repeat,
             query_id=query.query_id,
             system=system.name,
@@ -143,14 +186,23 @@ async def _ask(
             retrieved=retrieved,
             latency_s=time.perf_counter() - start,
             usage=answer.usage,
+            note=REPLACED_NOTE if replaced else None,
         )
-    return _record(
+        return record, replaced
+    # The message of a failure may quote what the system sent, half characters included:
+    # written as Unicode text too (what failed is said by the message itself).
+    record = _record(
         repeat,
         query_id=query.query_id,
         system=system.name,
         latency_s=time.perf_counter() - start,
-        error=error,
+        error=unicode_text(error)[0],
     )
+    return record, False
+
+
+# What a response record says of an answer that held text that was not Unicode.
+REPLACED_NOTE = "text that was not Unicode (half a character) is recorded as U+FFFD"
 
 
 def _record(repeat: int, **fields: Any) -> ResponseRecord:
@@ -259,8 +311,13 @@ async def run_system(
 
         async def worker() -> None:
             for query, repeat in source:  # shared iterator: each asking goes to one worker
-                record = await _ask(system, query, timeout_s, store_texts, repeat, seeded)
+                record, replaced = await _ask(system, query, timeout_s, store_texts, repeat, seeded)
                 stats.asked += 1
+                if replaced:
+                    stats.replaced_text += 1
+                    if len(stats.replaced_examples) < 5:
+                        which = f" (repeat {repeat})" if repeat else ""
+                        stats.replaced_examples.append(f"{query.query_id}{which}")
                 stats.prompt_tokens += record.usage.prompt_tokens
                 stats.completion_tokens += record.usage.completion_tokens
                 if record.error:
@@ -282,4 +339,20 @@ async def run_system(
             # Whatever finished is kept, also when the run is interrupted.
             flush()
             stats.seconds = time.perf_counter() - start
+            if stats.replaced_text:
+                stats.warnings.append(_replaced_note(system.name, stats))
     return stats
+
+
+def _replaced_note(name: str, stats: SystemRunStats) -> str:
+    """The warning for the answers recorded with U+FFFD in place of text that was not
+    Unicode, with the first askings it names."""
+    n = stats.replaced_text
+    shown = ", ".join(stats.replaced_examples)
+    if n > len(stats.replaced_examples):
+        shown += f", ... ({n - len(stats.replaced_examples)} more)"
+    return (
+        f"{name}: {n} answer{'s' if n > 1 else ''} held text that is not Unicode (half a "
+        "character: a lone UTF-16 surrogate, such as an emoji the system or its LLM cut in "
+        f"two), recorded with U+FFFD in its place and judged as it reads: {shown}"
+    )

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pydantic import Field
 
-from ragaudit.options import StrictOptions
+from ragaudit.options import MAX_CONCURRENCY, MAX_TIMEOUT_S, StrictOptions
 
 
 class HarnessConfig(StrictOptions):
@@ -15,7 +15,7 @@ class HarnessConfig(StrictOptions):
     concurrency: int = Field(
         8,
         ge=1,
-        le=1024,
+        le=MAX_CONCURRENCY,
         description="Queries in flight per system (an adapter's sync function runs in this "
         "many threads).",
     )
@@ -24,7 +24,9 @@ class HarnessConfig(StrictOptions):
         description="Keep the retrieved passages' texts in responses/*.jsonl (ids and "
         "scores are always kept); the report then shows them.",
     )
-    timeout_s: float = Field(120.0, gt=0, description="Per-query timeout of a system.")
+    timeout_s: float = Field(
+        120.0, gt=0, le=MAX_TIMEOUT_S, description="Per-query timeout of a system."
+    )
     index_dir: Path | None = Field(
         None, description="Where retrieval indexes persist (default: <run>/cache/index)."
     )

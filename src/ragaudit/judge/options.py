@@ -5,6 +5,8 @@ one."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import Field, field_validator
 
 from ragaudit.options import StrictOptions
@@ -20,6 +22,10 @@ DEFAULT_THRESHOLDS: dict[FreeMetric, float] = {
 }
 
 
+# A threshold is a score: every reference-free metric lies between -1 and 1.
+Threshold = Annotated[float, Field(ge=-1, le=1)]
+
+
 class ReferenceFreeOptions(StrictOptions):
     """Reference-free metrics and how their reliability is read."""
 
@@ -27,7 +33,7 @@ class ReferenceFreeOptions(StrictOptions):
         default_factory=lambda: list(FREE_METRICS),
         description="Metrics that judge --reference-free computes.",
     )
-    thresholds: dict[FreeMetric, float] = Field(
+    thresholds: dict[FreeMetric, Threshold] = Field(
         default_factory=lambda: dict(DEFAULT_THRESHOLDS),
         description="Per metric, the score at or above which it calls an answer correct.",
     )
@@ -52,9 +58,7 @@ class ReferenceFreeOptions(StrictOptions):
     @field_validator("thresholds")
     @classmethod
     def _complete(cls, value: dict[FreeMetric, float]) -> dict[FreeMetric, float]:
-        for metric, threshold in value.items():
-            if not -1.0 <= threshold <= 1.0:
-                raise ValueError(f"{metric}: a threshold is a score, between -1 and 1")
+        # Each threshold is -1 to 1 by its type (Threshold); a metric left out keeps its own.
         return {**DEFAULT_THRESHOLDS, **value}
 
     def threshold(self, metric: FreeMetric) -> float:

@@ -10,8 +10,11 @@ from pydantic import Field, SecretStr, field_validator
 
 from ragaudit.errors import ConfigError
 from ragaudit.llm.prices import ModelPrice
-from ragaudit.options import StrictOptions
+from ragaudit.options import MAX_CONCURRENCY, MAX_SEED, MAX_TIMEOUT_S, StrictOptions
 from ragaudit.secrets import mask_url_query, register_secret
+
+# The most threads llama.cpp's compute library is built for (ggml's GGML_MAX_N_THREADS).
+MAX_LOCAL_THREADS = 512
 
 
 class LLMConfig(StrictOptions):
@@ -31,18 +34,27 @@ class LLMConfig(StrictOptions):
         description="HTTP client for openai:<model>: 'aiohttp' (fast, default) or the official "
         "SDK ('openai-sdk').",
     )
-    max_concurrency: int = Field(8, ge=1, le=1024)
-    timeout_s: float = Field(120.0, gt=0, description="Per-call timeout.")
+    max_concurrency: int = Field(8, ge=1, le=MAX_CONCURRENCY)
+    timeout_s: float = Field(120.0, gt=0, le=MAX_TIMEOUT_S, description="Per-call timeout.")
     max_retries: int = Field(4, ge=0, le=50, description="Retries on 429/5xx/timeouts.")
-    max_retry_wait_s: float = Field(60.0, gt=0, description="Cap on one backoff or Retry-After.")
+    max_retry_wait_s: float = Field(
+        60.0, gt=0, le=3600, description="Cap on one backoff or Retry-After (at most an hour)."
+    )
     temperature: float = Field(0.0, ge=0, le=2)
-    max_tokens: int = Field(512, ge=1)
-    seed: int = 0
+    # A million tokens: more than any model's reply, so a cap above it is a typo.
+    max_tokens: int = Field(512, ge=1, le=1_000_000)
+    seed: int = Field(0, ge=0, le=MAX_SEED)
     structured_attempts: int = Field(3, ge=1, le=10, description="Asks for one structured reply.")
-    threads: int | None = Field(None, ge=1, description="Local model CPU threads (default: all).")
+    threads: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_LOCAL_THREADS,
+        description="Local model CPU threads (default: all).",
+    )
     context_size: int = Field(
         4096,
         ge=256,
+        le=10_000_000,  # the longest context windows models have are of this order
         description="The model's context window in tokens: the local model is loaded with it; "
         "doctor flags corpus chunks longer than it.",
     )

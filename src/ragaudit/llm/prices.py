@@ -39,8 +39,10 @@ class ModelPrice(StrictOptions):
     """The price of one model: US dollars per million input (prompt) tokens and per
     million output (completion) tokens."""
 
-    input: float = Field(ge=0, description="USD per million input (prompt) tokens")
-    output: float = Field(ge=0, description="USD per million output (completion) tokens")
+    # At most 10,000 USD per million tokens: more than ten times the dearest model listed
+    # anywhere, so that a price above it is a slip of the keyboard, not a price.
+    input: float = Field(ge=0, le=10_000, description="USD per million input (prompt) tokens")
+    output: float = Field(ge=0, le=10_000, description="USD per million output (completion) tokens")
 
 
 # OpenAI's list prices for a few common models (standard tier), by model name as

@@ -150,6 +150,11 @@ class ResponseRecord(_Record):
     latency_s: float | None = Field(None, ge=0)
     usage: TokenUsage = Field(default_factory=TokenUsage)
     error: str | None = None
+    note: str | None = Field(
+        None,
+        description="what ragaudit changed to record the answer: text that was not Unicode "
+        "(half a character, a lone surrogate) recorded as U+FFFD; null when nothing was",
+    )
 
     @property
     def retrieved_ids(self) -> list[str]:
@@ -223,7 +228,7 @@ class Judgement(_Record):
         None,
         description="the rules it was given under: the version of the judge's rules (its "
         "matchers and its prompt), whether the closed-domain rule applied, and the retrieval "
-        "rule ('rules 2; closed domain off; retrieval all_gold'). A judgement given under "
+        "rule ('rules 3; closed domain off; retrieval all_gold'). A judgement given under "
         "other rules than the judge's now is judged again, as one without this field is "
         "(written before it existed, under rules that may have changed since).",
     )
@@ -411,6 +416,12 @@ class FreeScoreRecord(_Record):
     query_id: str = Field(min_length=1)
     system: str = Field(min_length=1)
     metrics: dict[FreeMetric, MetricScore]
+    response_digest: str | None = Field(
+        None,
+        description="the fingerprint of the response scored (ResponseRecord.digest): scores "
+        "of a response replaced since are refused until scored again; null in files "
+        "written before scores kept it, or for rows scored without a run",
+    )
 
 
 # What became of a semantic group when its SQL was executed again (generate --refresh).
@@ -430,7 +441,11 @@ class RefreshedGroup(_Record):
     template_id: str = Field(min_length=1)
     bindings: dict[str, Scalar] = Field(default_factory=dict)
     old: Reference | None = Field(None, description="the reference before; null: new")
-    new: Reference | None = Field(None, description="the reference now; null: vanished")
+    new: Reference | None = Field(
+        None,
+        description="the reference now; null where a value it names is gone (a group that "
+        "left by the dataset's rules keeps its answer now)",
+    )
     old_query_ids: list[str] = Field(
         default_factory=list,
         description="its questions' ids before; their responses, judgements and scores "

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from json.encoder import encode_basestring as json_string
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -43,13 +43,12 @@ from ragaudit.analysis.summary import (
     SystemFigures,
     Tag,
 )
-from ragaudit.errors import UserError, check_seed
+from ragaudit.errors import StaleInputError, UserError, check_seed
 from ragaudit.judge.options import ReferenceFreeOptions
-from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, RuleFit
+from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, RuleFit, retrieval_correct
 from ragaudit.records.io import atomic_write_text, read_jsonl, write_jsonl_atomic
 from ragaudit.records.models import (
     CandidateRecord,
-    FreeScoreRecord,
     Judgement,
     RepeatJudgement,
     RepeatResponse,
@@ -67,11 +66,12 @@ from ragaudit.store import answer_sql
 from ragaudit.store.answers import fresh_answer_table
 from ragaudit.store.examples import answer_examples, repeat_attempts, retrieval_examples
 from ragaudit.store.files import DrilldownRow, read_documents_thresholds
+from ragaudit.store.manifest import notify, open_manifest
 from ragaudit.store.records import (
     OneRecordEach,
     RecordModel,
     read_dataset,
-    read_run_records,
+    read_fresh_scores,
     record_files,
 )
 
@@ -115,6 +115,7 @@ def load_examples(
     left_out: dict[tuple[str, str], Counter[str]] | None = None,
     dropped: set[int] | None = None,
     judge_failed: list[Example] | None = None,
+    under: set[str] | None = None,
 ) -> list[Example]:
     """Examples from neutral files, or from the run's dataset and its judgements (outcome
     ``answer``) or responses (outcome ``retrieval``: retrieval correctness is analyzed as
@@ -122,7 +123,8 @@ def load_examples(
     in ``undecided`` and left out of the answers, their retrievals kept in
     ``judge_failed`` for the retrieval figures; with outcome ``retrieval``, the queries without a
     retrieval verdict are counted per system and variant in ``left_out``, by why, and
-    their positions among the neutral lines added to ``dropped``. A second record of one
+    their positions among the neutral lines added to ``dropped``; ``under`` receives the
+    rules each judgement was given under. A second record of one
     (system, query), in its file or in another of the run (or of ``neutral``), is a
     one-line error naming both files: counted twice, it would weigh that query double."""
     left_out = left_out if left_out is not None else {}
@@ -153,7 +155,16 @@ def load_examples(
     # refused, never counted.
     if outcome == "retrieval":
         return retrieval_examples(run, rule, _record_files(run, ResponseRecord), left_out)
-    return answer_examples(run, _record_files(run, Judgement), undecided, judge_failed)
+    return answer_examples(run, _record_files(run, Judgement), undecided, judge_failed, under)
+
+
+def with_rule(ex: Example, rule: RetrievalRule) -> Example:
+    """``ex`` with its retrieval verdict given again by ``rule``, from the ids its system
+    retrieved and its gold ids, as the judge gives it (:func:`retrieval_correct`)."""
+    return replace(
+        ex,
+        retrieval_correct=retrieval_correct(ex.retrieved or (), ex.gold, rule, failed=ex.errored),
+    )
 
 
 _LITERAL = {True: "true", False: "false", None: "null"}
@@ -240,12 +251,14 @@ def choose_engine(
     neutral: list[Path],
     table: Path | None,
     outcome: Outcome,
+    rejudge: bool = False,
 ) -> tuple[Literal["memory", "sql"], list[str]]:
     """Which path analyzes: ``memory`` (the answers as records) or ``sql`` (the answer
     table aggregated by DuckDB), with why not SQL where it was asked for or could not be
     chosen. ``auto`` takes SQL for a table given (``table``) or a run whose answer table has
-    :data:`SQL_MIN_ROWS` rows or more, when SQL can give every figure; neutral JSON Lines
-    and ``--outcome retrieval`` are analyzed in memory."""
+    :data:`SQL_MIN_ROWS` rows or more, when SQL can give every figure; neutral JSON Lines,
+    ``--outcome retrieval`` and another retrieval rule than the judge's (``rejudge``) are
+    analyzed in memory."""
     if engine == "memory":
         if table is not None:
             raise UserError("a Parquet answer table is analyzed in SQL: --engine sql or auto")
@@ -255,6 +268,11 @@ def choose_engine(
         why.append("neutral JSON Lines are read in memory (give a Parquet answer table)")
     if outcome != "answer":
         why.append("--outcome retrieval is analyzed in memory")
+    if rejudge:
+        why.append(
+            "retrieval verdicts by another rule than the judge's are given in memory (the "
+            "answer table holds the judge's)"
+        )
     if not why and table is None and engine == "auto":
         path = run.answers_table
         if not path.is_file() or answer_sql.table_rows([path]) < SQL_MIN_ROWS:
@@ -270,7 +288,7 @@ def run_analysis(
     run: RunDir,
     *,
     neutral: list[Path] | None = None,
-    rule: RetrievalRule = DEFAULT_RULE,
+    rule: RetrievalRule | None = None,
     seed: int = 0,
     system: str | None = None,
     llm_only: str | None = None,
@@ -280,19 +298,174 @@ def run_analysis(
     table: Path | None = None,
     lambda_targets: Sequence[float] | None = None,
     lambda_draws: int = DEFAULT_DRAWS,
+    by: str = "analyze",
 ) -> AnalysisResult:
     """Analyze and write summary.json, summary.md and drilldown.jsonl into the run;
     ``system`` names the system of neutral files; ``reference_free`` (the configuration's
     section) reads the reference-free scores, when the run has them, at its thresholds.
+    ``rule``: the retrieval rule. None takes the judge's for judged answers (the rule
+    their retrieval verdicts were given by) and ``all_gold`` otherwise; another rule than
+    the judge's gives every retrieval verdict again by it, from the ids retrieved and the
+    gold ids (no judge is needed), except where the judge applied the closed-domain rule,
+    whose verdicts rest on the judge's retrieval rule: judge again with that rule.
     ``engine`` chooses the path (:func:`choose_engine`): in memory, or the run's answer
     table (or ``table``, a Parquet file in its schema) aggregated in SQL; both give the
     same figures. ``lambda_targets``: the lambda study at these shares of queries in gap
     groups, ``lambda_draws`` resamples each (:mod:`ragaudit.analysis.lambda_study`);
-    None: no study."""
+    None: no study. The files written are recorded in the run's manifest with what they
+    were made from and these options (``by``: the step that asked), so that a reader of
+    them later computes them again, with the same options, once an input has changed
+    (:func:`current_summary`). Nothing is written where the analysis fails."""
     check_seed(seed)
     targets = checked_lambda(lambda_targets, lambda_draws)
     neutral = neutral or []
-    chosen, _ = choose_engine(run, engine, neutral=neutral, table=table, outcome=outcome)
+    manifest = open_manifest(run)
+    # The inputs as they are before they are read: a change during the analysis leaves
+    # the summary stale, never current.
+    inputs = manifest.input_digests("summary", neutral) if table is None else None
+    options = summary_options(
+        neutral=neutral,
+        rule=rule,
+        seed=seed,
+        system=system,
+        llm_only=llm_only,
+        outcome=outcome,
+        reference_free=reference_free,
+        engine=engine,
+        lambda_targets=targets,
+        lambda_draws=lambda_draws,
+    )
+    result = _analysis(
+        run,
+        neutral=neutral,
+        rule=rule,
+        seed=seed,
+        system=system,
+        llm_only=llm_only,
+        outcome=outcome,
+        reference_free=reference_free,
+        engine=engine,
+        table=table,
+        targets=targets,
+        lambda_draws=lambda_draws,
+    )
+    if inputs is not None:
+        manifest.record("summary", step=by, options=options, inputs=inputs)
+    else:  # a Parquet table of the user's: the run's files were not its inputs
+        manifest.forget("summary")
+    return result
+
+
+def summary_options(
+    *,
+    neutral: Sequence[Path],
+    rule: RetrievalRule | None,
+    seed: int,
+    system: str | None,
+    llm_only: str | None,
+    outcome: Outcome,
+    reference_free: ReferenceFreeOptions | None,
+    engine: Engine,
+    lambda_targets: Sequence[float] | None,
+    lambda_draws: int,
+) -> dict[str, Any]:
+    """The options a summary was made with, as the manifest records them: what
+    :func:`current_summary` gives :func:`run_analysis` to make it again."""
+    return {
+        "neutral": [str(p.absolute()) for p in neutral],
+        "retrieval_rule": rule,
+        "seed": seed,
+        "system": system,
+        "llm_only": llm_only,
+        "outcome": outcome,
+        "reference_free": (reference_free or ReferenceFreeOptions()).model_dump(mode="json"),
+        "engine": engine,
+        "lambda_targets": None if lambda_targets is None else list(lambda_targets),
+        "lambda_draws": lambda_draws,
+    }
+
+
+def current_summary(run: RunDir, *, by: str) -> Summary:
+    """The run's summary as its inputs are now: summary.json where the manifest says it
+    was made from the files as they are, else analyzed again (and written) with the
+    options recorded for it, which is said once (a :class:`RunNotice`). What a reader of
+    the figures (``report``, ``export``) reads instead of summary.json itself, so that
+    it never passes on figures older than the records (``by``: that reader's step). A
+    summary no step recorded options for (written before the manifest, or edited by hand)
+    is made again with analyze's defaults. No summary at all is a one-line error; an
+    input the summary was read from outside the run that is gone is a
+    :class:`~ragaudit.errors.StaleInputError` naming ``analyze``."""
+    from ragaudit.report.summary_file import read_summary
+
+    if not run.summary.is_file():
+        raise UserError(f"no summary at {run.summary}: run ragaudit analyze first")
+    manifest = open_manifest(run)
+    state = manifest.check("summary")
+    manifest.save()
+    if state.current:
+        return read_summary(run.summary)
+    recorded = state.options or {}
+    neutral = [Path(p) for p in recorded.get("neutral") or []]
+    gone = next((p for p in neutral if not p.exists()), None)
+    if gone is not None:
+        raise StaleInputError(
+            f"{run.summary} was made from {gone}, which is gone, and {state.why}", "analyze"
+        )
+    thresholds = recorded.get("reference_free")
+    result = run_analysis(
+        run,
+        neutral=neutral,
+        rule=recorded.get("retrieval_rule"),
+        seed=int(recorded.get("seed") or 0),
+        system=recorded.get("system"),
+        llm_only=recorded.get("llm_only"),
+        outcome=recorded.get("outcome") or "answer",
+        reference_free=ReferenceFreeOptions.model_validate(thresholds) if thresholds else None,
+        engine=recorded.get("engine") or "auto",
+        lambda_targets=recorded.get("lambda_targets"),
+        lambda_draws=int(recorded.get("lambda_draws") or DEFAULT_DRAWS),
+        by=f"analyze (for {by})",
+    )
+    how = (
+        "with the options it was made with"
+        if state.options is not None
+        else ("with analyze's defaults (no options were recorded for it)")
+    )
+    notify(f"{run.summary} was stale ({state.why}): analyzed again {how}")
+    return result.summary
+
+
+def _analysis(
+    run: RunDir,
+    *,
+    neutral: list[Path],
+    rule: RetrievalRule | None,
+    seed: int,
+    system: str | None,
+    llm_only: str | None,
+    outcome: Outcome,
+    reference_free: ReferenceFreeOptions | None,
+    engine: Engine,
+    table: Path | None,
+    targets: tuple[float, ...] | None,
+    lambda_draws: int,
+) -> AnalysisResult:
+    """:func:`run_analysis`'s work: the figures, written."""
+    judged_rule, judged_warnings = _judge_rule(run)
+    # Another rule than the judge's for judged answers: the verdicts are given again by
+    # it, in memory (the answer table holds the judge's).
+    rejudge = (
+        rule is not None
+        and outcome == "answer"
+        and not neutral
+        and table is None
+        and set(judged_rule.split(" and ")) != {rule}
+    )
+    if rule is None:
+        rule = DEFAULT_RULE if neutral or outcome != "answer" else None
+    chosen, _ = choose_engine(
+        run, engine, neutral=neutral, table=table, outcome=outcome, rejudge=rejudge
+    )
     if chosen == "sql":
         strict = engine == "sql" or table is not None  # a table has no records to fall back on
         result = sql_analysis(
@@ -317,26 +490,45 @@ def run_analysis(
     labels = read_label_figures(run) if not neutral else None
     scan = read_scan(run) if not neutral else None
     documents = read_document_figures(run, seed) if not neutral else None
-    try:
-        examples = load_examples(
-            run, neutral, rule, system, outcome, undecided, left_out, dropped, failed
-        )
-    except UserError:
-        if labels is None and scan is None and documents is None:
-            raise
+    asked = ResponseRecord if outcome == "retrieval" else Judgement
+    if not neutral and not record_files(run, asked) and (labels or scan or documents):
         # A labelled or generated test set (and its scan) is worth a summary before any
-        # system ran.
+        # system ran. Only then: a run with records whose records cannot be read is
+        # refused, as gate and compare refuse it.
         return _write(
             run,
             Summary(
-                retrieval_rule=rule,
+                retrieval_rule=rule or judged_rule,
                 systems={},
                 labels=labels,
                 weight_scan=scan,
                 documents=documents,
-                cost=None if neutral else cost_figures(run),
+                cost=cost_figures(run),
             ),
         )
+    under: set[str] = set()
+    examples = load_examples(
+        run,
+        neutral,
+        rule or DEFAULT_RULE,
+        system,
+        outcome,
+        undecided,
+        left_out,
+        dropped,
+        failed,
+        under=under,
+    )
+    if rejudge and rule is not None:
+        if any("closed domain on" in u for u in under):
+            raise StaleInputError(
+                f"the answers were judged under the closed-domain rule, whose verdicts rest "
+                f"on the retrieval rule the judge applied ({judged_rule}), not {rule}",
+                "judge",
+                {"retrieval_rule": rule, "closed_domain": True},
+            )
+        examples = [with_rule(ex, rule) for ex in examples]
+        failed = [with_rule(ex, rule) for ex in failed]
     if not examples:
         what = (
             "judged answers"
@@ -354,15 +546,16 @@ def run_analysis(
         )
     analysis = analyze(examples, llm_only=llm_only, judge_failed=failed)
     systems, warnings = with_left_out(analysis.systems, left_out)
-    if neutral or outcome == "retrieval":
-        warnings += rule_warnings(examples, rule)
+    if neutral or outcome == "retrieval" or rejudge:
+        assert rule is not None
+        warnings += rule_warnings([*examples, *failed] if rejudge else examples, rule)
     else:
         # The judgements hold the verdicts: their rule, and its warnings, are the judge's.
-        rule, judged_warnings = _judge_rule(run)
+        rule = judged_rule
         warnings += judged_warnings
-        if outcome == "answer":
-            warnings += _unjudged(run, {*analysis.systems, *undecided})
-            warnings += _unjudged_repeats(run)
+    if not neutral and outcome == "answer":
+        warnings += _unjudged(run, {*analysis.systems, *undecided})
+        warnings += _unjudged_repeats(run)
     # R that cannot be measured is said once here, not once per comparison.
     note = robustness_note(systems)
     if note is not None:
@@ -551,7 +744,7 @@ def read_reference_free(
 ) -> ReferenceFreeFigures | None:
     """The reliability of the run's reference-free scores (scores/) against the judged
     answers, or None when none was scored."""
-    records = [r for _, file in read_run_records(run, FreeScoreRecord) for r in file]
+    records = [r for _, file in read_fresh_scores(run) for r in file]
     return reference_free_figures(examples, records, options.thresholds, options.target_precision)
 
 

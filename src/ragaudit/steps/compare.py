@@ -29,7 +29,12 @@ from ragaudit.report.compare import CompareFile, compare_markdown, read_compare
 from ragaudit.rundir import RunDir
 from ragaudit.steps.analyze import load_examples
 from ragaudit.store.examples import from_responses
-from ragaudit.store.records import read_dataset, read_run_records, record_files
+from ragaudit.store.records import (
+    read_dataset,
+    read_fresh_scores,
+    read_run_records,
+    record_files,
+)
 
 
 def _selected(
@@ -85,7 +90,7 @@ def _free_examples(run: RunDir, metric: str) -> tuple[list[Example], dict[tuple[
     queries = read_dataset(run).by_id
     values: dict[tuple[str, str], float] = {}
     examples = []
-    for _, records in read_run_records(run, FreeScoreRecord, files):
+    for _, records in read_fresh_scores(run, files):
         for record in records:
             score = record.metrics.get(metric)  # type: ignore[call-overload]  # checked name
             q = queries.get(record.query_id)

@@ -242,9 +242,9 @@ def run_demo(
     report then says how far each agrees with the grounded verdicts. ``progress`` shows
     a task per step, and one per system as it answers, is judged (``judge <system>``) and
     scored (``score <system>``)."""
-    from ragaudit.report.build import write_report
     from ragaudit.steps.analyze import run_analysis
     from ragaudit.steps.judge import judge_run
+    from ragaudit.steps.report import report_run
     from ragaudit.steps.run import run_systems
 
     # The demo's run folder (demo_config names it), held across every step.
@@ -287,5 +287,5 @@ def run_demo(
         with _stage(progress, timings, "analyze"):
             run_analysis(run, reference_free=config.reference_free)
         with _stage(progress, timings, "report"):
-            report = write_report(run)
+            report = report_run(run)
         return DemoResult(run=run, world=out / "world", report=report, timings=timings)

@@ -3,12 +3,15 @@
 interval bounds, report.html, summary.json and the answer table as artifacts), or as plain
 CSV or Parquet tables for anything else.
 
-A run is exported from what earlier steps wrote (summary.json from ``analyze``, the answer
-table from the JSON Lines); nothing is computed again. A second export of the same run to
-the same MLflow experiment updates its MLflow run instead of making another, as long as the
-run's configuration is the same (MLflow never changes a logged parameter): a run analyzed
-again with another configuration gets a new MLflow run, and the old one is tagged as
-superseded by it."""
+A run is exported from what earlier steps wrote, as current as its records: a summary (or
+a report) whose inputs changed since it was written is made again first, with the options
+recorded for it (:func:`~ragaudit.steps.analyze.current_summary`), and said so. A second
+export of the same run to the same MLflow experiment updates its MLflow run instead of
+making another, as long as the run's configuration is the same (MLflow never changes a
+logged parameter) and every metric logged before is logged again: a run analyzed again
+with another configuration, or one of whose figures became undefined (or went away),
+gets a new MLflow run, and the old one is tagged as superseded by it, since MLflow cannot
+delete a metric and an undefined figure must not stand as a number."""
 
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import yaml
 
@@ -30,6 +33,8 @@ if TYPE_CHECKING:
 # The tag that names the run directory an MLflow run was exported from.
 RUN_TAG = "ragaudit.run_dir"
 SUPERSEDED_TAG = "ragaudit.superseded_by"
+# The tag of a figure that is undefined, by its name, with why.
+UNDEFINED_TAG = "ragaudit.undefined."
 # MLflow's rule for metric and parameter names (letters, digits, _ - . space / :).
 _NAME_UNSAFE = re.compile(r"[^\w\-. /:]")
 _PARAM_MAX = 6000  # MLflow's limit on a parameter's value
@@ -51,15 +56,17 @@ class MlflowExport:
     metrics: int
     artifacts: list[str]
     undefined: list[str] = field(default_factory=list)
-    superseded: str | None = None  # the earlier MLflow run of another configuration
+    # The earlier MLflow run this one supersedes (another configuration, or a figure it
+    # holds that is undefined or gone now: ``why_new``).
+    superseded: str | None = None
+    why_new: str | None = None
 
 
 def _summary(run: RunDir) -> Summary:
-    from ragaudit.report.summary_file import read_summary
+    """The run's summary as current as its records (made again where it is stale)."""
+    from ragaudit.steps.analyze import current_summary
 
-    if not run.summary.is_file():
-        raise UserError(f"no summary at {run.summary}: run ragaudit analyze first")
-    return read_summary(run.summary)
+    return current_summary(run, by="export")
 
 
 def _name(text: str) -> str:
@@ -87,19 +94,75 @@ def _params(run: RunDir) -> dict[str, str]:
     return out
 
 
-def figure_rows(summary: Summary) -> list[tuple[str, float | None, float | None, float | None]]:
-    """Every figure of the summary as (name, value, low, high): ``system/variant/metric``
-    for the proportions, ``system/variant/retrieval/<metric>`` for the ranking metrics."""
-    rows: list[tuple[str, float | None, float | None, float | None]] = []
+class FigureRow(NamedTuple):
+    """One figure of a summary as the exports give it: its name, its value with its 95%
+    interval, and why it is undefined (``value`` None)."""
+
+    name: str
+    value: float | None
+    low: float | None
+    high: float | None
+    undefined: str | None = None
+
+
+def figure_rows(summary: Summary) -> list[FigureRow]:
+    """Every figure of the summary: ``system/variant/metric`` for the proportions,
+    ``system/variant/retrieval/<metric>`` for the ranking metrics, and, for a run with
+    repeats, ``system/variant/stability/mean_pass_rate`` and ``.../stability/flaky``
+    (``variant`` ``all`` for the whole system)."""
+    rows: list[FigureRow] = []
+    reasons = _undefined_reasons(summary)
     for row in summary.rows():
         name = f"{row['system']}/{row['variant']}/{row['metric']}"
-        rows.append((name, row["value"], row["low"], row["high"]))
+        why = None
+        if row["value"] is None:
+            why = reasons.get((row["system"], row["variant"], row["metric"])) or (
+                "nothing to count (n = 0)" if not row["n"] else "not measurable on this run"
+            )
+        rows.append(FigureRow(name, row["value"], row["low"], row["high"], why))
     for system, ranking in summary.retrieval_ranking.items():
         for variant, metrics in ranking.variants.items():
             for metric, mean in metrics.items():
                 name = f"{system}/{variant}/retrieval/{metric}"
-                rows.append((name, mean.value, mean.ci95[0], mean.ci95[1]))
+                why = None if mean.value is not None else "no query with gold ids was scored"
+                rows.append(FigureRow(name, mean.value, mean.ci95[0], mean.ci95[1], why))
+    for system, figures in summary.stability.items():
+        cores = {"all": figures, **figures.variants}
+        for variant, core in cores.items():
+            base = f"{system}/{variant}/stability"
+            mean = core.mean_pass_rate
+            rows.append(
+                FigureRow(
+                    f"{base}/mean_pass_rate",
+                    mean.value,
+                    mean.ci95[0],
+                    mean.ci95[1],
+                    None if mean.value is not None else "no query was judged",
+                )
+            )
+            flaky = core.flaky
+            rows.append(
+                FigureRow(
+                    f"{base}/flaky",
+                    flaky.value,
+                    flaky.ci95[0],
+                    flaky.ci95[1],
+                    None if flaky.value is not None else "no query was judged twice",
+                )
+            )
     return rows
+
+
+def _undefined_reasons(summary: Summary) -> dict[tuple[str, str, str], str]:
+    """Why R (and retrieval R) is undefined where the summary says why: (system, variant,
+    metric) -> the reason."""
+    out: dict[tuple[str, str, str], str] = {}
+    for system, figures in summary.systems.items():
+        for variant, v in figures.variants.items():
+            if v.robustness_undefined:
+                for metric in ("robustness", "robustness_retrieval"):
+                    out[system, variant, metric] = v.robustness_undefined
+    return out
 
 
 def export_mlflow(
@@ -132,35 +195,55 @@ def export_mlflow(
             order_by=["attributes.start_time DESC"],
         )
         current = [r for r in earlier if SUPERSEDED_TAG not in r.data.tags]
+        now = int(time.time() * 1000)
+        metrics: list[Metric] = []
+        undefined: list[str] = []
+        undefined_tags: list[RunTag] = []
+        for row in figure_rows(summary):
+            if row.value is None:
+                # Never NaN: an undefined figure is not logged, it is tagged with why.
+                undefined.append(row.name)
+                undefined_tags.append(
+                    RunTag(_name(UNDEFINED_TAG + row.name), row.undefined or "undefined")
+                )
+                continue
+            for suffix, number in (("", row.value), ("_low", row.low), ("_high", row.high)):
+                if number is not None:
+                    metrics.append(Metric(_name(row.name + suffix), float(number), now, 0))
+        logged = {m.key for m in metrics}
         reuse = current[0] if current and current[0].data.params == params else None
+        why_new = None
+        if reuse is not None:
+            # A metric of the earlier export that is not logged now would stand at its old
+            # value (MLflow cannot delete one): the figures go to a new MLflow run.
+            left = sorted(set(reuse.data.metrics) - logged)
+            if left:
+                why_new = f"{left[0]} is no longer a figure of this run (undefined, or gone)"
+                reuse = None
         superseded = None
         if reuse is not None:
             run_id = reuse.info.run_id
             client.update_run(run_id, status="RUNNING")
+            undefined_now = {t.key for t in undefined_tags}
+            for tag in reuse.data.tags:
+                if tag.startswith(UNDEFINED_TAG) and tag not in undefined_now:
+                    client.delete_tag(run_id, tag)  # defined again
         else:
             made = client.create_run(experiment_id, run_name=run.root.name, tags={RUN_TAG: key})
             run_id = made.info.run_id
             if current:
                 superseded = current[0].info.run_id
                 client.set_tag(superseded, SUPERSEDED_TAG, run_id)
-        now = int(time.time() * 1000)
-        metrics: list[Metric] = []
-        undefined: list[str] = []
-        for name, value, low, high in figure_rows(summary):
-            if value is None:
-                undefined.append(name)  # never NaN: an undefined figure is not logged
-                continue
-            for suffix, number in (("", value), ("_low", low), ("_high", high)):
-                if number is not None:
-                    metrics.append(Metric(_name(name + suffix), float(number), now, 0))
-        # MLflow takes at most 1000 metrics and 100 parameters per batch.
+        # MLflow takes at most 1000 metrics and 100 parameters (or tags) per batch.
         if reuse is None:
             items = [Param(k, v) for k, v in params.items()]
             for start in range(0, len(items), 100):
                 client.log_batch(run_id, params=items[start : start + 100])
         for start in range(0, len(metrics), 1000):
             client.log_batch(run_id, metrics=metrics[start : start + 1000])
-        client.log_batch(run_id, tags=[RunTag("ragaudit.undefined_figures", str(len(undefined)))])
+        tags = [RunTag("ragaudit.undefined_figures", str(len(undefined))), *undefined_tags]
+        for start in range(0, len(tags), 100):
+            client.log_batch(run_id, tags=tags[start : start + 100])
         artifacts = _log_artifacts(client, run_id, run)
         client.set_terminated(run_id)
     except MlflowException as exc:
@@ -177,6 +260,7 @@ def export_mlflow(
         artifacts=artifacts,
         undefined=undefined,
         superseded=superseded,
+        why_new=why_new,
     )
 
 
@@ -184,9 +268,12 @@ def _log_artifacts(client: Any, run_id: str, run: RunDir) -> list[str]:
     """report.html and summary.json as they are, and the answer table as Parquet (built
     from the JSON Lines where answers.parquet is stale)."""
     from ragaudit.records.io import write_parquet_atomic
+    from ragaudit.steps.report import current_report
     from ragaudit.store.answers import read_answer_table
 
     logged: list[str] = []
+    if run.report.is_file():
+        current_report(run, by="export")
     for path in (run.report, run.summary):
         if path.is_file():
             client.log_artifact(run_id, str(path))
@@ -204,9 +291,11 @@ def export_tables(run: RunDir, out: Path, fmt: TableFormat = "parquet") -> list[
     """Write the run's results as plain tables into ``out`` (``csv`` or ``parquet``):
     ``figures`` (one row per system x variant x metric, with its interval and n),
     ``comparisons`` (which system or wording is worse, by how much), ``ranking`` (the
-    retrieval metrics) and ``answers`` (one row per answer: the answer table); returns the
-    files written, each replaced atomically. List columns (retrieved ids, scores) are JSON
-    text in CSV. Undefined figures are empty cells (CSV) or nulls (Parquet), never NaN."""
+    retrieval metrics), ``stability`` (each system's pass rates over repeated askings,
+    ``run --repeat N``; no rows without repeats) and ``answers`` (one row per answer: the
+    answer table); returns the files written, each replaced atomically. List columns
+    (retrieved ids, scores) are JSON text in CSV. Undefined figures are empty cells (CSV)
+    or nulls (Parquet), never NaN."""
     import pandas as pd
 
     from ragaudit.records.io import atomic_write_text, write_parquet_atomic
@@ -223,6 +312,7 @@ def export_tables(run: RunDir, out: Path, fmt: TableFormat = "parquet") -> list[
         "figures": summary.to_pandas(),
         "comparisons": summary.comparisons_to_pandas(),
         "ranking": summary.ranking_to_pandas(),
+        "stability": summary.stability_to_pandas(),
     }
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -37,7 +38,7 @@ from ragaudit.records.io import atomic_write_json, read_jsonl, write_jsonl_atomi
 from ragaudit.records.models import QueryRecord
 from ragaudit.rundir import RunDir
 from ragaudit.steps.templates import check, open_database
-from ragaudit.store.records import read_queries
+from ragaudit.store.records import RECORD_FOLDERS, read_queries, record_files, remove_records
 from ragaudit.systems.corpus import load_corpus
 
 
@@ -253,6 +254,22 @@ def other_half(path: Path, source: str) -> Iterator[str]:
             yield q.model_dump_json(exclude_unset=True)
 
 
+def _query_ids(path: Path) -> set[str]:
+    """The query ids of a dataset file (none where there is none, or it cannot be read:
+    an unreadable earlier dataset is replaced, its records left as they are)."""
+    if not path.exists():
+        return set()
+    ids: set[str] = set()
+    try:
+        with path.open("rb") as handle:
+            for line in handle:
+                if line.strip():
+                    ids.add(json.loads(line)["query_id"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return set()
+    return ids
+
+
 def generate_dataset(
     config: Config,
     run: RunDir,
@@ -323,6 +340,20 @@ def generate_dataset(
         if documents:  # the other parts (generate --documents, --import) stay
             with partial.open("a", encoding="utf-8") as handle:
                 handle.writelines(line + "\n" for line in documents)
+        # The records of questions the new dataset no longer asks (another seed, other
+        # templates) go first, kept under retired/: read beside it they would be refused
+        # as answers to unknown questions, and a crash after this leaves only questions
+        # to ask again.
+        has_records = any(record_files(run, m) for m in RECORD_FOLDERS.values())
+        gone = _query_ids(run.dataset) - _query_ids(partial) if has_records else set()
+        if gone:
+            retired = remove_records(run, gone, run.retired_dir)
+            if retired:
+                stats.warnings.append(
+                    f"{len(gone)} questions of the earlier dataset are not asked any more: "
+                    f"their {sum(retired.values())} responses, judgements and scores were "
+                    f"moved to {run.retired_dir}"
+                )
         os.replace(partial, run.dataset)
     finally:
         partial.unlink(missing_ok=True)

@@ -180,6 +180,8 @@ def judge_run(
         dataset = read_dataset(run)  # held to the end: the answer table reads the same
         queries = dataset.by_id
         report = JudgeReport()
+        if not systems:
+            report.warnings += drop_orphans(run, {p.stem for p in files})
         for path in files:
             responses = list(read_jsonl(path, ResponseRecord))
             if not responses:
@@ -258,6 +260,34 @@ def judge_run(
         return report
 
 
+def drop_orphans(run: RunDir, answered: set[str]) -> list[str]:
+    """Remove the verdicts of systems whose responses file is gone (``answered``: the
+    stems of the responses files there are): they judged answers the run no longer holds,
+    and every reader refuses them. Verdicts without a response fingerprint (written by
+    hand, or before judgements kept one) stay. What was removed, one line per file."""
+    said: list[str] = []
+    for folder in (run.judgements_dir, run.repeats_dir / "judgements"):
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.glob("*.jsonl")):
+            if path.stem in answered:
+                continue
+            model: type[Judgement] = RepeatJudgement if folder != run.judgements_dir else Judgement
+            judgements = list(read_jsonl(path, model))
+            kept = [j for j in judgements if j.response_digest is None]
+            if len(kept) == len(judgements):
+                continue
+            if kept:
+                write_jsonl_atomic(path, kept)
+            else:
+                path.unlink()
+            said.append(
+                f"{path}: {len(judgements) - len(kept)} verdict(s) of answers the run no longer "
+                "holds (their responses file is gone) were removed"
+            )
+    return said
+
+
 def _decided(
     path: Path,
     answered: set[str],
@@ -273,7 +303,7 @@ def _decided(
     those of a system error whose query has an answer now (``answered``: after ``ragaudit
     run --retry-errors``), and, when an LLM judges this time (``redo_unmatched``), those
     the matchers alone could not decide (``unmatched``, from ``judge --no-llm``); those
-    of a response that has changed since (``digests``: query id -> the current
+    of a response that has changed since or is gone (``digests``: query id -> the current
     response's fingerprint; the system was run again); and those given against another
     reference than the question has now (``references``: the dataset by query id; it was
     generated again on changed data); and those given under other rules than ``under``
@@ -342,7 +372,7 @@ def standing(
         and not (
             digests is not None
             and j.response_digest is not None
-            and digests.get(key(j)) not in (None, j.response_digest)
+            and digests.get(key(j)) != j.response_digest
         )
         and not (references is not None and stale_reference(j, references))
     ]
@@ -368,10 +398,11 @@ def _judge_repeats(
     answers reach the cascade. None when the system has no repeats."""
     run = session.run_dir
     path = run.repeat_responses(name)
-    if not path.exists():
-        return None
-    responses = list(read_jsonl(path, RepeatResponse))
+    responses = list(read_jsonl(path, RepeatResponse)) if path.exists() else []
     if not responses:
+        # Verdicts of repeats no longer asked (run --rerun without --repeat) judged
+        # answers the run does not hold: they go, never to be counted.
+        run.repeat_judgements(name).unlink(missing_ok=True)
         return None
     keys = Counter((r.query_id, r.repeat) for r in responses)
     twice = next((k for k, n in keys.items() if n > 1), None)

@@ -66,11 +66,14 @@ def _failed(score: MetricScore) -> bool:
     return score.score is None and undefined_kind(score.undefined or "") in FAILURE_KINDS
 
 
-def _merged(path: Path) -> dict[str, FreeScoreRecord]:
+def _merged(path: Path, digests: Mapping[str, str] | None = None) -> dict[str, FreeScoreRecord]:
     """The records of ``path`` by query id, one per response: a metric scored again (after
-    a failure) replaces the earlier score. The file is rewritten, atomically, when it held
-    more than one record of a response. Failed scores are kept, with their reason, so that
-    analyze counts them until they are scored again."""
+    a failure) replaces the earlier score, and a record of another response than the
+    earlier one's (the system run again) replaces it whole. With ``digests`` (query id ->
+    the response's fingerprint now), the scores of a response no longer there, or replaced
+    since, are dropped, to be scored again. The file is rewritten, atomically, when it
+    held more than one record of a response or dropped one. Failed scores are kept, with
+    their reason, so that analyze counts them until they are scored again."""
     if not path.exists():
         return {}
     kept: dict[str, FreeScoreRecord] = {}
@@ -78,8 +81,17 @@ def _merged(path: Path) -> dict[str, FreeScoreRecord]:
     for record in read_jsonl(path, FreeScoreRecord):
         earlier = kept.get(record.query_id)
         changed |= earlier is not None
+        if earlier is not None and earlier.response_digest != record.response_digest:
+            earlier = None
         merged = {**(earlier.metrics if earlier else {}), **record.metrics}
         kept[record.query_id] = record.model_copy(update={"metrics": merged})
+    if digests is not None:
+        for query_id, record in list(kept.items()):
+            if record.response_digest is not None and digests.get(query_id) != (
+                record.response_digest
+            ):
+                del kept[query_id]
+                changed = True
     if changed:
         write_jsonl_atomic(path, kept.values())
     return kept
@@ -144,7 +156,8 @@ def score_run(
         assert llm is not None
         scorer = FreeScorer(llm, embed=embed, relevancy_questions=options.relevancy_questions)
         for path in files:
-            responses = [r for r in read_jsonl(path, ResponseRecord) if r.error is None]
+            answered = list(read_jsonl(path, ResponseRecord))
+            responses = [r for r in answered if r.error is None]
             if not responses:
                 continue
             name = responses[0].system
@@ -152,7 +165,8 @@ def score_run(
             if unknown:
                 raise UserError(f"{path}: response for unknown query {unknown[0]} (not in dataset)")
             out = run.scores(name)
-            done = _merged(out)
+            digests = {r.query_id: r.digest for r in answered}
+            done = _merged(out, digests)
             entry = report.setdefault(name, ScoreEntry())
             resample = _resampler(session, name, llm, {r.query_id: r for r in responses})
             todo: list[tuple[FreeItem, list[FreeMetric]]] = []
@@ -198,6 +212,10 @@ def score_run(
                                 on_step=task.advance,
                             )
                         )
+                        records = [
+                            record.model_copy(update={"response_digest": digests[record.query_id]})
+                            for record in records
+                        ]
                         sink.append_many(records)
                         for record in records:
                             entry.scored_now += 1

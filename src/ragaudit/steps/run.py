@@ -197,6 +197,10 @@ async def _run_systems(
         if rerun:
             run.responses(sc.name).unlink(missing_ok=True)
             run.repeat_responses(sc.name).unlink(missing_ok=True)
+            # The repeats' verdicts judged only the answers removed here; the first
+            # askings' stay, refused until judge judges the new answers (it keeps a
+            # verdict whose answer came back the same).
+            run.repeat_judgements(sc.name).unlink(missing_ok=True)
         try:
             # Its LLM calls counted as its own (what answering it cost), in usage.json.
             with usage_part(sc.name):

@@ -4,14 +4,14 @@ the verdict, the reference-free scores and where the answer went wrong), kept as
 row per asking: ``repeat`` says which (0, the first asking, for a run without repeats).
 
 The JSON Lines stay the source of truth, which a user may edit. The Parquet file holds
-what they gave when it was built, with their fingerprint in its metadata: the name,
-size, modification time and inode of each source file (``dataset.jsonl`` and every file
-under ``responses/``, ``judgements/`` and ``scores/``), the table's version and
-ragaudit's. A reader compares it with the files as they are now: a file that does not
-match (a source appended to, rewritten or edited by hand, added or removed), or that
-cannot be read, is rebuilt from the JSON Lines, never trusted. ``run``, ``judge`` and
-``judge --reference-free`` build it once at their end, so that the readers after them
-(``Project.answers()``) find it ready.
+what they gave when it was built, with their fingerprint in its metadata (and its entry in
+the run's manifest): the path and content digest of each source file (``dataset.jsonl``
+and every file under ``responses/``, ``judgements/``, ``scores/`` and ``repeats/``), the
+table's version and ragaudit's. A reader compares it with the files as they are now: a
+file that does not match (a source appended to, rewritten or edited by hand, added or
+removed), or that cannot be read, is rebuilt from the JSON Lines, never trusted.
+``run``, ``judge`` and ``judge --reference-free`` build it once at their end, so that the
+readers after them (``Project.answers()``) find it ready.
 """
 
 from __future__ import annotations
@@ -36,13 +36,14 @@ from ragaudit.records.models import (
 )
 from ragaudit.rundir import RunDir
 from ragaudit.store.examples import judged_examples
+from ragaudit.store.manifest import open_manifest
 from ragaudit.store.records import (
     check_fresh,
     check_fresh_repeats,
     read_dataset,
+    read_fresh_scores,
     read_run_records,
     record_files,
-    stamp,
 )
 from ragaudit.version import __version__
 
@@ -116,15 +117,17 @@ def source_files(run: RunDir) -> list[Path]:
 
 
 def fingerprint(run: RunDir) -> str:
-    """The source files as they are now (name, inode, size, modification time in ns; a
-    missing dataset as nulls), with the table's version and ragaudit's, as JSON text: a
-    table built from other files, or by another version, has another fingerprint."""
-    files = []
-    for path in source_files(run):
-        at = stamp(path)
-        files.append([path.relative_to(run.root).as_posix(), *(at[1:] if at else (None,) * 3)])
+    """The source files as they are now (each by its path in the run and its digest in the
+    run's manifest, :mod:`ragaudit.store.manifest`: a content digest, so a run folder
+    copied elsewhere keeps its table), with the table's version and ragaudit's, as JSON
+    text: a table built from other files, or by another version, has another
+    fingerprint."""
+    manifest = open_manifest(run)
+    files = manifest.digests(source_files(run))
+    manifest.save()
     return json.dumps(
-        {"table": TABLE_VERSION, "ragaudit": __version__, "files": files}, separators=(",", ":")
+        {"table": TABLE_VERSION, "ragaudit": __version__, "files": sorted(files.items())},
+        separators=(",", ":"),
     )
 
 
@@ -168,7 +171,7 @@ def build_answer_table(run: RunDir, mark: str | None = None) -> pa.Table:
     judgement_files = [list(records) for _, records in read_run_records(run, Judgement)]
     judged = {(j.system, j.query_id): j for file in judgement_files for j in file}
     scores: dict[tuple[str, str], list[tuple[str, float | None]]] = {}
-    for _, records in read_run_records(run, FreeScoreRecord):
+    for _, records in read_fresh_scores(run):
         for s in records:
             scores[s.system, s.query_id] = [(name, m.score) for name, m in s.metrics.items()]
     columns: dict[str, list[Any]] = {name: [] for name in COLUMNS}
@@ -267,11 +270,18 @@ def _stored(path: Path, mark: str) -> pa.Table | None:
 
 def write_answer_table(run: RunDir) -> pa.Table:
     """Build the table from the run's JSON Lines and write it to ``answers.parquet``
-    (atomically); return it."""
+    (atomically), recorded in the run's manifest; return it."""
     mark = fingerprint(run)  # before the sources are read: a change during the read shows
     table = build_answer_table(run, mark)
-    write_parquet_atomic(run.answers_table, table)
+    _write(run, table, mark)
     return table
+
+
+def _write(run: RunDir, table: pa.Table, mark: str) -> None:
+    """Write the table and record it in the manifest with the digests it was built from."""
+    manifest = open_manifest(run)  # before the table is there to be taken in
+    write_parquet_atomic(run.answers_table, table)
+    manifest.record("answers", inputs=dict(json.loads(mark)["files"]))
 
 
 def fresh_answer_table(run: RunDir) -> Path:
@@ -292,7 +302,7 @@ def fresh_answer_table(run: RunDir) -> Path:
     except (OSError, ValueError, pa.ArrowException):
         fresh = False
     if not fresh:
-        write_parquet_atomic(path, build_answer_table(run, mark))
+        _write(run, build_answer_table(run, mark), mark)
     return path
 
 
@@ -306,7 +316,7 @@ def read_answer_table(run: RunDir, *, write: bool = True) -> pa.Table:
         return table if table is not None else build_answer_table(run, mark)
     table = build_answer_table(run, mark)
     with contextlib.suppress(OSError, UserError):  # a read-only run: the file stays as it is
-        write_parquet_atomic(run.answers_table, table)
+        _write(run, table, mark)
     return table
 
 
@@ -321,6 +331,7 @@ def refresh_answer_table(run: RunDir) -> None:
     except UserError:
         with contextlib.suppress(OSError):
             run.answers_table.unlink()
+        open_manifest(run).forget("answers")
 
 
 def _add_row(

@@ -153,13 +153,15 @@ def answer_examples(
     files: list[Path] | None = None,
     undecided: Counter[str] | None = None,
     judge_failed: list[Example] | None = None,
+    under: set[str] | None = None,
 ) -> list[Example]:
     """The run's answers as examples: the dataset joined with the judgements of ``files``
     (every judgements file by default) and the responses' retrieved ids; the judgements
     the judge failed to give are counted per system in ``undecided``, and their
     retrievals kept in ``judge_failed`` (:func:`from_records`). A judgement of
     another response than its system's file holds now (the system run again) is refused
-    (:func:`~ragaudit.store.records.check_fresh`), never scored."""
+    (:func:`~ragaudit.store.records.check_fresh`), never scored. ``under`` receives the
+    rules each judgement was given under (:attr:`Judgement.judged_under`)."""
     queries = read_dataset(run)
     digests: dict[str, dict[str, str]] = {}
     retrieved = read_retrieved_ids(run, digests)
@@ -170,6 +172,8 @@ def answer_examples(
             judgements = list(records)
             if judgements:
                 check_fresh(run, judgements, digests.get(judgements[0].system, {}), queries.by_id)
+                if under is not None:
+                    under.update(j.judged_under for j in judgements if j.judged_under)
             yield judgements
 
     return judged_examples(queries.by_id, fresh(), retrieved, undecided, judge_failed)
@@ -220,9 +224,12 @@ def repeat_attempts(run: RunDir) -> list[Attempt]:
             continue
         system = repeats[0].system
         path = run.repeat_responses(system)
-        if path.exists():
-            now = {(r.query_id, r.repeat): r.digest for r in read_jsonl(path, RepeatResponse)}
-            check_fresh_repeats(run, repeats, now)
+        now = (
+            {(r.query_id, r.repeat): r.digest for r in read_jsonl(path, RepeatResponse)}
+            if path.exists()
+            else {}
+        )
+        check_fresh_repeats(run, repeats, now)
         first = run.judgements(system)
         if first.exists():
             _, judged = next(read_run_records(run, Judgement, [first]))

@@ -13,6 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TypeVar
 
+from ragaudit.errors import StaleInputError
 from ragaudit.records.io import (
     JsonlAppender,
     RecordFileError,
@@ -247,37 +248,53 @@ def check_fresh(
     """Refuse judgements made of other responses than the run holds now (``digests``: query
     id -> the current response's fingerprint): a system run again after its responses file
     was deleted keeps its old verdicts otherwise, and a broken candidate would be scored
-    by its predecessor's. With ``queries`` (the dataset by id), refuse also those given
-    against another reference than the question has now: a dataset generated again on
-    changed data would otherwise keep verdicts against answers that are no longer true.
-    ``ragaudit judge`` judges such responses anew. A judgement written before judgements
-    kept a fingerprint, or whose response is gone, is not checked."""
-    for j in judgements:
-        now = digests.get(j.query_id)
-        if j.response_digest is not None and now is not None and now != j.response_digest:
-            stale = sum(
-                1
-                for k in judgements
-                if k.response_digest is not None
-                and digests.get(k.query_id) not in (None, k.response_digest)
+    by its predecessor's. A judgement whose response is gone (its file removed, by hand or
+    by ``run --rerun``) is refused too. With ``queries`` (the dataset by id), refuse also
+    those given against another reference than the question has now: a dataset generated
+    again on changed data would otherwise keep verdicts against answers that are no longer
+    true. Each is a :class:`~ragaudit.errors.StaleInputError` whose step is ``judge``,
+    which judges such responses anew and drops the verdicts of answers that are gone. A
+    judgement written before judgements kept a fingerprint (or supplied by the user
+    without one) is not checked."""
+    if not judgements:
+        return
+    system = judgements[0].system
+    changed = [
+        j
+        for j in judgements
+        if j.response_digest is not None and digests.get(j.query_id) != j.response_digest
+    ]
+    if changed:
+        gone = [j for j in changed if j.query_id not in digests]
+        first = (gone or changed)[0]
+        if gone:
+            why = (
+                f"judged responses that {run.responses(system)} no longer holds (the "
+                "responses were removed)"
             )
-            raise RecordFileError(
-                f"{run.judgements(j.system)}: {stale} judgement(s) of {j.system} (query "
-                f"{j.query_id} first) judged another response than {run.responses(j.system)} "
-                "holds now (the system was run again): run ragaudit judge, which judges "
-                "them anew"
+        else:
+            why = (
+                f"judged another response than {run.responses(system)} holds now (the "
+                "system was run again)"
             )
+        raise StaleInputError(
+            f"{run.judgements(system)}: {len(changed)} judgement(s) of {system} (query "
+            f"{first.query_id} first) {why}",
+            "judge",
+            {"systems": [system]},
+        )
     if queries is None:
         return
     stale_ones = [j for j in judgements if stale_reference(j, queries)]
     if stale_ones:
         first = stale_ones[0]
-        raise RecordFileError(
+        raise StaleInputError(
             f"{run.judgements(first.system)}: {len(stale_ones)} judgement(s) of "
             f"{first.system} (query {first.query_id} first) were given against another "
             f"reference than {run.dataset} holds now (the dataset was generated again on "
-            "changed data; generate --refresh gives changed questions new ids instead): run "
-            "ragaudit judge, which judges them anew"
+            "changed data; generate --refresh gives changed questions new ids instead)",
+            "judge",
+            {"systems": [first.system]},
         )
 
 
@@ -285,21 +302,75 @@ def check_fresh_repeats(
     run: RunDir, judgements: list[RepeatJudgement], digests: Mapping[tuple[str, int], str]
 ) -> None:
     """:func:`check_fresh` for the judgements of one system's repeats (``digests``: (query
-    id, repeat) -> the fingerprint of that repeat's answer now)."""
+    id, repeat) -> the fingerprint of that repeat's answer now; a repeat no longer asked,
+    after ``run --rerun`` with fewer repeats, has none)."""
     stale = [
         j
         for j in judgements
         if j.response_digest is not None
-        and digests.get((j.query_id, j.repeat)) not in (None, j.response_digest)
+        and digests.get((j.query_id, j.repeat)) != j.response_digest
     ]
     if stale:
         first = stale[0]
-        raise RecordFileError(
+        answers = run.repeat_responses(first.system)
+        if (first.query_id, first.repeat) in digests:
+            why = f"another answer than {answers} holds now (the system was run again)"
+        else:
+            why = f"an answer that {answers} no longer holds (asked again, or removed)"
+        raise StaleInputError(
             f"{run.repeat_judgements(first.system)}: {len(stale)} judgement(s) of "
             f"{first.system}'s repeats (query {first.query_id}, repeat {first.repeat} first) "
-            f"judged another answer than {run.repeat_responses(first.system)} holds now (the "
-            "system was run again): run ragaudit judge, which judges them anew"
+            f"judged {why}",
+            "judge",
+            {"systems": [first.system]},
         )
+
+
+def check_fresh_scores(
+    run: RunDir, scores: list[FreeScoreRecord], digests: Mapping[str, str]
+) -> None:
+    """:func:`check_fresh` for one system's reference-free scores (``digests``: query id
+    -> the fingerprint of its response now): a score of a response replaced since, or no
+    longer there, is refused until ``judge --reference-free`` scores it again. A score
+    written before scores kept a fingerprint is not checked."""
+    stale = [
+        s
+        for s in scores
+        if s.response_digest is not None and digests.get(s.query_id) != s.response_digest
+    ]
+    if stale:
+        first = stale[0]
+        raise StaleInputError(
+            f"{run.scores(first.system)}: {len(stale)} score(s) of {first.system} (query "
+            f"{first.query_id} first) scored another response than "
+            f"{run.responses(first.system)} holds now",
+            "score",
+            {"systems": [first.system]},
+        )
+
+
+def response_digests(run: RunDir, system: str) -> dict[str, str]:
+    """Query id -> the fingerprint of ``system``'s response to it now
+    (:attr:`ResponseRecord.digest`; none when it has no responses file): what a judgement
+    or a score of it must have judged."""
+    path = run.responses(system)
+    if not path.exists():
+        return {}
+    return {r.query_id: r.digest for r in read_jsonl(path, ResponseRecord)}
+
+
+def read_fresh_scores(
+    run: RunDir, files: list[Path] | None = None
+) -> Iterator[tuple[Path, list[FreeScoreRecord]]]:
+    """Each of the run's reference-free score files (``files``, or every one) with its
+    records, as :func:`read_run_records` reads them, each file refused whole where it
+    holds a score of another response than the run holds now
+    (:func:`check_fresh_scores`)."""
+    for path, records in read_run_records(run, FreeScoreRecord, files):
+        scores = list(records)
+        if scores:
+            check_fresh_scores(run, scores, response_digests(run, scores[0].system))
+        yield path, scores
 
 
 def read_responses(

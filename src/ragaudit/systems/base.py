@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pydantic import Field, model_validator
 
-from ragaudit.options import StrictOptions
+from ragaudit.options import MAX_TIMEOUT_S, StrictOptions
 from ragaudit.records.models import QueryRecord, RetrievedItem, TokenUsage
 
-# The keys of the one flat class all systems shared before issue 15, and the values that
-# meant "not set" for a kind that had no use for them.
+# The keys of the one flat class all systems once shared (before each kind had its own),
+# and the values that meant "not set" for a kind that had no use for them.
 FLAT_DEFAULTS: dict[str, Any] = {
     "retriever": "bm25",
     "text_weight": 0.5,
@@ -44,7 +45,9 @@ class SystemOptions(StrictOptions):
         "adapter is given k only when it is set (else the system keeps its own depth), and "
         "one that cannot take it is an error.",
     )
-    timeout_s: float | None = Field(None, gt=0, description="Per-query timeout (else harness).")
+    timeout_s: float | None = Field(
+        None, gt=0, le=MAX_TIMEOUT_S, description="Per-query timeout (else harness)."
+    )
     repeat: int = Field(
         1,
         ge=1,
@@ -103,11 +106,14 @@ class SystemAnswer:
 class Answer:
     """What a Python callable under test may return (``ra.Answer``): the answer's text and
     the ids of the documents it retrieved (best first), and optionally their texts, so
-    that ragaudit can say whether retrieval or generation went wrong."""
+    that ragaudit can say whether retrieval or generation went wrong. An id is a
+    non-empty string or an integer (recorded as its digits), a text a string (None: not
+    known), as :mod:`ragaudit.records.values` rules; another value (None as an id, a
+    float, a list) is that answer's error, in one line naming the system and the value."""
 
     text: str | None
-    retrieved_ids: list[str] = field(default_factory=list)
-    contexts: list[str] | None = None
+    retrieved_ids: Sequence[str | int] = field(default_factory=list)
+    contexts: Sequence[str | None] | None = None
 
     def __post_init__(self) -> None:
         for name in ("retrieved_ids", "contexts"):

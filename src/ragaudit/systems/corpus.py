@@ -36,8 +36,13 @@ class CorpusConfig(StrictOptions):
         None, description="JSON {id: text}, JSON list / JSONL of {id, text}, or a folder."
     )
     chunking: Literal["document", "paragraph", "window"] = "document"
-    chunk_size: int = Field(200, ge=1, description="Words per window (chunking: window).")
-    chunk_overlap: int = Field(50, ge=0, description="Words shared by neighbouring windows.")
+    # A hundred thousand words: a whole book in one window, beyond any model's context.
+    chunk_size: int = Field(
+        200, ge=1, le=100_000, description="Words per window (chunking: window)."
+    )
+    chunk_overlap: int = Field(
+        50, ge=0, le=100_000, description="Words shared by neighbouring windows."
+    )
 
 
 class CorpusError(UserError):

@@ -40,6 +40,7 @@ from ragaudit.errors import (
     LLMTimeoutError,
 )
 from ragaudit.llm.types import GenerationParams, Messages, RawCompletion, cached_prompt_tokens
+from ragaudit.records.values import unicode_text
 from ragaudit.secrets import redact, register_secret
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -207,8 +208,12 @@ def _completion_from(data: Any, attempt: int) -> RawCompletion:
         choice = data["choices"][0]
         text = (choice.get("message") or {}).get("content") or ""
         usage = data.get("usage") or {}
+        # A reply cut inside a character (an emoji's "\ud83d" without its other half) is
+        # valid JSON but no text: with U+FFFD in place of the half, it can be cached,
+        # hashed, written and judged like any other reply.
+        text, _ = unicode_text(str(text))
         return RawCompletion(
-            text=str(text),
+            text=text,
             prompt_tokens=int(usage.get("prompt_tokens") or 0),
             completion_tokens=int(usage.get("completion_tokens") or 0),
             finish_reason=choice.get("finish_reason"),

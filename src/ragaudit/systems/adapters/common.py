@@ -15,6 +15,7 @@ from pydantic import Field, field_validator
 
 from ragaudit.errors import ConfigError
 from ragaudit.records.models import RetrievedItem, TokenUsage
+from ragaudit.records.values import document_id, passage_text
 from ragaudit.secrets import register_secret
 from ragaudit.systems.base import Answer, SystemAnswer, SystemFailure, SystemOptions
 
@@ -65,25 +66,59 @@ def _no_k(name: str, what: str) -> ConfigError:
 
 
 def _as_list(value: Any) -> list[Any]:
+    """A list of what a system returned: None is none, a tuple is a list, and one value
+    alone is a list of one (an HTTP reply's path may give a single id)."""
     if value is None:
         return []
-    return value if isinstance(value, list) else [value]
+    return list(value) if isinstance(value, list | tuple) else [value]
 
 
-def _items(ids: Any, texts: Any = None, scores: Any = None) -> list[RetrievedItem]:
+def _id(value: Any, source: str, field: str, i: int) -> str:
+    """``value``, item ``i`` of what ``source`` returned as ``field``, as a document id
+    (:func:`~ragaudit.records.values.document_id`); a bad one is that answer's failure, in
+    one line naming the system, the item and the value."""
+    try:
+        return document_id(value)
+    except ValueError as exc:
+        raise SystemFailure(f"{source} returned {field}[{i}] {exc}") from None
+
+
+def _text(value: Any, source: str, i: int) -> str | None:
+    """Item ``i`` of the passages' texts ``source`` returned, by the one text rule
+    (:func:`~ragaudit.records.values.passage_text`): a string, or None where the system
+    gave none; another value is that answer's failure, in one line."""
+    try:
+        return passage_text(value)
+    except ValueError as exc:
+        raise SystemFailure(f"{source} returned contexts[{i}] {exc}") from None
+
+
+def _score(value: Any, source: str, i: int) -> float | None:
+    """Item ``i`` of the scores ``source`` returned: a number (or its text), or None."""
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise SystemFailure(
+            f"{source} returned scores[{i}] {value!r:.60}: a score is a number"
+        ) from None
+
+
+def _items(ids: Any, texts: Any = None, scores: Any = None, *, source: str) -> list[RetrievedItem]:
+    """The retrieved items of ``source``'s answer (``system <name>``): its ids (each by
+    the one id rule), with their texts and scores where given."""
     id_list, text_list, score_list = _as_list(ids), _as_list(texts), _as_list(scores)
     if not id_list and text_list:
         # Contexts without ids: number them so that they still show in the report.
         id_list = [f"context-{i}" for i in range(1, len(text_list) + 1)]
     out = []
     for i, doc_id in enumerate(id_list):
-        text = text_list[i] if i < len(text_list) else None
-        score = score_list[i] if i < len(score_list) else None
         out.append(
             RetrievedItem(
-                id=str(doc_id),
-                text=None if text is None else str(text),
-                score=None if score is None else float(score),
+                id=_id(doc_id, source, "retrieved_ids", i),
+                text=_text(text_list[i], source, i) if i < len(text_list) else None,
+                score=_score(score_list[i], source, i) if i < len(score_list) else None,
             )
         )
     return out
@@ -97,14 +132,16 @@ def to_answer(value: Any, source: str) -> SystemAnswer:
         return value
     if isinstance(value, Answer):
         return SystemAnswer(
-            response=value.text, retrieved=_items(list(value.retrieved_ids), value.contexts)
+            response=value.text,
+            retrieved=_items(value.retrieved_ids, value.contexts, source=source),
         )
     if value is None or isinstance(value, str):
         return SystemAnswer(response=value)
     if isinstance(value, tuple) and 1 <= len(value) <= 3:
         answer, ids, texts = [*value, None, None][:3]
         return SystemAnswer(
-            response=None if answer is None else str(answer), retrieved=_items(ids, texts)
+            response=None if answer is None else str(answer),
+            retrieved=_items(ids, texts, source=source),
         )
     if isinstance(value, dict):
         answer = value.get("answer", value.get("response"))
@@ -115,6 +152,7 @@ def to_answer(value: Any, source: str) -> SystemAnswer:
                 value.get("retrieved_ids", value.get("ids")),
                 value.get("contexts"),
                 value.get("scores"),
+                source=source,
             ),
             usage=TokenUsage(
                 prompt_tokens=int(usage.get("prompt_tokens", 0)),
@@ -154,9 +192,19 @@ def _built(obj: Any) -> Any:
     return obj
 
 
-def _doc_item(doc_id: Any, text: Any, score: Any) -> RetrievedItem:
+def _first_id(*candidates: Any) -> Any:
+    """The first of a document's possible ids that is given (not None, not ""): its
+    metadata's id field, then the framework's own id. ``0`` is an id, not a missing one."""
+    return next(
+        (c for c in candidates if c is not None and not (isinstance(c, str) and not c)), None
+    )
+
+
+def _doc_item(doc_id: Any, text: Any, score: Any, source: str, i: int) -> RetrievedItem:
+    """Document ``i`` that a LangChain or LlamaIndex system (``source``) retrieved, its id
+    by the one id rule."""
     return RetrievedItem(
-        id=str(doc_id),
-        text=None if text is None else str(text),
-        score=None if score is None else float(score),
+        id=_id(doc_id, source, "retrieved_ids", i),
+        text=_text(text, source, i),
+        score=_score(score, source, i),
     )

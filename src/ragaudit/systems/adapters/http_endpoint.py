@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import re
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from ragaudit.errors import ConfigError
 from ragaudit.records.models import QueryRecord
@@ -38,6 +39,26 @@ class HTTPSystemConfig(SystemOptions):
     ids_path: str | None = Field(None, description="JSON path of the retrieved document ids.")
     contexts_path: str | None = Field(None, description="JSON path of the retrieved texts.")
     retries: int = Field(2, ge=0, le=20, description="Retries on 5xx, 429 and connection errors.")
+
+    @field_validator("request")
+    @classmethod
+    def _finite_numbers(cls, value: Any) -> Any:
+        """The template is free-form JSON, so the base class's rule on floats does not
+        reach it: a ``.inf`` or ``.nan`` in it could be sent as no valid JSON and would
+        break every file the configuration is written to (``provenance.json``). Walked
+        without recursion, so that a deeply nested template cannot overflow the stack."""
+        stack: list[tuple[str, Any]] = [("", value)]
+        while stack:
+            where, item = stack.pop()
+            if isinstance(item, float) and not math.isfinite(item):
+                place = f"{where}: " if where else ""
+                raise ValueError(f"{place}{item} is not a finite number (JSON has no such value)")
+            if isinstance(item, dict):
+                named = [(f"{where}.{key}" if where else str(key), v) for key, v in item.items()]
+                stack.extend(reversed(named))  # the first in the file is reported first
+            elif isinstance(item, list):
+                stack.extend(reversed([(f"{where}[{i}]", v) for i, v in enumerate(item)]))
+        return value
 
 
 _FIELD = re.compile(r"\{(query|query_id|variant|k|repeat)\}")
@@ -191,7 +212,9 @@ class HTTPSystem:
             raise SystemFailure(str(exc)) from None
         if answer is not None and not isinstance(answer, str):
             answer = json.dumps(answer, ensure_ascii=False)
-        return SystemAnswer(response=answer, retrieved=_items(ids, texts))
+        return SystemAnswer(
+            response=answer, retrieved=_items(ids, texts, source=f"system {self.name}")
+        )
 
     async def aclose(self) -> None:
         """Close the connection pool."""

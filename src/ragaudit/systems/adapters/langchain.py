@@ -12,6 +12,7 @@ from ragaudit.systems.adapters.common import (
     _as_list,
     _built,
     _doc_item,
+    _first_id,
     _no_k,
     load_target,
 )
@@ -56,10 +57,13 @@ class LangChainSystem:
 
     def _documents(self, docs: Any) -> list[RetrievedItem]:
         out = []
-        for i, doc in enumerate(_as_list(docs), 1):
+        for i, doc in enumerate(_as_list(docs)):
             meta = getattr(doc, "metadata", None) or {}
-            doc_id = meta.get(self.id_field) or getattr(doc, "id", None) or f"context-{i}"
-            out.append(_doc_item(doc_id, getattr(doc, "page_content", None), meta.get("score")))
+            doc_id = _first_id(
+                meta.get(self.id_field), getattr(doc, "id", None), f"context-{i + 1}"
+            )
+            text, score = getattr(doc, "page_content", None), meta.get("score")
+            out.append(_doc_item(doc_id, text, score, f"system {self.name}", i))
         return out
 
     async def answer(self, query: QueryRecord) -> SystemAnswer:

@@ -12,6 +12,7 @@ from ragaudit.systems.adapters.common import (
     _as_list,
     _built,
     _doc_item,
+    _first_id,
     _no_k,
     load_target,
 )
@@ -46,11 +47,14 @@ class LlamaIndexSystem:
 
     def _nodes(self, nodes: Any) -> list[RetrievedItem]:
         out = []
-        for item in _as_list(nodes):
+        for i, item in enumerate(_as_list(nodes)):
             node = getattr(item, "node", item)
             meta = getattr(node, "metadata", None) or {}
-            doc_id = meta.get(self.id_field) or getattr(node, "ref_doc_id", None) or node.node_id
-            out.append(_doc_item(doc_id, node.get_content(), getattr(item, "score", None)))
+            doc_id = _first_id(
+                meta.get(self.id_field), getattr(node, "ref_doc_id", None), node.node_id
+            )
+            score = getattr(item, "score", None)
+            out.append(_doc_item(doc_id, node.get_content(), score, f"system {self.name}", i))
         return out
 
     async def answer(self, query: QueryRecord) -> SystemAnswer:

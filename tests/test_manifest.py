@@ -1,0 +1,480 @@
+"""The run manifest: every derived file knows what it was derived from, so that after a
+rerun, a re-judge, an edit or another option no reader takes an older figure for a current
+one. One test per derived kind (change an input; every reader recomputes it or refuses),
+and the silent figures the fourth hostile pass found, each of which read an older file."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+import ragaudit as ra
+from ragaudit.analysis.summary import WeightScan
+from ragaudit.errors import RunNotice, StaleInputError
+from ragaudit.records.io import read_jsonl
+from ragaudit.records.models import FreeScoreRecord, QueryRecord, ResponseRecord
+from ragaudit.rundir import RunDir
+from ragaudit.store.manifest import open_manifest
+from ragaudit.store.records import read_fresh_scores
+from tests.support.cli import ragaudit
+
+
+def _truth(project: ra.Project) -> dict[str, QueryRecord]:
+    return {q.query: q for q in project.dataset()}
+
+
+def _good(truth: dict[str, QueryRecord], first_gold_only: bool = False) -> Callable[..., object]:
+    """A system that answers every question right and retrieves its gold documents (or
+    only the first of them)."""
+
+    def answer(question: str) -> object:
+        record = truth[question]
+        ids = list(record.gold_ids or [])
+        return ra.Answer(
+            record.reference.display, retrieved_ids=ids[:1] if first_gold_only else ids
+        )
+
+    return answer
+
+
+def _broken(question: str) -> str:
+    return "I don't know."
+
+
+@pytest.fixture(scope="module")
+def judged(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run of the example with one system that answers everything right, judged and
+    analyzed: copied by each test (a copy keeps every file current)."""
+    root = tmp_path_factory.mktemp("judged")
+    project = ra.Project.example(root=root, progress="none")
+    project.templates_sql()
+    project.templates_text(verify=False)
+    project.generate(unverified=True)
+    project.run([ra.system(_good(_truth(project)), name="rag")])
+    project.judge(llm=None)
+    project.analyze()
+    return root
+
+
+def _copy(judged: Path, tmp_path: Path) -> ra.Project:
+    shutil.copytree(judged, tmp_path, dirs_exist_ok=True)
+    return ra.Project.example(root=tmp_path, progress="none")
+
+
+def _accuracy(summary: ra.Summary | dict, system: str = "rag", name: str = "accuracy") -> float:
+    """A system's figure, the same in every variant (as every test here makes it)."""
+    data = summary if isinstance(summary, dict) else summary.model_dump(mode="json")
+    values = {v[name]["value"] for v in data["systems"][system]["variants"].values()}
+    assert len(values) == 1, values
+    return float(values.pop())
+
+
+def _judged_correct(path: Path) -> tuple[int, int]:
+    """(correct, judged) counted from a judgements file's raw lines."""
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return sum(1 for j in lines if j["correct"] is True), len(lines)
+
+
+def _notices(record: list[warnings.WarningMessage]) -> list[str]:
+    return [str(w.message) for w in record if issubclass(w.category, RunNotice)]
+
+
+def _rerun_broken(project: ra.Project) -> None:
+    project.run([ra.system(_broken, name="rag")], rerun=True)
+    project.judge(llm=None)
+
+
+# -- the manifest itself -------------------------------------------------------------------
+
+
+def test_a_copied_run_is_current_and_a_hand_edit_of_a_derived_file_is_seen(
+    judged: Path, tmp_path: Path
+) -> None:
+    project = _copy(judged, tmp_path)
+    run = RunDir(project.run_dir)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        state = open_manifest(run).check("summary")
+    assert state.current, state.why  # new inodes and times, the same bytes
+    assert not _notices(seen)
+    assert state.options is not None and state.options["seed"] == 0
+
+    run.summary.write_text(run.summary.read_text().replace('"accuracy"', '"accuracy" '))
+    state = open_manifest(run).check("summary")
+    assert not state.current
+    assert "summary.json is not the file analyze wrote" in (state.why or "")
+
+
+def test_an_input_added_removed_or_changed_makes_the_summary_stale(
+    judged: Path, tmp_path: Path
+) -> None:
+    run = RunDir(_copy(judged, tmp_path).run_dir)
+    usage = run.usage
+    assert open_manifest(run).check("summary").current
+    # usage.json is read for the cost section: writing it moves the summary.
+    existed = usage.exists()
+    original = usage.read_bytes() if existed else None
+    usage.write_text(json.dumps({"requests": 1}))
+    why = open_manifest(run).check("summary").why or ""
+    assert "usage.json" in why and ("changed" in why or "was written" in why)
+    if original is None:
+        usage.unlink()
+    else:
+        usage.write_bytes(original)
+    assert open_manifest(run).check("summary").current  # the same bytes again
+    judgements = run.judgements("rag")
+    saved = judgements.read_bytes()
+    judgements.unlink()
+    assert "was removed" in (open_manifest(run).check("summary").why or "")
+    judgements.write_bytes(saved)
+    (run.judgements_dir / "other.jsonl").write_text("")
+    assert "other.jsonl was written" in (open_manifest(run).check("summary").why or "")
+
+
+def test_a_run_from_before_the_manifest_is_fingerprinted_once_and_said(
+    judged: Path, tmp_path: Path
+) -> None:
+    project = _copy(judged, tmp_path)
+    run = RunDir(project.run_dir)
+    run.manifest.unlink()
+    with pytest.warns(RunNotice, match="written before ragaudit kept a manifest"):
+        manifest = open_manifest(run)
+    assert manifest.check("summary").current  # no input is newer than the summary
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert open_manifest(run).check("summary").current
+    assert not _notices(seen)  # said once: the manifest is written now
+
+    # A summary older than the judgements is not taken as current.
+    run.manifest.unlink()
+    later = run.summary.stat().st_mtime + 10
+    import os
+
+    os.utime(run.judgements("rag"), (later, later))
+    with pytest.warns(RunNotice, match="stale, made again when read: summary.json"):
+        assert not open_manifest(run).check("summary").current
+
+
+def test_an_unreadable_manifest_is_read_as_none_never_misread(judged: Path, tmp_path: Path) -> None:
+    project = _copy(judged, tmp_path)
+    run = RunDir(project.run_dir)
+    run.manifest.write_text("{not json")
+    with pytest.warns(RunNotice, match="fingerprinted"):
+        manifest = open_manifest(run)
+    assert manifest.check("summary").current
+    assert json.loads(run.manifest.read_text())["format"] == 1
+
+
+# -- summary: recomputed by every reader, with the options recorded for it -----------------
+
+
+def test_tables_and_report_never_pass_on_a_summary_older_than_the_judgements(
+    judged: Path, tmp_path: Path
+) -> None:
+    """The system is run again to answer everything wrongly and judged, with no analyze:
+    export tables and report recompute the summary (said once) instead of reading 1.0."""
+    project = _copy(judged, tmp_path)
+    run = RunDir(project.run_dir)
+    project.analyze(seed=7)  # an option the recomputation must keep
+    _rerun_broken(project)
+    correct, total = _judged_correct(run.judgements("rag"))
+    assert correct == 0 and total > 0
+    assert _accuracy(json.loads(run.summary.read_text())) == 1.0  # the old file, stale
+
+    with pytest.warns(RunNotice, match=r"summary.json was stale .*analyzed again with the"):
+        files = project.export_tables(tmp_path / "tables", fmt="csv")
+    figures = next(f for f in files if f.name == "figures.csv")
+    rows = list(csv.DictReader(figures.open()))
+    accuracy = [r for r in rows if r["system"] == "rag" and r["metric"] == "accuracy"]
+    assert accuracy and all(float(r["value"]) == 0.0 for r in accuracy)
+    answers = next(f for f in files if f.name == "answers.csv")
+    assert not any(r["correct"] == "True" for r in csv.DictReader(answers.open()))
+    summary = json.loads(run.summary.read_text())
+    assert _accuracy(summary) == 0.0
+    assert open_manifest(run).check("summary").options["seed"] == 7  # type: ignore[index]
+
+    # Right again, judged, then the report alone: the page is of the new judgements.
+    project.run([ra.system(_good(_truth(project)), name="rag")], rerun=True)
+    project.judge(llm=None)
+    with pytest.warns(RunNotice, match="summary.json was stale"):
+        project.report()
+    assert _accuracy(json.loads(run.summary.read_text())) == 1.0
+    manifest = open_manifest(run)
+    assert manifest.check("report").current
+    assert manifest.entry(run.report).inputs["summary.json"] == manifest.digest(run.summary)
+
+
+def test_the_command_line_says_the_summary_was_analyzed_again(judged: Path, tmp_path: Path) -> None:
+    project = _copy(judged, tmp_path)
+    _rerun_broken(project)
+    result = ragaudit("export", "tables", str(tmp_path / "t"), "--format", "csv", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "note: " in result.stderr and "summary.json was stale" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+# -- answers.parquet: rebuilt ------------------------------------------------------------
+
+
+def test_the_answer_table_is_rebuilt_from_the_records_it_no_longer_matches(
+    judged: Path, tmp_path: Path
+) -> None:
+    project = _copy(judged, tmp_path)
+    run = RunDir(project.run_dir)
+    assert project.answers().to_pandas()["correct"].all()
+    assert open_manifest(run).check("answers").current
+    _rerun_broken(project)
+    assert not project.answers().to_pandas()["correct"].any()
+    # A verdict changed by hand: the table no longer matches its records.
+    path = run.judgements("rag")
+    lines = path.read_text().splitlines()
+    first = json.loads(lines[0])
+    first["correct"] = True
+    path.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    state = open_manifest(run).check("answers")
+    assert not state.current and "judgements/rag.jsonl changed" in (state.why or "")
+    assert int(project.answers().to_pandas()["correct"].sum()) == 1
+    assert open_manifest(run).check("answers").current
+
+
+# -- judgements and scores: refused until judged again -------------------------------------
+
+
+def test_verdicts_of_replaced_answers_are_refused_with_the_step_each_door_names(
+    judged: Path, tmp_path: Path
+) -> None:
+    project = _copy(judged, tmp_path)
+    project.run([ra.system(_broken, name="rag")], rerun=True)  # not judged
+    with pytest.raises(StaleInputError) as raised:
+        project.analyze()
+    assert raised.value.step == "judge"
+    assert "call project.judge(systems=['rag'])" in str(raised.value)
+    result = ragaudit("analyze", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "run ragaudit judge --system rag" in result.stderr
+    assert "project.judge" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_scores_of_a_replaced_answer_are_refused(judged: Path, tmp_path: Path) -> None:
+    project = _copy(judged, tmp_path)
+    run = RunDir(project.run_dir)
+    response = next(iter(read_jsonl(run.responses("rag"), ResponseRecord)))
+    score = FreeScoreRecord(
+        query_id=response.query_id, system="rag", metrics={}, response_digest=response.digest
+    )
+    run.scores_dir.mkdir(parents=True, exist_ok=True)
+    run.scores("rag").write_text(score.model_dump_json() + "\n")
+    assert [len(s) for _, s in read_fresh_scores(run)] == [1]
+    project.run([ra.system(_broken, name="rag")], rerun=True)
+    with pytest.raises(StaleInputError, match="scored another response") as raised:
+        list(read_fresh_scores(run))
+    assert "ragaudit judge --reference-free --system rag" in str(raised.value)
+
+
+# -- item by item ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("damage", ["corrupt line", "judged twice", "another reference"])
+def test_analyze_refuses_record_errors_beside_a_scan_and_keeps_the_summary(
+    judged: Path, tmp_path: Path, damage: str
+) -> None:
+    """With a scan in the run, a damaged judgements file was read as "no system was run
+    yet", exit 0, and summary.json rewritten with no systems."""
+    project = _copy(judged, tmp_path)
+    run = RunDir(project.run_dir)
+    scan = WeightScan(k=5, weights=[0.0, 1.0], documents=3, queries=0, rows=[])
+    run.scan.write_text(scan.model_dump_json())
+    project.analyze()
+    before = run.summary.read_bytes()
+    path = run.judgements("rag")
+    lines = path.read_text().splitlines()
+    if damage == "corrupt line":
+        lines.append('{"query_id": ')
+    elif damage == "judged twice":
+        lines.append(lines[0])
+    else:
+        first = json.loads(lines[0])
+        first["reference_digest"] = "sha256:" + "0" * 64
+        lines[0] = json.dumps(first)
+    path.write_text("\n".join(lines) + "\n")
+    result = ragaudit("analyze", cwd=tmp_path)
+    assert result.returncode == 2, result.stdout
+    assert "no system was run yet" not in result.stdout + result.stderr
+    with pytest.raises(ra.UserError):
+        project.analyze()
+    assert run.summary.read_bytes() == before
+
+
+def test_a_rerun_without_repeats_drops_the_old_repeats_verdicts(
+    judged: Path, tmp_path: Path
+) -> None:
+    project = _copy(judged, tmp_path)
+    run = RunDir(project.run_dir)
+    good = ra.system(_good(_truth(project)), name="rag")
+    project.run([good], rerun=True, repeat=5)
+    project.judge(llm=None)
+    stability = project.analyze().stability.get("rag")
+    assert stability is not None and stability.repeats == 5
+    baseline = tmp_path / "baseline"
+    shutil.copytree(run.root, baseline)
+
+    _rerun_broken(project)
+    assert not run.repeat_judgements("rag").exists()
+    summary = project.analyze()
+    assert "rag" not in summary.stability
+    assert _accuracy(summary) == 0.0
+    result = ragaudit("gate", str(baseline), str(run.root), cwd=tmp_path)
+    assert result.returncode == 1
+    assert "-1.000" in result.stdout, result.stdout
+
+    project.run([good], rerun=True, repeat=5)
+    project.judge(llm=None)
+    project.run([ra.system(_broken, name="rag")], rerun=True, repeat=2)
+    project.judge(llm=None)
+    stability = project.analyze().stability.get("rag")
+    assert stability is not None and stability.repeats == 2
+    repeats = [json.loads(x) for x in run.repeat_judgements("rag").read_text().splitlines()]
+    assert {r["repeat"] for r in repeats} == {1}  # the first asking is the response
+    assert not any(r["correct"] for r in repeats)
+
+
+def test_stability_is_exported_to_tables(judged: Path, tmp_path: Path) -> None:
+    project = _copy(judged, tmp_path)
+    project.run([ra.system(_good(_truth(project)), name="rag")], rerun=True, repeat=2)
+    project.judge(llm=None)
+    project.analyze()
+    files = project.export_tables(tmp_path / "tables", fmt="csv")
+    stability = next(f for f in files if f.name == "stability.csv")
+    rows = list(csv.DictReader(stability.open()))
+    assert rows and {r["system"] for r in rows} == {"rag"}
+    mean = [r for r in rows if r["variant"] == "all"]
+    assert mean and float(mean[0]["mean_pass_rate"]) == 1.0
+    assert float(mean[0]["flaky"]) == 0.0 and int(mean[0]["flaky_n"]) == int(mean[0]["queries"])
+
+
+@pytest.fixture(scope="module")
+def world_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A generated company whose questions have gold documents (the example's have none)."""
+    root = tmp_path_factory.mktemp("world")
+    world = ra.make_world(root / "w", size=60, seed=0, progress="none")
+    project = world.project(progress="none")
+    project.templates_sql()
+    project.templates_text(verify=False)
+    project.generate(unverified=True)
+    return root / "w"
+
+
+def test_another_retrieval_rule_is_applied_by_analyze_not_ignored(
+    world_project: Path, tmp_path: Path
+) -> None:
+    """Judged under all_gold, a system that retrieves only the first gold document of each
+    question; analyze --retrieval-rule any_hit gives every retrieval verdict again."""
+    shutil.copytree(world_project, tmp_path, dirs_exist_ok=True)
+    project = ra.Project(tmp_path / "ragaudit.yaml", root=tmp_path, progress="none")
+    run = RunDir(project.run_dir)
+    truth = _truth(project)
+    with_gold = [q for q in truth.values() if q.gold_ids]
+    several = sum(1 for q in with_gold if len(q.gold_ids or []) > 1)
+    assert with_gold and several > 0, "the world needs questions with several gold documents"
+    project.run([ra.system(_good(truth, first_gold_only=True), name="rag")])
+    project.judge(llm=None)
+
+    def retrieval(summary: ra.Summary) -> float:
+        data = summary.model_dump(mode="json")["systems"]["rag"]["variants"]
+        k = sum(v["accuracy_retrieval"]["k"] for v in data.values())
+        n = sum(v["accuracy_retrieval"]["n"] for v in data.values())
+        return k / n
+
+    strict = project.analyze()
+    assert strict.retrieval_rule == "all_gold"
+    assert retrieval(strict) == pytest.approx((len(with_gold) - several) / len(with_gold))
+    loose = project.analyze(retrieval_rule="any_hit")
+    assert loose.retrieval_rule == "any_hit"
+    assert retrieval(loose) == 1.0
+    assert not any("any_hit" in w for w in loose.warnings)
+    result = ragaudit("analyze", "--retrieval-rule", "any_hit", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(run.summary.read_text())["retrieval_rule"] == "any_hit"
+    # The recorded option is kept when a reader analyzes again.
+    run.usage.write_text("{}")
+    with pytest.warns(RunNotice, match="summary.json was stale"):
+        project.export_tables(tmp_path / "t", fmt="csv")
+    assert json.loads(run.summary.read_text())["retrieval_rule"] == "any_hit"
+    assert project.analyze().retrieval_rule == "all_gold"  # no rule: the judge's
+
+    # Under the closed-domain rule the verdicts rest on the judge's rule: refused.
+    project.judge(llm=None, closed_domain=True)
+    with pytest.raises(StaleInputError) as raised:
+        project.analyze(retrieval_rule="any_hit")
+    assert raised.value.step == "judge"
+    result = ragaudit("analyze", "--retrieval-rule", "any_hit", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "ragaudit judge --retrieval-rule any_hit --closed-domain" in result.stderr
+
+
+def test_a_figure_become_undefined_never_stands_at_its_old_value_in_mlflow(
+    judged: Path, tmp_path: Path
+) -> None:
+    """Exported, then answered wrongly everywhere (every group a gap: R undefined) and
+    exported again: the undefined R must not stay at 1.0 in MLflow; stability figures of
+    repeats are logged too."""
+    pytest.importorskip("mlflow", reason="the export to MLflow needs ragaudit[mlflow]")
+    from mlflow.tracking import MlflowClient
+
+    project = _copy(judged, tmp_path)
+    project.run([ra.system(_good(_truth(project)), name="rag")], rerun=True, repeat=2)
+    project.judge(llm=None)
+    project.analyze()
+    project.report()
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    first = project.export_mlflow(tracking_uri=uri, experiment="e")
+    client = MlflowClient(tracking_uri=uri)
+    logged = client.get_run(first.run_id).data.metrics
+    r = [k for k in logged if k.startswith("rag/") and k.endswith("/robustness")]
+    assert r and all(logged[k] == 1.0 for k in r)
+    assert logged["rag/all/stability/mean_pass_rate"] == 1.0
+    assert logged["rag/all/stability/flaky"] == 0.0
+
+    project.run([ra.system(_broken, name="rag")], rerun=True, repeat=2)
+    project.judge(llm=None)  # no analyze: the export recomputes the summary
+    with pytest.warns(RunNotice, match="summary.json was stale"):
+        second = project.export_mlflow(tracking_uri=uri, experiment="e")
+    assert second.run_id != first.run_id and not second.updated
+    assert second.superseded == first.run_id and "robustness" in (second.why_new or "")
+    data = client.get_run(second.run_id).data
+    assert not any(k in data.metrics for k in r)
+    reasons = {k: v for k, v in data.tags.items() if k.startswith("ragaudit.undefined.")}
+    assert reasons and all(f"ragaudit.undefined.{k}" in reasons for k in r)
+    assert all("gap" in reasons[f"ragaudit.undefined.{k}"] for k in r)
+    assert data.metrics["rag/all/stability/mean_pass_rate"] == 0.0
+    assert client.get_run(first.run_id).data.tags["ragaudit.superseded_by"] == second.run_id
+    # The report passed on is of the new figures.
+    assert open_manifest(RunDir(project.run_dir)).check("report").current
+
+
+def test_a_dataset_generated_anew_retires_the_records_of_questions_it_no_longer_asks(
+    judged: Path, tmp_path: Path
+) -> None:
+    """Found by the chaos test: generate with another seed kept the answers to questions no
+    longer asked, and every reader then refused the run ("judgement for unknown query")."""
+    project = _copy(judged, tmp_path)
+    run = RunDir(project.run_dir)
+    before = {r.query_id for r in read_jsonl(run.responses("rag"), ResponseRecord)}
+    dataset = project.generate(unverified=True, max_groups_per_template=3, seed=1)
+    asked = {q.query_id for q in dataset}
+    gone = before - asked
+    assert gone and before & asked
+    kept = {r.query_id for r in read_jsonl(run.responses("rag"), ResponseRecord)}
+    assert kept == before & asked
+    retired = run.retired_dir / "responses" / "rag.jsonl"
+    assert {r.query_id for r in read_jsonl(retired, ResponseRecord)} == gone
+    assert any("not asked any more" in w for w in dataset.stats.warnings)
+    summary = project.analyze()  # the run reads again
+    right, total = _judged_correct(run.judgements("rag"))
+    assert right == total == len(kept) and _accuracy(summary) == 1.0
