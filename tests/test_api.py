@@ -386,6 +386,41 @@ def test_evaluate_refuses_what_it_would_misread(row: dict[str, object], message:
         ra.evaluate([row])
 
 
+def test_a_nan_reference_is_no_reference_at_both_doors_and_infinity_is_refused() -> None:
+    """A NaN is a missing value, in a dict row as in a DataFrame's cell: a row whose
+    reference is NaN has none (it is scored reference-free, which needs an LLM), never
+    judged ``unmatched`` against the number NaN and counted wrong."""
+    import pandas as pd
+
+    rows = [
+        {"question": "a?", "answer": "x", "reference": "x"},
+        {"question": "b?", "answer": "y", "reference": float("nan")},
+    ]
+    for given in (rows, pd.DataFrame(rows)):
+        with pytest.raises(UserError, match=r"^row 2: no reference: .* need an LLM"):
+            ra.evaluate(given)
+    # With an LLM, the row is scored as a row without a reference, and is not judged.
+    llm = ra.llm.Scripted(responder=lambda messages: '{"statements": []}')
+    for given in (rows, pd.DataFrame(rows)):
+        result = ra.evaluate(given, llm=llm, metrics=["faithfulness"])
+        assert result.judgements[1] is None and result.methods == {"match:exact": 1}
+        assert pd.isna(result.to_pandas().reference[1])
+    for bad, shown in ((float("inf"), "inf"), (-float("inf"), "-inf"), ([1, float("nan")], "nan")):
+        with pytest.raises(UserError) as info:
+            ra.evaluate([{"question": "a?", "answer": "x", "reference": bad}])
+        assert str(info.value).startswith(f"row 1: reference: {shown} is not a finite number")
+        assert "\n" not in str(info.value)
+
+
+def test_evaluate_refuses_rows_that_are_not_dicts() -> None:
+    with pytest.raises(UserError, match=r"^evaluate: rows: one dict is one row: give a list"):
+        ra.evaluate({"question": "a?", "answer": "x", "reference": "x"})
+    with pytest.raises(UserError, match=r"^row 2: expected a dict of fields .*, not str"):
+        ra.evaluate([{"question": "a?", "answer": "x", "reference": "x"}, "b?"])
+    with pytest.raises(UserError, match=r"^evaluate: system=5: expected a non-empty string"):
+        ra.evaluate([{"question": "a?", "answer": "x", "reference": "x"}], system=5)  # type: ignore[arg-type]
+
+
 def _two_systems() -> list[dict[str, object]]:
     """The same four questions answered by two systems: ``a`` right every time, ``b``
     wrong every time; a query id per question, shared by the two."""

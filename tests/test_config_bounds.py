@@ -372,3 +372,115 @@ def test_a_flag_is_held_to_the_bounds_of_its_configuration_key(
     assert result.returncode == 2, result.stdout + result.stderr
     assert expected in result.stderr and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+# -- numbers YAML reads as text, and the lambda study's flags ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("1e400", "Input should be a finite whole number, not 1e400 (too large for any number)"),
+        ("-1e400", "Input should be a finite whole number, not -1e400 (too large for any"),
+        ("'nan'", "Input should be a finite whole number, not nan"),
+        ("1e3", "Input should be a whole number written in digits, not 1e3 (YAML reads it as "),
+        ("15e-1", "Input should be a whole number, not 15e-1 (1.5)"),
+        ("1.0e+400", "Input should be a finite number"),  # a float to YAML: inf
+        ("abc", "Input should be a valid integer, unable to parse string as an integer"),
+    ],
+)
+def test_a_number_yaml_reads_as_text_is_named_as_a_number_for_an_integer_key(
+    value: str, expected: str
+) -> None:
+    """YAML 1.1 reads ``1e400`` and ``1e3`` as strings (its floats need a dot): "unable
+    to parse string as an integer" said neither that the value is infinite nor how to
+    write it. Text that is no number at all keeps pydantic's message."""
+    with pytest.raises(ConfigError) as info:
+        parse_config(f"harness:\n  concurrency: {value}\n")
+    message = str(info.value)
+    assert message.startswith(f"ragaudit.yaml:2: harness.concurrency: {expected}"), message
+    assert "\n" not in message
+
+
+def test_a_whole_number_in_e_notation_is_refused_with_its_digits() -> None:
+    for value, written in (("1e3", "write 1000)"), ("1e30", "write it in digits)")):
+        with pytest.raises(ConfigError) as info:
+            parse_config(f"harness:\n  concurrency: {value}\n")
+        assert str(info.value).endswith(f"(YAML reads it as text: {written}"), str(info.value)
+    # A float key reads the same text as the number it is (pydantic's float parsing).
+    assert parse_config("harness:\n  timeout_s: 1e3\n").harness.timeout_s == 1000.0
+
+
+def _neutral(path: Path) -> Path:
+    """A neutral file of two systems, twelve groups of two wordings each."""
+    rows = [
+        {
+            "system": system,
+            "query_id": f"{system}-{g}-{v}",
+            "group_id": f"g{g}",
+            "variant": "short",
+            "query": f"question {g} {v}",
+            "reference": f"a{g}",
+            "response": "",
+            "retrieved_ids": [f"d{g}"],
+            "gold_ids": [f"d{g}"],
+            "correct": g % 3 != 0 or v == 0,
+        }
+        for system in ("rag", "bm25")
+        for g in range(12)
+        for v in range(2)
+    ]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            ["--lambda-draws", "99999999999999999999", "--lambda-study"],
+            "error: --lambda-draws must be at most 100,000, not 99,999,999,999,999,999,999",
+        ),
+        (["--lambda-draws", "100001", "--lambda-target", "0.5"], "error: --lambda-draws must"),
+    ],
+)
+def test_lambda_draws_beyond_the_maximum_is_one_line(
+    tmp_path: Path, args: list[str], expected: str
+) -> None:
+    """Before, a draw count too large for an array ended in NumPy's ValueError
+    ("Maximum allowed dimension exceeded") and its traceback."""
+    results = _neutral(tmp_path / "results.jsonl")
+    done = ragaudit("analyze", "--neutral", str(results), *args, cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.startswith(expected) and "Traceback" not in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "runs/default/summary.json").exists()
+
+
+def test_the_lambda_study_from_python_refuses_nan_and_too_many_draws(tmp_path: Path) -> None:
+    import ragaudit as ra
+
+    results = _neutral(tmp_path / "results.jsonl")
+    project = ra.Project(root=tmp_path, progress="none")
+    with pytest.raises(ra.UserError, match=r"^--lambda-target: nan is not a number \(a lambda"):
+        project.analyze(neutral=[results], lambda_targets=[0.5, math.nan])
+    for draws in (2**63, 100_001):
+        with pytest.raises(ra.UserError, match=r"^--lambda-draws must be at most 100,000, not"):
+            project.analyze(neutral=[results], lambda_targets=[0.5], lambda_draws=draws)
+    assert not (tmp_path / "runs/default/summary.json").exists()
+    # The maximum itself is a count of draws the study takes.
+    from ragaudit.options import MAX_LAMBDA_DRAWS
+    from ragaudit.steps.analyze import checked_lambda
+
+    assert MAX_LAMBDA_DRAWS == 100_000
+    assert checked_lambda([0.5, 0.2], MAX_LAMBDA_DRAWS) == (0.2, 0.5)
+
+
+@pytest.mark.parametrize("value", ["nan", "1.5", "-0.1", "inf"])
+def test_a_lambda_target_that_is_no_share_is_one_line(tmp_path: Path, value: str) -> None:
+    (tmp_path / "ragaudit.yaml").write_text("database: {url: example}\n")
+    result = ragaudit("analyze", "--lambda-target", value, cwd=tmp_path)
+    assert result.returncode == 2, result.stdout
+    assert "--lambda-target: " in result.stderr and "Traceback" not in result.stderr
+    if value == "nan":
+        assert "is not a number" in result.stderr

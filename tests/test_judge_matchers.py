@@ -130,6 +130,40 @@ def test_agreement_with_the_stored_judgements(grammar_reference: Path) -> None:
     assert agree_incorrect / incorrect >= 0.95
 
 
+def test_normalization_keeps_a_numbers_sign_and_nothing_else_of_a_hyphen() -> None:
+    assert normalize("-12") == "-12" != normalize("12")
+    assert normalize("\u221212 EUR") == "-12 eur"  # the minus sign is the same sign
+    assert normalize("-$12") == "-$12"
+    assert normalize("2024-03-01") == "2024 03 01"  # a date's hyphens join its parts
+    assert normalize("Room 12-13, T-1000") == "room 12 13 t 1000"
+    assert numbers("\u22123 and 1.2k and 1.2.3") == [-3.0]  # no piece of a longer token
+
+
+def test_the_testers_answers_are_not_credited_through_evaluate() -> None:
+    """Answers that name another number than the reference (its sign flipped, a scale
+    word, a range, date arithmetic), judged by the matchers alone (no LLM): none is
+    Correct, while the right answers beside them still are, by a matcher."""
+    import ragaudit as ra
+
+    wrong = [
+        (12, a)
+        for a in (
+            *("-12", "\u221212", "minus 12", "It is -12 EUR", "12 thousand", "12 million"),
+            *("12k", "12 billion", "12-13", "12\u201313", "12 or 13", "-12.0"),
+        )
+    ]
+    wrong += [(-12, "12"), ("2024-03-01", "2024-03-01 minus one day")]
+    right = [(12, a) for a in ("12", "$12", "12 EUR", "It has 12 floors.")]
+    right += [(-12, "-12"), (-12, "minus 12"), (12000, "12,000"), ("2024-03-01", "2024-03-01")]
+    rows = [{"question": "q", "answer": a, "reference": r} for r, a in wrong + right]
+    judged = ra.evaluate(rows).judgements
+    verdicts = [(row["answer"], j.correct, j.method) for row, j in zip(rows, judged, strict=True)]
+    assert not any(correct for _, correct, _ in verdicts[: len(wrong)]), verdicts
+    assert all(
+        correct and method.startswith("match:") for _, correct, method in verdicts[len(wrong) :]
+    ), verdicts
+
+
 # -- symbols tell answers apart (issue 13, defect 6) -----------------------------------------
 
 _LETTERS = st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz", min_size=1)

@@ -447,6 +447,7 @@ def test_a_figure_become_undefined_never_stands_at_its_old_value_in_mlflow(
         second = project.export_mlflow(tracking_uri=uri, experiment="e")
     assert second.run_id != first.run_id and not second.updated
     assert second.superseded == first.run_id and "robustness" in (second.why_new or "")
+    assert second.why_new in client.get_run(second.run_id).data.tags["ragaudit.supersedes"]
     data = client.get_run(second.run_id).data
     assert not any(k in data.metrics for k in r)
     reasons = {k: v for k, v in data.tags.items() if k.startswith("ragaudit.undefined.")}
@@ -478,3 +479,146 @@ def test_a_dataset_generated_anew_retires_the_records_of_questions_it_no_longer_
     summary = project.analyze()  # the run reads again
     right, total = _judged_correct(run.judgements("rag"))
     assert right == total == len(kept) and _accuracy(summary) == 1.0
+
+
+# -- what the fifth hostile pass found in the manifest's first version -------------------------
+
+
+def test_verdicts_given_against_other_gold_ids_are_refused_and_judged_again(
+    world_project: Path, tmp_path: Path
+) -> None:
+    """The dataset generated again with other gold documents kept the same questions and
+    answers: the retrieval verdicts, given against the old gold ids, were read as current."""
+    shutil.copytree(world_project, tmp_path, dirs_exist_ok=True)
+    project = ra.Project(tmp_path / "ragaudit.yaml", root=tmp_path, progress="none")
+    run = RunDir(project.run_dir)
+    project.run([ra.system(_good(_truth(project)), name="rag")])
+    project.judge(llm=None)
+    assert project.analyze().systems  # every retrieval right
+    lines = [json.loads(x) for x in run.dataset.read_text().splitlines()]
+    moved = next(q for q in lines if q.get("gold_ids"))
+    moved["gold_ids"] = ["no-such-document"]
+    run.dataset.write_text("".join(json.dumps(q) + "\n" for q in lines))
+    with pytest.raises(StaleInputError, match="other gold ids") as raised:
+        project.analyze()
+    assert raised.value.step == "judge"
+    result = ragaudit("export", "tables", str(tmp_path / "t"), cwd=tmp_path)
+    assert result.returncode == 2 and "run ragaudit judge --system rag" in result.stderr
+    assert project.judge(llm=None).systems["rag"].judged_now == 1
+    judged = {
+        j["query_id"]: j
+        for j in map(json.loads, run.judgements("rag").read_text().split("\n")[:-1])
+    }
+    assert judged[moved["query_id"]]["retrieval_correct"] is False
+    project.analyze()
+
+
+def test_a_compare_study_of_changed_records_is_left_out_of_the_report(
+    judged: Path, tmp_path: Path
+) -> None:
+    project = _copy(judged, tmp_path)
+    run = RunDir(project.run_dir)
+    truth = _truth(project)
+    half = {
+        q: (r.reference.display if i % 2 else "No idea.") for i, (q, r) in enumerate(truth.items())
+    }
+    project.run([ra.system(lambda question: half[question], name="other")])
+    project.judge(llm=None)
+    project.compare(by="variant")
+    project.report()
+    assert "Do the test sets rank the systems alike?" in run.report.read_text()
+    _rerun_broken(project)  # rag is now the worse system: the study is of older verdicts
+    with pytest.warns(RunNotice, match="compare.json is stale"):
+        project.report()
+    assert "Do the test sets rank the systems alike?" not in run.report.read_text()
+    project.compare(by="variant")
+    project.report()
+    assert "Do the test sets rank the systems alike?" in run.report.read_text()
+
+
+def test_a_summary_of_neutral_files_is_never_fingerprinted_as_current(
+    judged: Path, tmp_path: Path
+) -> None:
+    project = _copy(judged, tmp_path)
+    run = RunDir(project.run_dir)
+    rows = []
+    for q in project.dataset():
+        rows.append(
+            {
+                "query_id": q.query_id,
+                "group_id": q.group_id,
+                "template_id": q.template_id,
+                "variant": q.variant,
+                "query": q.query,
+                "reference": q.reference.display,
+                "response": q.reference.display,
+                "retrieved_ids": [],
+                "gold_ids": [],
+                "correct": True,
+            }
+        )
+    neutral = tmp_path / "neutral.jsonl"
+    neutral.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = ragaudit("analyze", "--neutral", "neutral.jsonl", "--system", "neu", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    run.manifest.unlink()
+    neutral.write_text(neutral.read_text().replace('"correct": true', '"correct": false'))
+    result = ragaudit("export", "tables", str(tmp_path / "t"), "--format", "csv", cwd=tmp_path)
+    assert result.returncode == 2, result.stdout
+    assert "ragaudit analyze --neutral neutral.jsonl --system neu" in result.stderr
+    assert not (tmp_path / "t" / "figures.csv").exists()
+
+
+def test_an_edit_of_any_file_of_the_summary_is_seen(judged: Path, tmp_path: Path) -> None:
+    project = _copy(judged, tmp_path)
+    run = RunDir(project.run_dir)
+    run.drilldown.write_text(run.drilldown.read_text().replace("Industry", "HACKED", 1))
+    state = open_manifest(run).check("summary")
+    assert not state.current and "drilldown.jsonl is not the file" in (state.why or "")
+    with pytest.warns(RunNotice, match="summary.json was stale"):
+        project.report()
+    assert "HACKED" not in run.report.read_text()
+    run.drilldown.unlink()
+    assert not open_manifest(run).check("summary").current
+
+
+def test_figures_of_a_partly_judged_or_partly_asked_system_say_so(
+    judged: Path, tmp_path: Path
+) -> None:
+    project = _copy(judged, tmp_path)
+    truth = _truth(project)
+    total = len(truth)
+    third = ra.system(_good(truth), name="third")
+    project.run([third], limit=20)
+    project.judge(llm=None)
+    warnings_ = project.analyze().warnings
+    assert any(f"third answered 20 of the dataset's {total} questions" in w for w in warnings_)
+    project.run([third])
+    warnings_ = project.analyze().warnings
+    assert any(
+        f"third: {total - 20} of its {total} answers have no judgement" in w for w in warnings_
+    )
+    project.judge(llm=None)
+    assert not any("third" in w for w in project.analyze().warnings)
+
+
+def test_llm_only_must_name_a_system_of_the_answers(judged: Path, tmp_path: Path) -> None:
+    project = _copy(judged, tmp_path)
+    before = RunDir(project.run_dir).summary.read_bytes()
+    with pytest.raises(ra.UserError, match="--llm-only nosuch: no system of that name"):
+        project.analyze(llm_only="nosuch")
+    assert RunDir(project.run_dir).summary.read_bytes() == before
+
+
+def test_a_summary_that_cannot_be_read_is_analyzed_again_by_a_reader(
+    judged: Path, tmp_path: Path
+) -> None:
+    project = _copy(judged, tmp_path)
+    run = RunDir(project.run_dir)
+    run.manifest.write_text("[]")
+    run.summary.write_text("{}")
+    with pytest.warns(RunNotice, match="could not be read as a manifest"):
+        open_manifest(run)
+    with pytest.warns(RunNotice, match="summary.json was stale"):
+        project.export_tables(tmp_path / "t", fmt="csv")
+    assert _accuracy(json.loads(run.summary.read_text())) == 1.0

@@ -759,9 +759,9 @@ def test_a_dataset_generated_again_on_changed_data_never_keeps_old_verdicts(
         q for q in read_jsonl(run.dataset, QueryRecord) if q.reference.values == ["Shipbuilding"]
     ]
     assert moved
-    with pytest.raises(ra.UserError, match="against another reference than"):
+    with pytest.raises(ra.UserError, match="against another reference, or other gold ids, than"):
         project.analyze()
-    with pytest.raises(ra.UserError, match="against another reference than"):
+    with pytest.raises(ra.UserError, match="against another reference, or other gold ids, than"):
         project.compare(by="variant")
     report = project.judge(llm=None).systems["oracle"]
     assert report.judged_now == len(moved)

@@ -47,7 +47,7 @@ def test_a_system_run_again_is_judged_again_and_never_passes_on_old_verdicts(
     project.run([ra.system(broken, name="rag")])
     with pytest.raises(ra.UserError, match="judged another response than"):
         project.analyze()
-    with pytest.raises(ra.UserError, match="run ragaudit judge"):
+    with pytest.raises(ra.UserError, match=r"call project\.judge\(systems=\['rag'\]\)"):
         project.answers()
     result = ragaudit("gate", str(baseline), str(project.run_dir), cwd=tmp_path)
     assert result.returncode == 2, result.stdout  # never a pass on the old verdicts

@@ -1,17 +1,19 @@
-"""One rule for what an id or a text may be, whichever door it comes in by: the ids and
-passages a system of any kind returns, and the rows given to ``ra.evaluate``. A value
-that breaks it is one line naming where it was, never recorded as its ``str`` (the id
-'None') and never a UnicodeEncodeError where the text next goes."""
+"""One rule for what an id, a name or a text may be, whichever door it comes in by: the
+ids and passages a system of any kind returns, and the rows given to ``ra.evaluate`` (a
+list of dicts or a DataFrame). A value that breaks it is one line naming where it was,
+never recorded as its ``str`` (the id 'None', the group 'nan') and never a
+UnicodeEncodeError where the text next goes."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import ragaudit as ra
-from ragaudit.records.values import document_id, passage_text, unicode_text
+from ragaudit.records.values import document_id, missing, passage_text, row_name, unicode_text
 from ragaudit.systems.adapters import to_answer
 from ragaudit.systems.base import SystemFailure
 
@@ -104,3 +106,87 @@ def test_an_emoji_written_as_its_two_halves_is_one_character_of_the_row() -> Non
     assert result.responses[0].response == "Paris \U0001f600"
     assert result.responses[0].retrieved[0].text == "\U0001f600"
     assert result.judgements[0] is not None and result.judgements[0].correct is True
+
+
+# Every kind of value a row's name (group, system, variant, query id) may be, and the name
+# it is recorded as: a string, "" for not given (the default applies), None for refused.
+NAMES: list[tuple[Any, str | None]] = [
+    ("g1", "g1"),
+    (3, "3"),
+    (0, "0"),  # a group may be named 0
+    (np.int64(12), "12"),
+    (None, ""),
+    (float("nan"), ""),  # what df.to_dict("records") gives for an empty cell
+    (np.float32("nan"), ""),
+    (pd.NA, ""),
+    ("  ", ""),
+    (1.5, None),
+    (1.0, None),  # an integer column with a missing cell: refused, with a hint
+    (float("inf"), None),
+    (True, None),
+    (False, None),
+    (["g"], None),
+    ({"g": 1}, None),
+]
+
+
+@pytest.mark.parametrize(("value", "expected"), NAMES, ids=[repr(v) for v, _ in NAMES])
+def test_a_name_is_a_string_an_integer_or_not_given_for_every_field_of_a_row(
+    value: Any, expected: str | None
+) -> None:
+    other = {**ROW, "question": "Capital of Italy?", "answer": "Rome.", "reference": "Rome"}
+    for field in ("group", "system", "variant", "query_id"):
+        # Two rows with the value: for a query id, two systems' answers to one question.
+        second = {**ROW, "system": "b"} if field == "query_id" else other
+        rows = [{**ROW, field: value}, {**second, field: value}]
+        if expected is None:
+            with pytest.raises(ValueError, match=r"is not a name \(a non-empty string or"):
+                row_name(value)
+            with pytest.raises(ra.UserError, match=rf"^row 1: {field}: .* is not a name \("):
+                ra.evaluate(rows)
+            continue
+        assert row_name(value) == (expected or None)
+        result = ra.evaluate(rows)
+        absent = ra.evaluate([{k: v for k, v in row.items() if k != field} for row in rows])
+        if not expected:  # not given: as if the key were absent, the same figures
+            assert result.to_pandas().equals(absent.to_pandas()), field
+            assert result.summary == absent.summary
+            continue
+        column = {"group": "group_id"}.get(field, field)
+        assert set(result.to_pandas()[column]) == {expected}, field
+
+
+def test_an_empty_cell_reads_alike_from_a_dataframe_and_from_its_records() -> None:
+    """``df.to_dict("records")`` keeps the NaN of each empty cell: the rows it gives are
+    read as the DataFrame is (no group, no variant, no reference), not as groups named
+    'nan' that join unrelated rows."""
+    nan = float("nan")
+    frame = pd.DataFrame(
+        {
+            "question": ["Capital of France?", "Capital of Italy?", "Capital of Spain?"],
+            "answer": ["Paris.", "Lyon.", "Madrid."],
+            "reference": ["Paris", "Rome", "Madrid"],
+            "group": ["g1", nan, nan],
+            "variant": [nan, "short", nan],
+        }
+    )
+    by_frame = ra.evaluate(frame)
+    by_records = ra.evaluate(frame.to_dict("records"))
+    assert by_records.to_pandas().equals(by_frame.to_pandas())
+    assert by_records.summary == by_frame.summary
+    table = by_records.to_pandas()
+    # Each row without a group is its own group (its query id), as without the column.
+    assert table.group_id.tolist() == ["g1", *table.query_id.tolist()[1:]]
+    assert table.variant.tolist() == ["logged", "short", "logged"]
+    # Two unrelated rows, right and wrong, with no group: two groups of one, each robust
+    # or not on its own; never one group of two, which made robustness 0.5.
+    rows = [{**ROW, "group": nan}, {**ROW, "question": "Capital?", "answer": "Lyon.", "group": nan}]
+    assert ra.evaluate(rows).summary == ra.evaluate([dict(r, group=None) for r in rows]).summary
+    assert len(set(ra.evaluate(rows).to_pandas().group_id)) == 2
+
+
+def test_a_missing_value_is_none_nan_na_or_nat_and_never_a_list_or_zero() -> None:
+    for value in (None, float("nan"), np.float32("nan"), pd.NA, pd.NaT, np.datetime64("NaT")):
+        assert missing(value), value
+    for value in (0, 0.0, "", "nan", [], [float("nan")], np.array([np.nan]), False):
+        assert not missing(value), value

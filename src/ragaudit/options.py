@@ -1,5 +1,5 @@
 """The base every section of ``ragaudit.yaml`` derives from, wherever its layer defines it,
-and the upper bounds several sections share.
+and the upper bounds several sections (and the flags beside them) share.
 
 Every number of the file is finite and has a documented maximum (docs/configuration.md
 gives each): ``.inf`` or ``.nan`` is refused by the base class for every float, a dict's
@@ -21,6 +21,10 @@ MAX_TIMEOUT_S = 86_400.0
 MAX_SEED = 2**31 - 1
 # Threads, connections or requests in flight at once.
 MAX_CONCURRENCY = 1024
+# Resamples of the lambda study (``analyze --lambda-draws``) per target, system and
+# variant: far more than a steady figure needs (the default is 500), and few enough to be
+# computed in minutes, not to overflow an array.
+MAX_LAMBDA_DRAWS = 100_000
 
 
 class StrictOptions(BaseModel):

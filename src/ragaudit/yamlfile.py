@@ -3,6 +3,7 @@ numbers, so that every error can say ``file:line: dotted.key: message``."""
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 from typing import Any, TypeVar
@@ -162,8 +163,34 @@ def validation_message(
     message = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
     if err["type"] == "value_error" and "error" in err.get("ctx", {}):
         message = str(err["ctx"]["error"])  # our own message, without "Value error, "
+    if err["type"] == "int_parsing":
+        message = _not_an_integer(err.get("input")) or message
     more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
     return f"{where(source, root, loc)}: {dotted}: {message}{more}"
+
+
+def _not_an_integer(value: Any) -> str | None:
+    """What to say of text given for a whole number that is a number all the same, or
+    None for other text (``abc``: pydantic's message says it). YAML reads ``1e400`` and
+    ``1e3`` as text (its floats need a dot, ``1.0e+3``), so "unable to parse string as an
+    integer" would name neither what the value is nor what to write."""
+    if not isinstance(value, str):
+        return None
+    try:
+        number = float(value.strip())
+    except ValueError:
+        return None
+    shown = value.strip() if len(value.strip()) <= 20 else value.strip()[:20] + "..."
+    if not math.isfinite(number):
+        why = " (too large for any number)" if math.isinf(number) else ""
+        return f"Input should be a finite whole number, not {shown}{why}"
+    if not number.is_integer():
+        return f"Input should be a whole number, not {shown} ({number:g})"
+    digits = f"write {int(number)}" if abs(number) < 1e15 else "write it in digits"
+    return (
+        f"Input should be a whole number written in digits, not {shown} "
+        f"(YAML reads it as text: {digits})"
+    )
 
 
 def validate_model(

@@ -12,6 +12,8 @@ metrics instead, as ``ragaudit judge --reference-free`` scores a run's answers.
 from __future__ import annotations
 
 import json
+import math
+import numbers
 import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -41,7 +43,7 @@ from ragaudit.records.models import (
     RetrievedItem,
     stable_id,
 )
-from ragaudit.records.values import document_id, passage_text, unicode_text
+from ragaudit.records.values import document_id, missing, passage_text, row_name, unicode_text
 from ragaudit.rundir import RunDir
 from ragaudit.steps.analyze import run_analysis
 
@@ -254,8 +256,12 @@ def _records(
     whether it has a reference (a row without one is not judged). Each field of a row has
     one rule, and a value that breaks it is a :class:`UserError` naming the row and the
     field: text is Unicode text (:func:`_text`), an id follows the one id rule
-    (:func:`~ragaudit.records.values.document_id`). A query id is one per system: rows of
-    several systems may share one, for the same question."""
+    (:func:`~ragaudit.records.values.document_id`), and a name (the group, system, variant,
+    query id) the name rule (:func:`~ragaudit.records.values.row_name`), where a name not
+    given takes the default: the ``system`` given, ``logged``, a query id made from the
+    question, the row's own group. A query id is one per system: rows of several systems
+    may share one, for the same question. The rows are those of :func:`_rows`, whose
+    missing values (None, NaN) are None, whichever door they came in by."""
     queries, responses, known, referenced = [], [], [], []
     seen: dict[str, QueryRecord] = {}  # the question of each query id, by its first row
     answered: set[tuple[str, str]] = set()  # (system, query id)
@@ -272,14 +278,9 @@ def _records(
             raise UserError(f"{where}: answer: missing (the system's answer; null for none)")
         answer = _text(row.get("answer", row.get("response")), where, "answer")
         error = _text(row.get("error"), where, "error")
-        who = _text(str(row.get("system") or system), where, "system")
-        assert who is not None  # a string, checked as text
-        given_id = row.get("query_id")
-        query_id = (
-            _id(given_id, where, "query_id")
-            if _present(given_id)
-            else stable_id("evaluate", i, question)
-        )
+        who = _name(row.get("system"), where, "system") or system
+        given_id = _name(row.get("query_id"), where, "query_id")
+        query_id = given_id if given_id is not None else stable_id("evaluate", i, question)
         if (who, query_id) in answered:
             raise UserError(f"{where}: query_id {query_id!r} appears twice for system {who!r}")
         answered.add((who, query_id))
@@ -295,13 +296,14 @@ def _records(
             )
         ]
         gold = _ids(row.get("gold_ids"), where, "gold_ids")
-        group = row.get("group", row.get("group_id"))
+        group = _name(row.get("group"), where, "group")
+        if group is None:
+            group = _name(row.get("group_id"), where, "group_id")
+        variant = _name(row.get("variant"), where, "variant")
         query = QueryRecord(
             query_id=query_id,
-            group_id=_text(str(group), where, "group") if _present(group) else query_id,
-            variant=_text(str(row["variant"]), where, "variant")
-            if _present(row.get("variant"))
-            else "logged",
+            group_id=group if group is not None else query_id,  # each row its own group
+            variant=variant if variant is not None else "logged",
             query=question,
             reference=Reference.from_values(values),
             gold_ids=gold,
@@ -330,11 +332,6 @@ def _records(
     if not queries:
         raise UserError("evaluate: no rows")
     return queries, responses, known, referenced
-
-
-def _present(value: Any) -> bool:
-    """Given: not None and not empty text (0 is a value: a group may be named 0)."""
-    return value is not None and not (isinstance(value, str) and not value.strip())
 
 
 def _text(value: Any, where: str, field: str) -> str | None:
@@ -367,15 +364,34 @@ def _id(value: Any, where: str, field: str) -> str:
     return text
 
 
+def _name(value: Any, where: str, field: str) -> str | None:
+    """A name of a row (its group, system, variant, query id), by the one name rule: None
+    when not given (None, NaN, blank text), so that the caller's default applies."""
+    try:
+        name = row_name(value)
+    except ValueError as exc:
+        raise UserError(f"{where}: {field}: {exc}") from None
+    return _text(name, where, field) if name is not None else None
+
+
 def _values(reference: Any, where: str) -> list[Any]:
     """The reference's values: a value or a list of them, every one required (a set);
-    dates and times as ISO text; ``[]`` means no answer exists (a refusal is right)."""
+    dates and times as ISO text; ``[]`` means no answer exists (a refusal is right). A
+    number is finite: infinity matches no answer, and a NaN is a missing value (a row
+    without a reference gives none, or None or NaN, and is not judged)."""
     values = list(reference) if isinstance(reference, list | tuple) else [reference]
     out: list[Any] = []
     for value in values:
         if hasattr(value, "isoformat"):  # datetime, date, pandas' Timestamp
             midnight = hasattr(value, "hour") and not (value.hour or value.minute or value.second)
             value = value.date().isoformat() if midnight else value.isoformat()
+        elif isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            value = int(value)  # numpy's integers too (a DataFrame's cells)
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise UserError(
+                f"{where}: reference: {value!r} is not a finite number (a row without a "
+                "reference leaves it out, or gives None; [] means no answer exists)"
+            )
         if not isinstance(value, str | int | float | bool):
             raise UserError(
                 f"{where}: reference: expected text, a number or a date (or a list of them), "
@@ -427,19 +443,24 @@ def _texts(value: Any, where: str) -> list[str | None] | None:
     return out
 
 
-def _rows(rows: Any) -> list[Mapping[str, Any]]:
+def _rows(rows: Any) -> list[dict[str, Any]]:
+    """The rows as dicts whose missing values (:func:`~ragaudit.records.values.missing`:
+    None, NaN, pandas' NA) are None: a DataFrame's, and a list of dicts alike, since
+    ``df.to_dict("records")`` hands on the NaN of each empty cell, and a row read either
+    way is then the same row (a NaN group is no group, as an absent one)."""
+    if isinstance(rows, Mapping):
+        raise UserError("evaluate: rows: one dict is one row: give a list of them")
     to_dict = getattr(rows, "to_dict", None)
-    if callable(to_dict):  # a pandas DataFrame
-        records = to_dict(orient="records")
-        return [{k: (None if _missing(v) else v) for k, v in r.items()} for r in records]
-    return list(rows)
-
-
-def _missing(value: Any) -> bool:
-    try:
-        return bool(value != value)  # NaN, pandas' missing value
-    except (TypeError, ValueError):
-        return False
+    records = to_dict(orient="records") if callable(to_dict) else list(rows)  # a DataFrame
+    out = []
+    for i, row in enumerate(records, 1):
+        if not isinstance(row, Mapping):
+            raise UserError(
+                f"row {i}: expected a dict of fields (question, answer, ...), not "
+                f"{type(row).__name__}"
+            )
+        out.append({k: (None if missing(v) else v) for k, v in row.items()})
+    return out
 
 
 @step
@@ -468,8 +489,11 @@ def evaluate(
     Each field has one rule, and a row that breaks one is a :class:`UserError` naming the
     row and the field: text (the question, the answer, the reference's text, each
     context) is Unicode text, without half a character (a lone surrogate); an id (each
-    of ``retrieved_ids`` and ``gold_ids``, ``query_id``) is a non-empty string or an
-    integer, never None, a float or a list. Rows of several systems (``system``) are
+    of ``retrieved_ids`` and ``gold_ids``) is a non-empty string or an integer, never None,
+    a float or a list; a name (``group``, ``system``, ``variant``, ``query_id``) is one
+    too, or not given (None, NaN, blank text), which is the same as the key left out. A
+    NaN anywhere in a row is a missing value, as in a DataFrame's cell: a row whose
+    ``reference`` is NaN has no reference. Rows of several systems (``system``) are
     evaluated each on its own (:attr:`Evaluation.systems`), and may share query ids.
 
     Examples:
@@ -479,6 +503,9 @@ def evaluate(
         (True, 'match:exact')
     """
     check_rule(retrieval_rule)
+    if not isinstance(system, str) or not system.strip():
+        raise UserError(f"evaluate: system={system!r}: expected a non-empty string")
+    system = _text(system, "evaluate", "system=") or system
     unknown = [m for m in metrics or () if m not in FREE_METRICS]
     if unknown:
         raise UserError(

@@ -778,6 +778,7 @@ class Project:
                 progress=display,
             )
 
+    @step
     def answers(self) -> Answers:
         """Every answer of the run joined with its question, verdict, scores and where it
         went wrong; ``.to_pandas()`` for a DataFrame. Its retrieval verdicts are the

@@ -76,8 +76,6 @@ def analyze_cmd(
         list[float] | None,
         typer.Option(
             "--lambda-target",
-            min=0.0,
-            max=1.0,
             help="A lambda for the study, from 0 to 1 (repeatable; implies --lambda-study).",
         ),
     ] = None,

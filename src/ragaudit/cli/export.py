@@ -51,8 +51,8 @@ def export_mlflow_cmd(
         )
     if done.superseded:
         console.print(
-            f"the run's configuration changed since its last export: MLflow run "
-            f"{done.superseded} is tagged superseded by this one",
+            f"a new MLflow run, since {done.why_new}: MLflow run {done.superseded} is tagged "
+            "superseded by this one",
             markup=False,
         )
 

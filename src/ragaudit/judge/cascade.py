@@ -15,7 +15,13 @@ from ragaudit.judge.llm_judge import llm_judge
 from ragaudit.judge.matchers import match
 from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, retrieval_correct
 from ragaudit.llm.client import LLMClient
-from ragaudit.records.models import JUDGE_FAILED, Judgement, QueryRecord, ResponseRecord
+from ragaudit.records.models import (
+    JUDGE_FAILED,
+    Judgement,
+    QueryRecord,
+    ResponseRecord,
+    gold_digest,
+)
 
 # The version of the judge's rules: raised whenever a matcher, the LLM judge's prompt or the
 # reading of its reply changes what it decides, so that a verdict given under older rules
@@ -138,6 +144,7 @@ async def judge_one(
         rationale=rationale,
         response_digest=response.digest,
         reference_digest=query.reference.digest,
+        gold_digest=gold_digest(query.gold_ids),
         judged_under=judged_under(closed_domain, rule),
     )
 

@@ -10,12 +10,15 @@ response that does not contain the reference may still say it in other words. A 
 that holds the reference but also offers another value of its kind beside it ("either X or
 Y", "X, Y and Z" where one value is asked) or denies it ("not X") is left undecided too,
 with the reason (:attr:`Decision.why`), since a matcher must be right whenever it decides.
+A number is matched as the quantity it says, with its sign and its scale: "-12", "minus
+12" and "12 thousand" do not answer 12, and a range ("12-13") names another value.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -44,9 +47,11 @@ _REFUSAL = re.compile(
     r"^(unknown|none)\.?$)",
     re.IGNORECASE,
 )
+# A number as written, its sign with it ("-12", "\u221212" with the minus sign): never a
+# piece of a longer one ("1" is not in "1.2k", nor "1.2" in "1.2.3").
 _NUMBER = re.compile(
-    r"(?<![\w.])[-+]?\d{1,3}(?:[,\u00a0\u202f ]\d{3})+(?:\.\d+)?(?![\w])"
-    r"|(?<![\w.])[-+]?\d+(?:\.\d+)?(?![\w])"
+    r"(?<![\w.])[-+\u2212]?\d{1,3}(?:[,\u00a0\u202f ]\d{3})+(?:\.\d+)?(?![\w])(?!\.\d)"
+    r"|(?<![\w.])[-+\u2212]?\d+(?:\.\d+)?(?![\w])(?!\.\d)"
 )
 _MONTHS = {
     m: i
@@ -112,17 +117,28 @@ def _meaningful(ch: str) -> bool:
     return ch in _MEANINGFUL or unicodedata.category(ch).startswith("S")
 
 
+# Currency symbols, which may stand between a number's sign and its digits ("-$12").
+_CURRENCY = "$\u20ac\u00a3\u00a5\u20b9"
+# A hyphen joins or separates words ("Blue-Horizon", "2024-03-01", "12-13"), except the
+# sign of a number: one that opens a word before a digit or an amount ("-12", "-$12").
+_HYPHEN = re.compile(rf"-(?![{_CURRENCY}]?\d)|(?<=[^\s{_CURRENCY}])-")
+# The minus sign (U+2212) before a digit is the sign a hyphen writes.
+_MINUS_SIGN = re.compile(rf"\u2212(?=[{_CURRENCY}]?\d)")
+
+
 def normalize(text: str) -> str:
     """Case-, accent-width-, punctuation- and article-insensitive form of a text; symbols
-    that distinguish answers (``C++``, ``C#``, ``AT&T``, emoji) are kept."""
+    that distinguish answers (``C++``, ``C#``, ``AT&T``, emoji) are kept, and so is the
+    sign of a number ("-12" is not "12")."""
     text = _ARTICLES.sub(" ", unicodedata.normalize("NFKC", text)).casefold()
+    text = _MINUS_SIGN.sub("-", text)
     if text.isascii():
         text = _NON_WORD_ASCII.sub(" ", text)
     else:
         text = "".join(
             ch if ch.isalnum() or ch in "_%.-/" or _meaningful(ch) else " " for ch in text
         )
-    return " ".join(text.replace("-", " ").split()).strip(" .")
+    return " ".join(_HYPHEN.sub(" ", text).split()).strip(" .")
 
 
 def numbers(text: str) -> list[float]:
@@ -143,7 +159,7 @@ def _number_spans(text: str) -> list[tuple[int, int, float]]:
     """Each number written in a text, with where it starts and ends."""
     out = []
     for match in _NUMBER.finditer(text):
-        cleaned = re.sub(r"[,\u00a0\u202f ]", "", match.group())
+        cleaned = re.sub(r"[,\u00a0\u202f ]", "", match.group()).replace("\u2212", "-")
         try:
             out.append((match.start(), match.end(), float(cleaned)))
         except ValueError:
@@ -172,6 +188,201 @@ def _date_spans(text: str) -> list[tuple[int, int, dt.date]]:
     for m in _MONTH_DAY_YEAR.finditer(text):
         add(m, m[3], _MONTHS[m[1].lower()], m[2])
     return found
+
+
+# -- a number read with its sign, its scale and what stands next to it --------------------
+#
+# "-12", "minus 12", "12 thousand", "12 000" and "12-13" all hold the characters "12"; none
+# of them answers 12. A number found in a response is the reference's only when it reads
+# as the same quantity: with its sign (a "-" or a minus sign attached, "minus" or
+# "negative" before it), with its scale (a word multiplies it: "12 thousand" is 12,000; an
+# abbreviation such as "k", "m" or "bn" qualifies it, so "12 m" equals "12 m" alone),
+# whole ("12" is not in "12 000", nor "3" in "2024-03-01"), and not a term of a sum or of
+# date arithmetic ("12 minus 3", "2024-03-01 minus one day"). A range ("12-13", "12 to 13")
+# holds the reference beside another value: the matchers leave it to the judge, saying so.
+
+# A sign before an amount ("-$12", "minus 12", "negative $12"), and a dash of another kind
+# (en dash, figure dash) before a number, which may be a minus or a separator.
+_SIGN_BEFORE = re.compile(
+    rf"(?:(?<![\w.])(?P<minus>[-\u2212])[{_CURRENCY}]?"
+    rf"|\b(?P<word>minus|negative)\s+(?:[{_CURRENCY}]\s*)?"
+    rf"|(?<![\w.])(?P<dash>[\u2010-\u2015\ufe58\ufe63\uff0d])[{_CURRENCY}]?)$",
+    re.IGNORECASE,
+)
+_SCALE_WORDS = {
+    "hundred": 1e2,
+    "thousand": 1e3,
+    "million": 1e6,
+    "billion": 1e9,
+    "trillion": 1e12,
+}
+# A scale after a number: a word ("thousand", "millions") or an abbreviation ("k", "M",
+# "bn", "mn", "lakh"), apart from the number (an attached one, "12k", makes no number).
+_SCALE_AFTER = re.compile(
+    r"\s*(?:(?P<word>hundred|thousand|million|billion|trillion)(?P<rest>\w*)"
+    r"|(?P<abbr>k|m|mn|mln|mio|b|bn|tn|lakhs?|crores?)\b(?![.,]\d))",
+    re.IGNORECASE,
+)
+# A temperature below zero: the number's sign, after it.
+_BELOW_ZERO = re.compile(
+    r"\s*(?:\u00b0\s*[cf]?\s*|degrees?\s+(?:(?:celsius|fahrenheit|c|f)\s+)?)?below\s+zero\b",
+    re.IGNORECASE,
+)
+# How many days, weeks ... date arithmetic adds ("plus two weeks", "three days after").
+_COUNT = (
+    r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a\s+few|"
+    r"few|several|some)"
+)
+_PERIOD = (
+    r"(?:business\s+|working\s+|calendar\s+)?(?:days?|weeks?|fortnights?|months?|years?|quarters?)"
+)
+_SHIFT_AFTER = re.compile(
+    rf"^\s*(?:(?:plus|minus|[-+\u2212\u2013])\s*{_COUNT}\s+{_PERIOD}\b"
+    rf"|\+|[*x\u00d7\u00f7]\s*[{_CURRENCY}]?\s*\d"
+    rf"|(?:minus|times|multiplied\s+by|divided\s+by)\s+(?:[{_CURRENCY}]?\s*\d|{_COUNT}\b))",
+    re.IGNORECASE,
+)
+_SHIFT_BEFORE = re.compile(
+    rf"(?:\b{_PERIOD}\s+(?:after|before|from|following|preceding|prior\s+to|ahead\s+of|"
+    rf"later\s+than|earlier\s+than)\s+(?:the\s+)?"
+    rf"|(?:\d%?|\))\s*[+*x\u00d7\u00f7]\s*|\b(?:times|multiplied\s+by|divided\s+by)\s+)"
+    rf"[{_CURRENCY}]?\s*$",
+    re.IGNORECASE,
+)
+# A range: the value, a dash or "to", and another number ("12-13", "12 to 13", "12% -
+# 15%", "1 July 2021 - 15 July 2021"), either way round.
+_RANGE_JOIN = r"(?:[-~\u2010-\u2015\u2212\ufe58\ufe63\uff0d]|to|till|until|through|thru)"
+_RANGE_AFTER = re.compile(
+    rf"^\s*(?:%|[^\W\d_]{{1,4}}\.?)?\s*{_RANGE_JOIN}\s*[{_CURRENCY}]?\s*[-+\u2212]?\d",
+    re.IGNORECASE,
+)
+_DATE_RANGE_AFTER = re.compile(rf"^\s*{_RANGE_JOIN}\s*(?:\d|{_MONTH}\s)", re.IGNORECASE)
+_RANGE_BEFORE = re.compile(
+    rf"\d\s*(?:%|[^\W\d_]{{1,4}}\.?)?\s*{_RANGE_JOIN}\s*[{_CURRENCY}]?\s*$", re.IGNORECASE
+)
+_ENDS_IN_NUMBER = re.compile(
+    r"(?:\d%?|\b(?:hundred|thousand|million|billion|trillion)s?)$", re.IGNORECASE
+)
+_OPENS_WITH_NUMBER = re.compile(rf"^(?:[{_CURRENCY}]\s*)?[-+\u2212]?\d")
+
+
+@dataclass(frozen=True)
+class _Quantity:
+    """A number as a text writes it: where it is written (``start`` to ``end``, its sign
+    word and its scale word with it; ``digits``, the number alone), its value (signed,
+    times its scale word) and ``mark``, what else qualifies it: a scale abbreviation
+    ("k", "bn"), "~" for a dash that may be a minus."""
+
+    start: int
+    end: int
+    digits: tuple[int, int]
+    value: float
+    mark: str = ""
+
+    def same(self, other: _Quantity) -> bool:
+        """Whether both say one quantity: the same value and the same qualifier."""
+        return self.mark == other.mark and _equal(self.value, other.value)
+
+
+def _equal(a: float, b: float) -> bool:
+    return abs(a - b) <= max(1e-9, 1e-6 * abs(b))
+
+
+@functools.lru_cache(maxsize=4096)
+def _quantities(text: str) -> tuple[_Quantity, ...]:
+    """Each number written in a text, read with its sign and its scale (see above)."""
+    out = []
+    for start, end, n in _number_spans(text):
+        digits_start = start + (text[start] in "+-\u2212")
+        mark = ""
+        if digits_start == start:  # no sign attached: one may stand before it
+            # A sign is a few characters before the digits ("negative $ 12").
+            sign = _SIGN_BEFORE.search(text, max(0, start - 16), start)
+            if sign and (sign["minus"] or sign["word"]):
+                n, start = -n, sign.start()
+            elif sign and sign["dash"]:
+                mark, start = "~", sign.start()
+        digits_end = end
+        below = _BELOW_ZERO.match(text, end)
+        if below:  # "12 below zero", "12 degrees below zero"
+            n, end = -n, below.end()
+        scale = None if below else _SCALE_AFTER.match(text, end)
+        if scale and scale["word"]:
+            if scale["rest"].casefold() in ("", "s"):
+                n *= _SCALE_WORDS[scale["word"].casefold()]
+            else:  # "thousandths"
+                mark += scale["word"].casefold() + scale["rest"].casefold()
+            end = scale.end()
+        elif scale:
+            mark += scale["abbr"].casefold()
+            end = scale.end()
+        out.append(_Quantity(start, end, (digits_start, digits_end), n, mark))
+    return tuple(out)
+
+
+def _reads_as(value: Scalar, text: str, start: int, end: int) -> bool:
+    """Whether the value found written at ``text[start:end]`` (as its text or as its
+    number) is the value there: each number written there is whole and is the value's own,
+    with its sign and its scale ("-12", "minus 12", "12 thousand" are not 12; "12" in
+    "12 000" or in "2024-03-12" is no number of its own), and the value is no term of a sum
+    or of date arithmetic ("12 minus 3", "2024-03-01 minus one day")."""
+    written = text[start:end]
+    if not any(ch.isdigit() for ch in written):
+        return True
+    inside = [q for q in _quantities(text) if q.digits[0] < end and q.digits[1] > start]
+    if any(q.digits[0] < start or q.digits[1] > end for q in inside):
+        return False  # a piece of a longer number
+    number = _as_number(value)
+    own = (_Quantity(0, 0, (0, 0), number),) if number is not None else _quantities(str(value))
+    if len(own) != len(inside) or not all(a.same(b) for a, b in zip(own, inside, strict=True)):
+        return False
+    if not dates(str(value)):
+        for day_start, day_end, _ in _date_spans(text):
+            inner = day_start <= start and end <= day_end and (day_start, day_end) != (start, end)
+            # A date's year, or its ISO year and month, still answers them.
+            year = re.fullmatch(r"\d{4}", written) or (
+                start == day_start and re.fullmatch(r"\d{4}-\d{1,2}", written)
+            )
+            if inner and not year:
+                return False
+    return not _shifted(text, start, end)
+
+
+def _extent(text: str, start: int, end: int) -> tuple[int, int]:
+    """Where the value found at ``text[start:end]`` stands, with its sign and scale words
+    and the whole date it is part of."""
+    for q in _quantities(text):
+        if q.digits[0] < end and q.digits[1] > start:
+            start, end = min(start, q.start), max(end, q.end)
+    for day_start, day_end, _ in _date_spans(text):
+        if day_start <= start and end <= day_end:
+            start, end = day_start, day_end
+    return start, end
+
+
+def _shifted(text: str, start: int, end: int) -> bool:
+    """A number or a date that a sum or date arithmetic changes: "12 minus 3", "3 + 12",
+    "2024-03-01 minus one day", "two weeks after 2024-03-01", and "12+"."""
+    start, end = _extent(text, start, end)
+    written = text[start:end]
+    return bool(
+        (_ENDS_IN_NUMBER.search(written) and _SHIFT_AFTER.match(text[end:]))
+        or (_OPENS_WITH_NUMBER.match(written) and _SHIFT_BEFORE.search(text[:start]))
+        or (dates(written) and _SHIFT_BEFORE.search(text[:start]))
+    )
+
+
+def _ranged(text: str, start: int, end: int) -> bool:
+    """The value found at ``text[start:end]`` is an end of a range of numbers or dates:
+    "12-13", "12 to 13", "from 2021-07-01 to 2021-08-01"."""
+    start, end = _extent(text, start, end)
+    written = text[start:end]
+    if dates(written):  # "1 July 2021 - 15 July 2021", "March 1, 2024 to March 5, 2024"
+        return bool(_DATE_RANGE_AFTER.match(text[end:]) or _RANGE_BEFORE.search(text[:start]))
+    return bool(
+        (_ENDS_IN_NUMBER.search(written) and _RANGE_AFTER.match(text[end:]))
+        or (_OPENS_WITH_NUMBER.match(written) and _RANGE_BEFORE.search(text[:start]))
+    )
 
 
 # "No value is recorded", "it is not listed", "unknown": what a truthful answer to a
@@ -225,10 +436,11 @@ def _denied(before: str) -> bool:
 
 def _value_matches(value: Scalar, response: str, norm_response: str) -> str | None:
     """The rule by which ``value`` is found in the response (in an occurrence that no
-    word just before it denies), or None."""
+    word just before it denies, and that reads as the value: see :func:`_reads_as`), or
+    None."""
     text = str(value)
     norm_value = normalize(text)
-    if norm_value and norm_value == norm_response:
+    if norm_value and norm_value == norm_response and _reads_as(value, response, 0, len(response)):
         return "exact"
     # Word boundaries, and no decimal continuation: "10" is not in "10.5"; a kept symbol
     # is part of the word: "c" is not in "c++".
@@ -249,21 +461,31 @@ def _value_matches(value: Scalar, response: str, norm_response: str) -> str | No
         # A denial is read in the response as written, where punctuation still ends its
         # clause; in the normalized text only where the value cannot be placed there.
         pattern = _text_pattern(text)
-        written = [m.start() for m in pattern.finditer(response)] if pattern else []
-        if written and any(not _denied(response[:start]) for start in written):
+        written = [(m.start(), m.end()) for m in pattern.finditer(response)] if pattern else []
+        if any(
+            not _denied(response[:start]) and _reads_as(value, response, start, end)
+            for start, end in written
+        ):
             return "contains"
-        if not written and any(not _denied(norm_response[:start]) for start in found):
+        if not written and any(
+            not _denied(norm_response[:start])
+            and _reads_as(value, norm_response, start, start + len(norm_value))
+            for start in found
+        ):
             return "contains"
     number = _as_number(value)
     if number is not None and any(
-        abs(n - number) <= max(1e-9, 1e-6 * abs(number)) and not _denied(response[:start])
-        for start, n in _numbers_at(response)
+        not q.mark
+        and _equal(q.value, number)
+        and not _denied(response[: q.start])
+        and _reads_as(value, response, *q.digits)
+        for q in _quantities(response)
     ):
         return "number"
     value_dates = dates(text)
     if value_dates and any(
-        day in value_dates and not _denied(response[:start])
-        for start, _, day in _date_spans(response)
+        day in value_dates and not _denied(response[:start]) and not _shifted(response, start, end)
+        for start, end, day in _date_spans(response)
     ):
         return "date"
     return None
@@ -398,16 +620,21 @@ def _spans(value: Scalar, sentence: str) -> list[tuple[int, int]]:
     the same date."""
     pattern = _text_pattern(str(value))
     spans = [(m.start(), m.end()) for m in pattern.finditer(sentence)] if pattern else []
+    spans = [(start, end) for start, end in spans if _reads_as(value, sentence, start, end)]
     number = _as_number(value)
     if number is not None:
         spans += [
-            (start, end)
-            for start, end, n in _number_spans(sentence)
-            if abs(n - number) <= max(1e-9, 1e-6 * abs(number))
+            (q.start, q.end)
+            for q in _quantities(sentence)
+            if not q.mark and _equal(q.value, number) and _reads_as(value, sentence, *q.digits)
         ]
     value_dates = dates(str(value))
     if value_dates:
-        spans += [(start, end) for start, end, day in _date_spans(sentence) if day in value_dates]
+        spans += [
+            (start, end)
+            for start, end, day in _date_spans(sentence)
+            if day in value_dates and not _shifted(sentence, start, end)
+        ]
     return spans
 
 
@@ -561,6 +788,7 @@ def _declined(values: Sequence[Scalar], response: str, question: str | None) -> 
                     return DENIES
                 named_another = named_another or (
                     _offers_choice(before, after)
+                    or _ranged(sentence, start, end)
                     or _lists_another(value, values, before, after, sentence[start:end], asked)
                 )
         if found_here:

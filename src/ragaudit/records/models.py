@@ -195,6 +195,19 @@ def reference_digest(values: Sequence[Scalar], display: str) -> str:
     return f"{zlib.crc32(data.encode('utf-8', 'surrogatepass')):08x}"
 
 
+def gold_digest(gold_ids: Sequence[str] | None) -> str:
+    """A short fingerprint of the gold ids a retrieval verdict was given against (null
+    and ``[]`` told apart). A judgement keeps it, so that a dataset generated again with
+    other gold documents (a changed facts file, a corpus rebuilt) never keeps retrieval
+    verdicts, or closed-domain ones, given against the old gold ids.
+
+    >>> gold_digest(["d1", "d2"]) == gold_digest(["d1", "d2"]), gold_digest(None) == gold_digest([])
+    (True, False)
+    """
+    data = json.dumps(None if gold_ids is None else list(gold_ids), ensure_ascii=False)
+    return f"{zlib.crc32(data.encode('utf-8', 'surrogatepass')):08x}"
+
+
 # The method of a judgement the LLM judge could not give (after its retries): undecided.
 JUDGE_FAILED = "judge-failed"
 
@@ -223,6 +236,12 @@ class Judgement(_Record):
         "display); a judgement whose question's reference has changed since (the dataset "
         "generated again on changed data) is stale. Absent in judgements written before it "
         "existed: those are not checked.",
+    )
+    gold_digest: str | None = Field(
+        None,
+        description="the fingerprint of the gold ids its retrieval verdict was given against "
+        "(:func:`gold_digest`); a judgement whose question's gold ids have changed since is "
+        "stale. Absent in judgements written before it existed: those are not checked.",
     )
     judged_under: str | None = Field(
         None,

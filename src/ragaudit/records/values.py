@@ -10,6 +10,12 @@ The rules:
   is, or an integer (not a bool), recorded as its decimal digits (``7`` is ``"7"``);
   nothing else is converted: None, a float (NaN among them), a bool, a list or a dict is
   refused;
+* a **name** of a row (its group, system, variant or query id) follows the id rule, and
+  may also be not given: None, a NaN (what pandas writes for a missing cell, and what
+  ``df.to_dict("records")`` hands on), pandas' ``NA`` or ``NaT`` and blank text are
+  :func:`missing`, and the caller's default applies, as if the key were absent; any other
+  float (``1.5``, ``1.0``), a bool, a list or a dict is refused, never recorded as its
+  ``str`` (``'nan'`` would join every row without a group into one);
 * a **passage text** (a context) is a string, or None where the text is not known;
   anything else is refused, never recorded as its ``str``;
 * **text** is Unicode text: a lone UTF-16 surrogate (half a character) cannot be written
@@ -18,11 +24,14 @@ The rules:
 
 from __future__ import annotations
 
+import math
 import numbers
 import re
+import sys
 from typing import Any
 
 ID_RULE = "an id is a non-empty string or an integer"
+NAME_RULE = "a non-empty string or an integer; None or NaN for none"
 
 
 def _shown(value: Any) -> str:
@@ -53,6 +62,57 @@ def document_id(value: Any) -> str:
     elif isinstance(value, numbers.Integral) and not isinstance(value, bool):
         return str(int(value))  # numpy's integers too (a DataFrame's cells)
     raise ValueError(f"{_shown(value)} is not an id ({ID_RULE})")
+
+
+def missing(value: Any) -> bool:
+    """Whether ``value`` is a value not given: None, or what pandas and NumPy write for a
+    missing cell (a NaN of any float type, pandas' ``NA``, ``NaT``). A row read from a
+    DataFrame holds these where a dict written by hand would leave the key out, so both
+    are read alike. A list or any other sized value is never missing (``[]`` is a value).
+
+    >>> missing(None), missing(float("nan")), missing(0), missing(""), missing([])
+    (True, True, False, False, False)
+    """
+    if value is None:
+        return True
+    pandas = sys.modules.get("pandas")  # only a pandas object can be its NA
+    if pandas is not None and value is getattr(pandas, "NA", None):
+        return True
+    if isinstance(value, str | bytes) or hasattr(value, "__len__"):
+        return False
+    try:
+        return bool(value != value)  # NaN and NaT alone are unequal to themselves
+    except (TypeError, ValueError):
+        return False
+
+
+def row_name(value: Any) -> str | None:
+    """``value`` as a name a row gives (its group, system, variant or query id): None
+    when not given (:func:`missing`, or blank text), so that the caller's default applies
+    as it does to a row without the key; otherwise a string as it is, or an integer (not
+    a bool) as its decimal digits, as the id rule reads ids. Any other value is a
+    ValueError: a float (``1.0`` too: a column of integers with a missing cell is read by
+    pandas as floats), a bool, a list, a dict, whose ``str`` would be a name no other row
+    meant.
+
+    >>> row_name("g1"), row_name(3), row_name(float("nan")), row_name("  ")
+    ('g1', '3', None, None)
+    >>> row_name(1.5)
+    Traceback (most recent call last):
+    ...
+    ValueError: 1.5 is not a name (a non-empty string or an integer; None or NaN for none)
+    """
+    if missing(value) or (isinstance(value, str) and not value.strip()):
+        return None
+    try:
+        return document_id(value)
+    except ValueError:
+        pass
+    hint = ""
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        # What an integer column becomes in pandas once one of its cells is missing.
+        hint = f"; a column of integers with a missing cell is read as floats: give {int(value)}"
+    raise ValueError(f"{_shown(value)} is not a name ({NAME_RULE}{hint})")
 
 
 def passage_text(value: Any) -> str | None:

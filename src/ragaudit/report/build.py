@@ -74,6 +74,7 @@ from ragaudit.report.text import (
 )
 from ragaudit.rundir import RunDir
 from ragaudit.store.files import DrilldownRow, read_drilldown, read_usage
+from ragaudit.store.manifest import notify, open_manifest
 from ragaudit.store.records import read_dataset, read_refresh_log, read_responses
 from ragaudit.world.build import WorldRewrite, read_world_file
 
@@ -432,7 +433,20 @@ class RankingSection:
 
 
 def _rankings(run: RunDir) -> list[RankingSection]:
+    """The studies of compare.json, none where the records they ranked have changed since
+    (said once): a ranking of older verdicts must not stand beside the figures of these."""
     out: list[RankingSection] = []
+    if not run.compare.exists():
+        return out
+    manifest = open_manifest(run)
+    state = manifest.check("compare")
+    manifest.save()
+    if not state.current:
+        notify(
+            f"{run.compare} is stale ({state.why}): its rankings are left out of the report; "
+            "run ragaudit compare again"
+        )
+        return out
     for study in read_compare(run.compare):
         headers, rows = ranking_rows(study)
         agreements = [

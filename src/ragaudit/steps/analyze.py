@@ -3,6 +3,8 @@ drill-down, with paired comparisons between variants and between systems."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import shutil
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
@@ -66,7 +68,7 @@ from ragaudit.store import answer_sql
 from ragaudit.store.answers import fresh_answer_table
 from ragaudit.store.examples import answer_examples, repeat_attempts, retrieval_examples
 from ragaudit.store.files import DrilldownRow, read_documents_thresholds
-from ragaudit.store.manifest import notify, open_manifest
+from ragaudit.store.manifest import notify, open_manifest, provenance_options
 from ragaudit.store.records import (
     OneRecordEach,
     RecordModel,
@@ -403,13 +405,29 @@ def current_summary(run: RunDir, *, by: str) -> Summary:
     state = manifest.check("summary")
     manifest.save()
     if state.current:
-        return read_summary(run.summary)
+        try:
+            return read_summary(run.summary)
+        except UserError as exc:  # current by its digests, yet no summary of this ragaudit
+            state = replace(state, current=False, why=str(exc))
     recorded = state.options or {}
+    if state.entry is None:
+        given = provenance_options(run, "analyze")
+        if given.get("neutral"):
+            # Named as they were given then, from wherever analyze ran: which files, and
+            # how they were, cannot be told now.
+            raise StaleInputError(
+                f"{run.summary} was analyzed from --neutral files that the run does not hold, "
+                f"and {state.why}",
+                "analyze",
+                {"neutral": list(given["neutral"]), "system": given.get("system")},
+            )
     neutral = [Path(p) for p in recorded.get("neutral") or []]
     gone = next((p for p in neutral if not p.exists()), None)
     if gone is not None:
         raise StaleInputError(
-            f"{run.summary} was made from {gone}, which is gone, and {state.why}", "analyze"
+            f"{run.summary} was analyzed from {gone}, which is gone",
+            "analyze",
+            {"neutral": [str(p) for p in neutral], "system": recorded.get("system")},
         )
     thresholds = recorded.get("reference_free")
     result = run_analysis(
@@ -544,6 +562,7 @@ def _analysis(
             + (retry if undecided else "")
             + (skipped if why else "")
         )
+    check_llm_only(llm_only, {ex.system for ex in examples})
     analysis = analyze(examples, llm_only=llm_only, judge_failed=failed)
     systems, warnings = with_left_out(analysis.systems, left_out)
     if neutral or outcome == "retrieval" or rejudge:
@@ -554,7 +573,7 @@ def _analysis(
         rule = judged_rule
         warnings += judged_warnings
     if not neutral and outcome == "answer":
-        warnings += _unjudged(run, {*analysis.systems, *undecided})
+        warnings += _unjudged(run, {*analysis.systems, *undecided}, partly=True)
         warnings += _unjudged_repeats(run)
     # R that cannot be measured is said once here, not once per comparison.
     note = robustness_note(systems)
@@ -651,8 +670,9 @@ def sql_analysis(
                     )
                 )
             systems = system_figures(found.groups, found.sides, llm_only)
+            check_llm_only(llm_only, systems)
             rule, warnings = _judge_rule(run)
-            warnings += _unjudged(run, {*systems, *found.judge_failed})
+            warnings += _unjudged(run, {*systems, *found.judge_failed}, partly=True)
             warnings += _unjudged_repeats(run)
             note = robustness_note(systems)
             if note is not None:
@@ -693,22 +713,49 @@ def checked_lambda(
     targets: Sequence[float] | None, draws: int = DEFAULT_DRAWS
 ) -> tuple[float, ...] | None:
     """The lambda study's targets sorted and without repeats (None: no study), or a
-    one-line error naming what is wrong: a target outside [0, 1], no target, fewer than one
-    draw."""
-    if targets is None:
-        return None
+    one-line error naming what is wrong: a target that is not a number (NaN) or outside
+    [0, 1], no target, fewer than one draw or more than
+    :data:`~ragaudit.options.MAX_LAMBDA_DRAWS` (each draw is a resample held in memory and
+    computed per target, system and variant: a number beyond it would run for days or
+    fail in NumPy, not give a steadier figure)."""
+    from ragaudit.options import MAX_LAMBDA_DRAWS
+
     if isinstance(draws, bool) or not isinstance(draws, int) or draws < 1:
         raise UserError(f"--lambda-draws must be a whole number of at least 1, not {draws!r}")
+    if draws > MAX_LAMBDA_DRAWS:
+        raise UserError(f"--lambda-draws must be at most {MAX_LAMBDA_DRAWS:,}, not {draws:,}")
+    if targets is None:
+        return None
+    for target in targets:
+        if isinstance(target, float) and target != target:
+            raise UserError(
+                "--lambda-target: nan is not a number (a lambda target is a share of "
+                "queries, from 0 to 1)"
+            )
     try:
         return check_targets(targets)
     except ValueError as error:
         raise UserError(f"--lambda-target: {error}") from None
 
 
-def _unjudged(run: RunDir, analyzed: set[str]) -> list[str]:
+def check_llm_only(llm_only: str | None, systems: Iterable[str]) -> None:
+    """Refuse ``--llm-only`` naming no system of the answers analyzed: the open-domain
+    figures would be computed against nothing and read as if a system were left out."""
+    names = sorted(set(systems))
+    if llm_only is not None and llm_only not in names:
+        raise UserError(
+            f"--llm-only {llm_only}: no system of that name among the answers analyzed "
+            f"(systems: {', '.join(names) or 'none'})"
+        )
+
+
+def _unjudged(run: RunDir, analyzed: set[str], *, partly: bool = False) -> list[str]:
     """A warning for each system that answered but has no judgements: the figures leave it
-    out, which a reader would otherwise not notice."""
-    return [
+    out, which a reader would otherwise not notice. With ``partly``, also for a system
+    judged on only some of its answers, or that answered only some of the dataset's
+    questions (``run --limit``, a dataset generated or refreshed since): its figures count
+    those only."""
+    out = [
         f"{path.stem} answered ({path.name}) but has no judgements, so it is not in these "
         f"figures: run ragaudit judge --system {path.stem}"
         for path in sorted(run.responses_dir.glob("*.jsonl"))
@@ -716,6 +763,40 @@ def _unjudged(run: RunDir, analyzed: set[str]) -> list[str]:
         and path.stat().st_size
         and not run.judgements(path.stem).exists()
     ]
+    if not partly:
+        return out
+    asked = set(read_dataset(run).by_id)
+    for path in sorted(run.responses_dir.glob("*.jsonl")):
+        verdicts = run.judgements(path.stem)
+        if path.stem not in analyzed or not verdicts.exists():
+            continue
+        answered = _query_ids(path) & asked
+        judged = _query_ids(verdicts) & answered
+        if len(judged) < len(answered):
+            out.append(
+                f"{path.stem}: {len(answered) - len(judged)} of its {len(answered)} answers "
+                "have no judgement, so these figures count the other "
+                f"{len(judged)}: run ragaudit judge --system {path.stem}"
+            )
+        if asked and len(answered) < len(asked):
+            out.append(
+                f"{path.stem} answered {len(answered)} of the dataset's {len(asked)} "
+                f"questions, so these figures count those only: run ragaudit run --system "
+                f"{path.stem} to ask the rest"
+            )
+    return out
+
+
+def _query_ids(path: Path) -> set[str]:
+    """The query ids of a JSON Lines file of records, read as ids only (the records
+    themselves were read and checked by the analysis)."""
+    ids: set[str] = set()
+    with path.open("rb") as handle:
+        for line in handle:
+            if line.strip():
+                with contextlib.suppress(ValueError, KeyError, TypeError):
+                    ids.add(json.loads(line)["query_id"])
+    return ids
 
 
 def _unjudged_repeats(run: RunDir) -> list[str]:

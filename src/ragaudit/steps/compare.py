@@ -29,6 +29,7 @@ from ragaudit.report.compare import CompareFile, compare_markdown, read_compare
 from ragaudit.rundir import RunDir
 from ragaudit.steps.analyze import load_examples
 from ragaudit.store.examples import from_responses
+from ragaudit.store.manifest import open_manifest
 from ragaudit.store.records import (
     read_dataset,
     read_fresh_scores,
@@ -190,6 +191,8 @@ def run_compare(
     if by not in ("source", "variant", "label"):
         raise UserError(f"by must be source, variant or label, not {by!r}")
     check_rule(rule)
+    manifest = open_manifest(run)
+    inputs = manifest.input_digests("compare")  # before they are read
     examples, left_out, score = compare_examples(run, metric, rule)
     if not examples and left_out:
         whys = "; ".join(f"{s} {why}" for s, why in sorted(left_out.items()))
@@ -229,10 +232,15 @@ def run_compare(
     except ValueError as err:
         raise UserError(str(err)) from None
     study = study.model_copy(update={"left_out": dict(left_out)})
+    # The studies kept from before are of the records as they were then: dropped where the
+    # records have moved since, so that compare.json holds studies of these records only.
     kept = [s for s in read_compare(run.compare) if (s.metric, s.by) != (metric, by)]
+    if kept and not manifest.check("compare").current:
+        kept = []
     studies = [*kept, study]
     atomic_write_json(run.compare, json.loads(CompareFile(studies=studies).model_dump_json()))
     atomic_write_text(run.compare_md, compare_markdown(studies))
+    manifest.record("compare", inputs=inputs)
     return study, left_out
 
 

@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 # The tag that names the run directory an MLflow run was exported from.
 RUN_TAG = "ragaudit.run_dir"
 SUPERSEDED_TAG = "ragaudit.superseded_by"
+# On the new MLflow run: the one it supersedes, and why it is a new one.
+SUPERSEDES_TAG = "ragaudit.supersedes"
 # The tag of a figure that is undefined, by its name, with why.
 UNDEFINED_TAG = "ragaudit.undefined."
 # MLflow's rule for metric and parameter names (letters, digits, _ - . space / :).
@@ -213,6 +215,14 @@ def export_mlflow(
         logged = {m.key for m in metrics}
         reuse = current[0] if current and current[0].data.params == params else None
         why_new = None
+        if current and reuse is None:
+            before = current[0].data.params
+            changed = sorted(k for k in {*before, *params} if before.get(k) != params.get(k))
+            why_new = (
+                f"the run's configuration changed since its last export ({changed[0]}"
+                + (f" and {len(changed) - 1} more" if len(changed) > 1 else "")
+                + "; MLflow never changes a logged parameter)"
+            )
         if reuse is not None:
             # A metric of the earlier export that is not logged now would stand at its old
             # value (MLflow cannot delete one): the figures go to a new MLflow run.
@@ -234,6 +244,7 @@ def export_mlflow(
             if current:
                 superseded = current[0].info.run_id
                 client.set_tag(superseded, SUPERSEDED_TAG, run_id)
+                client.set_tag(run_id, SUPERSEDES_TAG, f"{superseded}: {why_new}")
         # MLflow takes at most 1000 metrics and 100 parameters (or tags) per batch.
         if reuse is None:
             items = [Param(k, v) for k, v in params.items()]

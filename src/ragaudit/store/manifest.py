@@ -70,6 +70,11 @@ class Entry(BaseModel):
     kind: str = Field(description="the file's kind (:data:`KINDS`)")
     step: str = Field(description="the step that wrote it (analyze, report, ...)")
     digest: str = Field(description="the file's digest as that step wrote it")
+    outputs: dict[str, str] = Field(
+        default_factory=dict,
+        description="every file of the kind (summary.json, summary.md, drilldown.jsonl) by "
+        "path in the run, with its digest as written ('absent' where it was not)",
+    )
     inputs: dict[str, str] = Field(
         description="every input of the kind, by path in the run (or absolute, outside it), "
         "with its digest then ('absent' when it did not exist)"
@@ -190,6 +195,15 @@ KINDS: dict[str, Kind] = {
             "answers.parquet: built again from the JSON Lines, never trusted",
         ),
         Kind(
+            "compare",
+            lambda run: [run.compare, run.compare_md],
+            record_inputs,
+            "compare",
+            "refuse",
+            "compare.json and compare.md: a study of records that have changed since is left "
+            "out of the report, said once, until ragaudit compare is run again",
+        ),
+        Kind(
             "report",
             lambda run: [run.report],
             report_inputs,
@@ -301,6 +315,7 @@ class Manifest:
             kind=kind,
             step=step or spec.step,
             digest=self.digest(outputs[0]),
+            outputs=self.digests(outputs),
             inputs=found,
             options=_plain(dict(options or {})),
             at=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -343,6 +358,14 @@ class Manifest:
             return Freshness(
                 kind, False, f"{name} is not the file {entry.step} wrote (changed since)", entry
             )
+        for other, was in entry.outputs.items():
+            if self.digest(_resolve(self.run, other)) != was:
+                return Freshness(
+                    kind,
+                    False,
+                    f"{Path(other).name} is not the file {entry.step} wrote (changed since)",
+                    entry,
+                )
         outside = [_resolve(self.run, n) for n in entry.inputs if Path(n).is_absolute()]
         now = self.input_digests(kind, outside)
         for input_name, was in entry.inputs.items():
@@ -462,15 +485,17 @@ def open_manifest(run: RunDir) -> Manifest:
         return Manifest(run, data, new=False)
     manifest = Manifest(run, ManifestFile(), new=True)
     if any(kind.outputs(run)[0].exists() for kind in KINDS.values()):
-        fingerprint_existing(manifest)
+        fingerprint_existing(manifest, unreadable=run.manifest.exists())
     return manifest
 
 
-def fingerprint_existing(manifest: Manifest) -> list[str]:
+def fingerprint_existing(manifest: Manifest, *, unreadable: bool = False) -> list[str]:
     """Take in a run written before the manifest (or whose manifest is unreadable): each
     derived file no older than every input it has is recorded as made from them, with the
     options of its step's last entry in provenance.json; any other is left stale, to be
-    made again when read. Says what it did once; returns the stale files' names."""
+    made again when read; so is a summary read from ``--neutral`` files, which the run does
+    not hold. ``unreadable``: a manifest.json was there but could not be read. Says what it
+    did once; returns the stale files' names."""
     run = manifest.run
     stale: list[str] = []
     taken: list[str] = []
@@ -484,11 +509,17 @@ def fingerprint_existing(manifest: Manifest) -> list[str]:
         if newer:
             stale.append(f"{output.name} (older than {_relative(run, newer[0])})")
             continue
-        options = _provenance_options(run, kind.step) if kind.rule == "recompute" else {}
+        options = provenance_options(run, kind.step) if kind.rule == "recompute" else {}
+        if options.get("neutral"):
+            # Read from files outside the run, named as given then: which file, and how it
+            # was, cannot be told now.
+            stale.append(f"{output.name} (read from --neutral files)")
+            continue
         entry = Entry(
             kind=kind.name,
             step=kind.step,
             digest=manifest.digest(output),
+            outputs=manifest.digests(kind.outputs(run)),
             inputs=manifest.input_digests(kind.name),
             options=_plain(options),
             at=datetime.fromtimestamp(made / 1e9, UTC).isoformat(timespec="seconds"),
@@ -507,10 +538,12 @@ def fingerprint_existing(manifest: Manifest) -> list[str]:
         )
         if part
     )
-    notify(
-        f"{run.root}: written before ragaudit kept a manifest of what each file was made "
-        f"from; its files were fingerprinted now" + (f" ({what})" if what else "")
+    why = (
+        f"{run.manifest} could not be read as a manifest of this ragaudit (it was replaced)"
+        if unreadable
+        else "written before ragaudit kept a manifest of what each file was made from"
     )
+    notify(f"{run.root}: {why}; its files were fingerprinted now" + (f" ({what})" if what else ""))
     return stale
 
 
@@ -521,7 +554,7 @@ def _mtime(path: Path) -> int | None:
         return None
 
 
-def _provenance_options(run: RunDir, step: str) -> dict[str, Any]:
+def provenance_options(run: RunDir, step: str) -> dict[str, Any]:
     """The options of ``step``'s last entry in the run's provenance.json (none when it has
     no such entry or cannot be read)."""
     with contextlib.suppress(OSError, ValueError, KeyError, TypeError):

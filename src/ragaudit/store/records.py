@@ -32,6 +32,7 @@ from ragaudit.records.models import (
     RepeatResponse,
     ResponseRecord,
     StaleDocument,
+    gold_digest,
 )
 from ragaudit.rundir import RunDir
 
@@ -230,13 +231,19 @@ def read_retrieved_ids(
 
 
 def stale_reference(judgement: Judgement, queries: Mapping[str, QueryRecord]) -> bool:
-    """Whether ``judgement`` was given against another reference than its question has
-    now (``queries``: the dataset by id). One written before judgements kept the
-    reference's fingerprint, or of a question no longer in the dataset, is not."""
-    if judgement.reference_digest is None:
-        return False
+    """Whether ``judgement`` was given against another reference, or other gold ids, than
+    its question has now (``queries``: the dataset by id). One written before judgements
+    kept those fingerprints, or of a question no longer in the dataset, is not."""
     query = queries.get(judgement.query_id)
-    return query is not None and query.reference.digest != judgement.reference_digest
+    if query is None:
+        return False
+    if judgement.reference_digest is not None and (
+        query.reference.digest != judgement.reference_digest
+    ):
+        return True
+    return judgement.gold_digest is not None and gold_digest(query.gold_ids) != (
+        judgement.gold_digest
+    )
 
 
 def check_fresh(
@@ -291,8 +298,9 @@ def check_fresh(
         raise StaleInputError(
             f"{run.judgements(first.system)}: {len(stale_ones)} judgement(s) of "
             f"{first.system} (query {first.query_id} first) were given against another "
-            f"reference than {run.dataset} holds now (the dataset was generated again on "
-            "changed data; generate --refresh gives changed questions new ids instead)",
+            f"reference, or other gold ids, than {run.dataset} holds now (the dataset was "
+            "generated again on changed data; generate --refresh gives changed questions "
+            "new ids instead)",
             "judge",
             {"systems": [first.system]},
         )
