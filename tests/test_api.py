@@ -418,7 +418,7 @@ def test_evaluate_refuses_rows_that_are_not_dicts() -> None:
     with pytest.raises(UserError, match=r"^row 2: expected a dict of fields .*, not str"):
         ra.evaluate([{"question": "a?", "answer": "x", "reference": "x"}, "b?"])
     with pytest.raises(UserError, match=r"^evaluate: system=5: expected a non-empty string"):
-        ra.evaluate([{"question": "a?", "answer": "x", "reference": "x"}], system=5)  # type: ignore[arg-type]
+        ra.evaluate([{"question": "a?", "answer": "x", "reference": "x"}], system=5)  # type: ignore[arg-type]  # a wrong type on purpose
 
 
 def _two_systems() -> list[dict[str, object]]:

@@ -197,7 +197,8 @@ def test_tables_and_report_never_pass_on_a_summary_older_than_the_judgements(
     assert not any(r["correct"] == "True" for r in csv.DictReader(answers.open()))
     summary = json.loads(run.summary.read_text())
     assert _accuracy(summary) == 0.0
-    assert open_manifest(run).check("summary").options["seed"] == 7  # type: ignore[index]
+    recorded = open_manifest(run).check("summary").options
+    assert recorded is not None and recorded["seed"] == 7
 
     # Right again, judged, then the report alone: the page is of the new judgements.
     project.run([ra.system(_good(_truth(project)), name="rag")], rerun=True)
