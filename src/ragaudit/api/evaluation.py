@@ -17,7 +17,6 @@ import numbers
 import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -188,20 +187,17 @@ class Evaluation:
         judgements = [self.judgements[i] for i in rows]
         retrieval_known = [known[i] for i in rows]
         judged = [i for i, j in enumerate(judgements) if j is not None]
-        summary = None
-        if judged:
-            with tempfile.TemporaryDirectory(prefix="ragaudit-evaluate-") as where:
-                summary = _analyzed(
-                    Path(where),
-                    queries,
-                    responses,
-                    judgements,
-                    retrieval_known,
-                    judged,
-                    self.retrieval_rule,
-                    self.seed,
-                    name,
-                )
+        summary = _analyzed(
+            None,
+            queries,
+            responses,
+            judgements,
+            retrieval_known,
+            judged,
+            self.retrieval_rule,
+            self.seed,
+            name,
+        )
         return Evaluation(
             queries,
             responses,
@@ -557,26 +553,17 @@ def evaluate(
     judgements: list[Judgement | None] = [None] * len(queries)
     for i, verdict in zip(judged, verdicts, strict=True):
         judgements[i] = verdict
-    summary = None
-    if judged:
-        # Without ``out`` the files are only the way to analyze's figures: they go with
-        # the call, so that a notebook calling evaluate in a loop leaves nothing behind.
-        with (
-            nullcontext(str(out))
-            if out is not None
-            else tempfile.TemporaryDirectory(prefix="ragaudit-evaluate-")
-        ) as where:
-            summary = _analyzed(
-                Path(where),
-                queries,
-                responses,
-                judgements,
-                retrieval_known,
-                judged,
-                retrieval_rule,
-                seed,
-                system,
-            )
+    summary = _analyzed(
+        None if out is None else Path(out),
+        queries,
+        responses,
+        judgements,
+        retrieval_known,
+        judged,
+        retrieval_rule,
+        seed,
+        system,
+    )
     return Evaluation(
         queries,
         responses,
@@ -593,7 +580,7 @@ def evaluate(
 
 
 def _analyzed(
-    folder: Path,
+    out: Path | None,
     queries: list[QueryRecord],
     responses: list[ResponseRecord],
     judgements: list[Judgement | None],
@@ -602,9 +589,28 @@ def _analyzed(
     retrieval_rule: RetrievalRule,
     seed: int,
     system: str,
-) -> Summary:
-    """The figures of the judged rows, computed as ``analyze --neutral`` computes them from
-    the neutral file written in ``folder``: one analysis, whichever door it came in by."""
+) -> Summary | None:
+    """The figures of the judged rows (None when none is), computed as ``analyze
+    --neutral`` computes them from the neutral file written in ``out``: one analysis,
+    whichever door it came in by. Without ``out`` the files are only the way to the
+    figures: they go with the call, so that a notebook calling evaluate in a loop leaves
+    nothing behind."""
+    if not judged:
+        return None
+    if out is None:
+        with tempfile.TemporaryDirectory(prefix="ragaudit-evaluate-") as where:
+            return _analyzed(
+                Path(where),
+                queries,
+                responses,
+                judgements,
+                retrieval_known,
+                judged,
+                retrieval_rule,
+                seed,
+                system,
+            )
+    folder = out
     folder.mkdir(parents=True, exist_ok=True)
     neutral = folder / "neutral.jsonl"
     lines = []
