@@ -623,3 +623,131 @@ def test_a_summary_that_cannot_be_read_is_analyzed_again_by_a_reader(
     with pytest.warns(RunNotice, match="summary.json was stale"):
         project.export_tables(tmp_path / "t", fmt="csv")
     assert _accuracy(json.loads(run.summary.read_text())) == 1.0
+
+
+# -- the third hostile pass ----------------------------------------------------------------
+
+
+def test_every_file_the_summary_reads_is_its_input(judged: Path, tmp_path: Path) -> None:
+    """The label figures read the pairs beside the labels, the cost section the run's and
+    the wordings' counts: each written, the summary is stale."""
+    run = RunDir(_copy(judged, tmp_path).run_dir)
+    for path in (run.label_pairs, run.run_stats, run.templates_text):
+        assert open_manifest(run).check("summary").current
+        saved = path.read_bytes() if path.exists() else None
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text((path.read_text() if saved is not None else "") + "\n# edited\n")
+        why = open_manifest(run).check("summary").why or ""
+        assert path.name in why, why
+        if saved is None:
+            path.unlink()
+        else:
+            path.write_bytes(saved)
+
+
+def _neutral_rows(project: ra.Project, correct: bool) -> list[dict[str, object]]:
+    return [
+        {
+            "query_id": q.query_id,
+            "group_id": q.group_id,
+            "template_id": q.template_id,
+            "variant": q.variant,
+            "query": q.query,
+            "reference": q.reference.display,
+            "response": q.reference.display,
+            "retrieved_ids": [],
+            "gold_ids": [],
+            "correct": correct,
+        }
+        for q in project.dataset()
+    ]
+
+
+def test_a_file_added_to_a_neutral_folder_is_an_input_added(judged: Path, tmp_path: Path) -> None:
+    project = _copy(judged, tmp_path)
+    run = RunDir(project.run_dir)
+    rows = _neutral_rows(project, correct=True)
+    half = len(rows) // 2
+    folder = tmp_path / "neu"
+    folder.mkdir()
+    (folder / "part1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[:half]))
+    project.analyze(neutral=[folder], system="ext")
+    first = json.loads(run.summary.read_text())["systems"]["ext"]["variants"]
+    assert sum(v["n_queries"] for v in first.values()) == half
+    wrong = [dict(r, correct=False) for r in rows[half:]]
+    (folder / "part2.jsonl").write_text("".join(json.dumps(r) + "\n" for r in wrong))
+    state = open_manifest(run).check("summary")
+    assert not state.current and "part2.jsonl was written" in (state.why or "")
+    with pytest.warns(RunNotice, match="summary.json was stale"):
+        project.export_tables(tmp_path / "t", fmt="csv")
+    again = json.loads(run.summary.read_text())["systems"]["ext"]["variants"]
+    assert sum(v["n_queries"] for v in again.values()) == len(rows)
+    assert all(v["accuracy"]["value"] < 1.0 for v in again.values())
+
+
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        ({"seed": "x"}, "seed"),
+        ({"seed": 1.5e300}, "seed"),
+        ({"outcome": "bogus"}, "outcome"),
+        ({"retrieval_rule": "bogus"}, "retrieval rule 'bogus'"),
+        ({"reference_free": {"thresholds": {"faithfulness": "x"}}}, "reference_free"),
+        ({"lambda_targets": [2.0]}, "--lambda-target"),
+    ],
+)
+def test_options_edited_in_the_manifest_are_checked_before_they_are_used(
+    judged: Path, tmp_path: Path, options: dict[str, object], field: str
+) -> None:
+    project = _copy(judged, tmp_path)
+    run = RunDir(project.run_dir)
+    project.analyze(seed=3)  # provenance's last analyze: what is used instead
+    data = json.loads(run.manifest.read_text())
+    entry = data["files"]["summary.json"]
+    entry["options"].update(options)
+    entry["inputs"]["dataset.jsonl"] = "sha256:0"  # stale: it will be made again
+    run.manifest.write_text(json.dumps(data))
+    with pytest.warns(RunNotice, match=rf"could not be read: {field}") as seen:
+        project.report()
+    assert any("options of the last analyze in provenance.json" in m for m in _notices(seen))
+    recorded = open_manifest(run).check("summary").options
+    assert recorded is not None and recorded["seed"] == 3
+    assert json.loads(run.summary.read_text())["retrieval_rule"] in {"all_gold", "any_hit"}
+    result = ragaudit("report", cwd=tmp_path)
+    assert result.returncode == 0 and "Traceback" not in result.stderr
+
+
+def test_a_run_without_its_manifest_is_analyzed_again_with_provenances_options(
+    judged: Path, tmp_path: Path
+) -> None:
+    project = _copy(judged, tmp_path)
+    run = RunDir(project.run_dir)
+    project.analyze(seed=7, retrieval_rule="any_hit")
+    run.manifest.unlink()
+    _rerun_broken(project)
+    with pytest.warns(RunNotice, match="options of the last analyze in provenance.json"):
+        project.export_tables(tmp_path / "t", fmt="csv")
+    recorded = open_manifest(run).check("summary").options
+    assert recorded is not None
+    assert (recorded["seed"], recorded["retrieval_rule"]) == (7, "any_hit")
+    assert json.loads(run.summary.read_text())["retrieval_rule"] == "any_hit"
+
+
+def test_a_recorded_llm_only_system_that_is_gone_names_analyze_in_each_door(
+    judged: Path, tmp_path: Path
+) -> None:
+    project = _copy(judged, tmp_path)
+    run = RunDir(project.run_dir)
+    project.run([ra.system(_broken, name="closed")])
+    project.judge(llm=None)
+    project.analyze(llm_only="closed")
+    run.responses("closed").unlink()
+    run.judgements("closed").unlink()
+    with pytest.raises(StaleInputError) as raised:
+        project.report()
+    message = str(raised.value)
+    assert "closed as the system that answers without retrieval" in message
+    assert message.endswith("call project.analyze()") and "--llm-only" not in message
+    result = ragaudit("report", cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().endswith("run ragaudit analyze")

@@ -819,7 +819,7 @@ class Project:
         resampling whole groups, ``lambda_draws`` times each (``--lambda-draws``; default
         500): ``summary.lambda_study`` (``.lambda_to_pandas()``)."""
         from ragaudit.analysis.lambda_study import DEFAULT_DRAWS, DEFAULT_TARGETS
-        from ragaudit.steps.analyze import checked_lambda, default_neutral, run_analysis
+        from ragaudit.steps.analyze import checked_lambda, run_analysis
 
         if retrieval_rule is not None:
             check_rule(retrieval_rule)
@@ -843,7 +843,7 @@ class Project:
         with self._step("analyze", options, create=False) as run:
             return run_analysis(
                 run,
-                neutral=default_neutral(paths),
+                neutral=paths,
                 rule=retrieval_rule,
                 seed=seed,
                 system=system,

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ragaudit.analysis import Analysis, Example, analyze
 from ragaudit.analysis.by_label import label_breakdown
@@ -47,7 +48,13 @@ from ragaudit.analysis.summary import (
 )
 from ragaudit.errors import StaleInputError, UserError, check_seed
 from ragaudit.judge.options import ReferenceFreeOptions
-from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, RuleFit, retrieval_correct
+from ragaudit.judge.retrieval import (
+    DEFAULT_RULE,
+    RetrievalRule,
+    RuleFit,
+    check_rule,
+    retrieval_correct,
+)
 from ragaudit.records.io import atomic_write_text, read_jsonl, write_jsonl_atomic
 from ragaudit.records.models import (
     CandidateRecord,
@@ -68,7 +75,7 @@ from ragaudit.store import answer_sql
 from ragaudit.store.answers import fresh_answer_table
 from ragaudit.store.examples import answer_examples, repeat_attempts, retrieval_examples
 from ragaudit.store.files import DrilldownRow, read_documents_thresholds
-from ragaudit.store.manifest import notify, open_manifest, provenance_options
+from ragaudit.store.manifest import expand_folders, notify, open_manifest, provenance_options
 from ragaudit.store.records import (
     OneRecordEach,
     RecordModel,
@@ -303,8 +310,11 @@ def run_analysis(
     by: str = "analyze",
 ) -> AnalysisResult:
     """Analyze and write summary.json, summary.md and drilldown.jsonl into the run;
-    ``system`` names the system of neutral files; ``reference_free`` (the configuration's
-    section) reads the reference-free scores, when the run has them, at its thresholds.
+    ``neutral``: files in the neutral format, or folders of them (a folder stands for
+    its ``*.jsonl`` files whenever the summary is checked, so a file added to it makes
+    the summary stale); ``system`` names the system of neutral files;
+    ``reference_free`` (the configuration's section) reads the reference-free scores,
+    when the run has them, at its thresholds.
     ``rule``: the retrieval rule. None takes the judge's for judged answers (the rule
     their retrieval verdicts were given by) and ``all_gold`` otherwise; another rule than
     the judge's gives every retrieval verdict again by it, from the ids retrieved and the
@@ -320,13 +330,14 @@ def run_analysis(
     (:func:`current_summary`). Nothing is written where the analysis fails."""
     check_seed(seed)
     targets = checked_lambda(lambda_targets, lambda_draws)
-    neutral = neutral or []
+    given = neutral or []
+    neutral = expand_folders(given)
     manifest = open_manifest(run)
     # The inputs as they are before they are read: a change during the analysis leaves
     # the summary stale, never current.
     inputs = manifest.input_digests("summary", neutral) if table is None else None
     options = summary_options(
-        neutral=neutral,
+        neutral=given,
         rule=rule,
         seed=seed,
         system=system,
@@ -393,9 +404,10 @@ def current_summary(run: RunDir, *, by: str) -> Summary:
     options recorded for it, which is said once (a :class:`RunNotice`). What a reader of
     the figures (``report``, ``export``) reads instead of summary.json itself, so that
     it never passes on figures older than the records (``by``: that reader's step). A
-    summary no step recorded options for (written before the manifest, or edited by hand)
-    is made again with analyze's defaults. No summary at all is a one-line error; an
-    input the summary was read from outside the run that is gone is a
+    summary no step recorded options for (written before the manifest, or edited by hand),
+    or whose recorded options cannot be read, is made again with those of the last
+    ``analyze`` in provenance.json, else with analyze's defaults. No summary at all is a
+    one-line error; an input the summary was read from outside the run that is gone is a
     :class:`~ragaudit.errors.StaleInputError` naming ``analyze``."""
     from ragaudit.report.summary_file import read_summary
 
@@ -409,48 +421,128 @@ def current_summary(run: RunDir, *, by: str) -> Summary:
             return read_summary(run.summary)
         except UserError as exc:  # current by its digests, yet no summary of this ragaudit
             state = replace(state, current=False, why=str(exc))
-    recorded = state.options or {}
-    if state.entry is None:
-        given = provenance_options(run, "analyze")
-        if given.get("neutral"):
-            # Named as they were given then, from wherever analyze ran: which files, and
-            # how they were, cannot be told now.
-            raise StaleInputError(
-                f"{run.summary} was analyzed from --neutral files that the run does not hold, "
-                f"and {state.why}",
-                "analyze",
-                {"neutral": list(given["neutral"]), "system": given.get("system")},
-            )
-    neutral = [Path(p) for p in recorded.get("neutral") or []]
-    gone = next((p for p in neutral if not p.exists()), None)
+    recorded, how = _options_to_recompute(run, state.options, state.why)
+    neutral = expand_folders(recorded.neutral)
+    gone = next((Path(p) for p in recorded.neutral if not Path(p).exists()), None)
     if gone is not None:
         raise StaleInputError(
             f"{run.summary} was analyzed from {gone}, which is gone",
             "analyze",
-            {"neutral": [str(p) for p in neutral], "system": recorded.get("system")},
+            {"neutral": list(recorded.neutral), "system": recorded.system},
         )
-    thresholds = recorded.get("reference_free")
-    result = run_analysis(
-        run,
-        neutral=neutral,
-        rule=recorded.get("retrieval_rule"),
-        seed=int(recorded.get("seed") or 0),
-        system=recorded.get("system"),
-        llm_only=recorded.get("llm_only"),
-        outcome=recorded.get("outcome") or "answer",
-        reference_free=ReferenceFreeOptions.model_validate(thresholds) if thresholds else None,
-        engine=recorded.get("engine") or "auto",
-        lambda_targets=recorded.get("lambda_targets"),
-        lambda_draws=int(recorded.get("lambda_draws") or DEFAULT_DRAWS),
-        by=f"analyze (for {by})",
-    )
-    how = (
-        "with the options it was made with"
-        if state.options is not None
-        else ("with analyze's defaults (no options were recorded for it)")
-    )
+    if recorded.llm_only is not None and not neutral:
+        judged = sorted(path.stem for path in run.judgements_dir.glob("*.jsonl"))
+        if recorded.llm_only not in judged:
+            raise StaleInputError(
+                f"{run.summary} is stale ({state.why}) and was analyzed with "
+                f"{recorded.llm_only} as the system that answers without retrieval, which "
+                f"has no judgements now (judged: {', '.join(judged) or 'none'})",
+                "analyze",
+            )
+    try:
+        result = run_analysis(
+            run,
+            neutral=[Path(p) for p in recorded.neutral],
+            rule=recorded.retrieval_rule,
+            seed=recorded.seed,
+            system=recorded.system,
+            llm_only=recorded.llm_only,
+            outcome=recorded.outcome,
+            reference_free=recorded.reference_free,
+            engine=recorded.engine,
+            lambda_targets=recorded.lambda_targets,
+            lambda_draws=recorded.lambda_draws,
+            by=f"analyze (for {by})",
+        )
+    except StaleInputError:
+        raise
+    except UserError as exc:  # the run no longer allows what the summary was made with
+        raise StaleInputError(
+            f"{run.summary} is stale ({state.why}) and cannot be analyzed again {how}: {exc}",
+            "analyze",
+        ) from None
     notify(f"{run.summary} was stale ({state.why}): analyzed again {how}")
     return result.summary
+
+
+class RecordedAnalysis(BaseModel):
+    """The options a summary was made with, as the manifest (or provenance.json) holds
+    them, checked before any is used: a hand-edited manifest never reaches the analysis
+    (nor a summary written from it) with a value ``analyze`` itself would refuse."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    neutral: list[str] = Field(default_factory=list)
+    retrieval_rule: RetrievalRule | None = None
+    seed: int = 0
+    system: str | None = None
+    llm_only: str | None = None
+    outcome: Outcome = "answer"
+    reference_free: ReferenceFreeOptions | None = None
+    engine: Engine = "auto"
+    lambda_targets: list[float] | None = None
+    lambda_draws: int = DEFAULT_DRAWS
+
+    @field_validator("neutral", mode="before")
+    @classmethod
+    def _none_is_empty(cls, value: Any) -> Any:
+        return [] if value is None else value
+
+    @field_validator("lambda_draws", mode="before")
+    @classmethod
+    def _none_is_default(cls, value: Any) -> Any:
+        return DEFAULT_DRAWS if value is None else value
+
+    @model_validator(mode="after")
+    def _as_analyze_checks(self) -> RecordedAnalysis:
+        if self.retrieval_rule is not None:
+            check_rule(self.retrieval_rule)
+        check_seed(self.seed)
+        checked_lambda(self.lambda_targets, self.lambda_draws)
+        return self
+
+
+def _options_to_recompute(
+    run: RunDir, recorded: dict[str, Any] | None, why: str | None
+) -> tuple[RecordedAnalysis, str]:
+    """The options to analyze a stale summary again with, and how to say where they came
+    from: those the manifest recorded for it; where it recorded none (a run from before
+    the manifest) or they cannot be read, those of the last ``analyze`` in
+    provenance.json; else analyze's defaults. Options of neutral files that the manifest
+    does not name cannot be told from provenance (a path relative to wherever analyze
+    ran): refused, naming analyze."""
+    problems: list[str] = []
+    sources: list[tuple[dict[str, Any], str]] = []
+    if recorded is not None:
+        sources.append((recorded, "with the options it was made with"))
+    given = provenance_options(run, "analyze")
+    if given:
+        sources.append((given, "with the options of the last analyze in provenance.json"))
+    for options, how in sources:
+        if how.endswith("provenance.json") and options.get("neutral"):
+            raise StaleInputError(
+                f"{run.summary} was analyzed from --neutral files that the run does not hold, "
+                f"and {why}",
+                "analyze",
+                {"neutral": list(options["neutral"]), "system": options.get("system")},
+            )
+        try:
+            chosen = RecordedAnalysis.model_validate(options)
+        except (ValidationError, UserError) as exc:
+            problems.append(f"{how[5:]} could not be read: {_first_error(exc)}")
+            continue
+        return chosen, how + "".join(f" ({p})" for p in problems)
+    problems = problems or ["no options were recorded for it"]
+    return RecordedAnalysis(), f"with analyze's defaults ({'; '.join(problems)})"
+
+
+def _first_error(exc: Exception) -> str:
+    """One line of a validation error: the first field and what is wrong with it."""
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "options"
+        return f"{where}: {first['msg']}"
+    return str(exc)
 
 
 def _analysis(
@@ -872,11 +964,3 @@ def _judge_rule(run: RunDir) -> tuple[str, list[str]]:
     rules = sorted({e.retrieval_rule for e in stats.values() if e.retrieval_rule})
     warnings = [w for e in stats.values() for w in e.rule_warnings]
     return (" and ".join(rules) if rules else UNRECORDED_RULE), warnings
-
-
-def default_neutral(paths: list[Path]) -> list[Path]:
-    """Expand folders into their ``*.jsonl`` files."""
-    out: list[Path] = []
-    for p in paths:
-        out.extend(sorted(p.glob("*.jsonl")) if p.is_dir() else [p])
-    return out

@@ -122,6 +122,27 @@ class Kind:
     step: str
     rule: Literal["recompute", "rebuild", "refuse"]
     doc: str
+    # Inputs outside the run that the recorded options name, as they are now (the
+    # --neutral files of an analysis, a folder's files read again so that one added shows).
+    outside: Callable[[Mapping[str, Any]], list[Path]] = lambda options: []
+
+
+def expand_folders(paths: Sequence[str | Path]) -> list[Path]:
+    """Each path, a folder standing for its ``*.jsonl`` files (sorted): what a folder given
+    as ``--neutral`` means, then and whenever the summary is checked, so that a file added
+    to the folder is an input added."""
+    out: list[Path] = []
+    for given in paths:
+        path = Path(given)
+        out.extend(sorted(path.glob("*.jsonl")) if path.is_dir() else [path])
+    return out
+
+
+def _neutral_inputs(options: Mapping[str, Any]) -> list[Path]:
+    given = options.get("neutral")
+    if not isinstance(given, list) or not all(isinstance(p, str) for p in given):
+        return []  # options the summary's reader refuses before it recomputes anything
+    return [p.absolute() for p in expand_folders(given)]
 
 
 def _folder(folder: Path) -> list[Path]:
@@ -145,15 +166,20 @@ def record_inputs(run: RunDir) -> list[Path]:
 def summary_inputs(run: RunDir) -> list[Path]:
     """What ``analyze`` reads besides its options: the records, the judge's rule
     (judge.stats.json), the generation from documents (candidates.jsonl and its
-    thresholds), the labels, the scan and the LLM usage (the cost section)."""
+    thresholds), the labels and the pairs they are of, the scan, and what the cost
+    section reads (the LLM usage, the run's and the wordings' counts)."""
     return [
         *record_inputs(run),
         run.judge_stats,
         run.candidates,
         run.documents_stats,
         run.labels,
+        run.label_pairs,
+        run.label_contexts,
         run.scan,
         run.usage,
+        run.run_stats,
+        run.templates_text,
     ]
 
 
@@ -185,6 +211,7 @@ KINDS: dict[str, Kind] = {
             "summary.json, summary.md and drilldown.jsonl: analyzed again with the options "
             "recorded for them (analysis asks no model), or refused where an input they were "
             "read from outside the run is gone",
+            _neutral_inputs,
         ),
         Kind(
             "answers",
@@ -367,6 +394,7 @@ class Manifest:
                     entry,
                 )
         outside = [_resolve(self.run, n) for n in entry.inputs if Path(n).is_absolute()]
+        outside += [p for p in spec.outside(entry.options) if p not in outside]
         now = self.input_digests(kind, outside)
         for input_name, was in entry.inputs.items():
             current = now.get(input_name, ABSENT)
