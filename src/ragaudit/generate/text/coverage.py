@@ -292,8 +292,14 @@ def qualifier_problem(text: str, shape: TemplateShape, schema: SchemaInfo, sql: 
     aggregates = _aggregates(sql)
     asked = asked_words(shape)
     for tokens in question_part(text, shape):
-        nouns = {i for start, end, _ in names.found(tokens) for i in range(start, end)}
+        found = names.found(tokens)
+        nouns = {i for start, end, _ in found for i in range(start, end)}
+        # A word of a schema name of several words names a column or a table, not a
+        # shift or an extreme: "last name", "first name", "total amount", "old price".
+        named = {i for start, end, _ in found if end - start > 1 for i in range(start, end)}
         for i, word in enumerate(tokens):
+            if i in named:
+                continue
             if word in TIME_SHIFT:
                 return f"qualifier: '{word}' shifts the time, which the SQL does not"
             phrase = _phrase_at(tokens, i, TIME_PHRASES)
