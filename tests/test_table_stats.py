@@ -477,3 +477,28 @@ def test_a_run_generated_before_the_per_table_counts_still_reports(tmp_path: Pat
     html = project.report().read_text(encoding="utf-8")
     assert 'id="per-table-counts"' in html
     assert "written before ragaudit counted the dataset per table" not in html
+
+
+def test_a_kept_templates_file_says_why_tables_have_no_template(tmp_path: Path) -> None:
+    """``templates sql`` on a file that exists keeps it and says, as a new file's notes
+    do, why each table with rows that none of its templates reads has no template: the
+    enumerator's reason where a scan tells it, else that the file has none for it."""
+    url = sqlite_people(tmp_path / "people.sqlite")
+    project = ra.Project(root=tmp_path, db=url, progress="none")
+    fresh = project.templates_sql()
+    assert fresh.written and fresh.notes
+    kept = project.templates_sql()
+    assert not kept.written
+    assert kept.notes == fresh.notes  # the same reasons, word for word
+    # The user deletes every template that reads one table: that table is named too.
+    run = RunDir(project.run_dir)
+    templates = load_templates(run.templates_sql).templates
+    table = templates[0].tables[0]
+    save_templates(run.templates_sql, [t for t in templates if table not in t.tables])
+    notes = project.templates_sql().notes
+    assert notes[table] == "no template of templates/sql.yaml reads it"
+    result = ragaudit("templates", "sql", "--db", url, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert f"no template from {table}: no template of templates/sql.yaml reads it" in (
+        result.stderr
+    )

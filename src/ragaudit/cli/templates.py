@@ -57,6 +57,8 @@ def templates_sql(
             "your edits. Use --overwrite to regenerate it.",
             markup=False,
         )
+        for name, note in result.notes.items():
+            err_console.print(f"no template from {name}: {note}", markup=False)
         return
     table = Table(title=f"SQL templates -> {result.path}", title_justify="left")
     table.add_column("id", overflow="fold")

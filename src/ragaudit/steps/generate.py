@@ -20,7 +20,7 @@ from ragaudit.generate.dataset import (
     table_stats,
 )
 from ragaudit.generate.facts import derive_facts, read_row_map
-from ragaudit.generate.sql.enumeration import why_no_template
+from ragaudit.generate.sql.enumeration import FILE_HAS_NONE, untemplated
 from ragaudit.generate.sql.templates import (
     SqlTemplate,
     TemplateFileError,
@@ -198,24 +198,13 @@ def facts_from_rows(
 
 
 def why_untemplated(db: Database, schema: SchemaInfo, stats: DatasetStats) -> dict[str, str]:
-    """Why no template reads each table with rows that none reads (table -> why): the
-    schema enumerator's reason where a scan of the table tells it (no column names its
-    rows: :func:`~ragaudit.generate.sql.enumeration.why_no_template`), else that the
-    templates file has none. A dataset that reads every table costs nothing more; the
-    enumerator's search of the data, which ``templates sql`` runs, is not run again."""
-    read = {n.lower() for t in stats.templates for n in t.tables}
-    names = [t.name for t in schema.tables if t.row_count and t.name.lower() not in read]
-    if not names:
-        return {}
-    try:
-        found = why_no_template(db, schema, names)
-    except UserError:  # a reason is a courtesy: the dataset is written all the same
-        found = {}
+    """Why no template reads each table with rows that none reads (table -> why):
+    :func:`~ragaudit.generate.sql.enumeration.untemplated`. A dataset that reads every
+    table costs nothing more; the enumerator's search of the data, which ``templates
+    sql`` runs, is not run again."""
+    found = untemplated(db, schema, {n for t in stats.templates for n in t.tables})
     return {
-        name: f"no template: {found[name]}"
-        if name in found
-        else "no template of templates/sql.yaml reads it"
-        for name in names
+        name: FILE_HAS_NONE if why is None else f"no template: {why}" for name, why in found.items()
     }
 
 

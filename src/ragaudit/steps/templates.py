@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections import Counter
 from dataclasses import dataclass, field
@@ -10,7 +11,11 @@ from pathlib import Path
 from ragaudit.config import Config
 from ragaudit.db import Database, SchemaInfo, introspect
 from ragaudit.errors import FATAL_LLM_ERRORS, ConfigError, LLMError, UserError
-from ragaudit.generate.sql.enumeration import enumerate_templates
+from ragaudit.generate.sql.enumeration import (
+    FILE_HAS_NONE,
+    enumerate_templates,
+    untemplated,
+)
 from ragaudit.generate.sql.instantiate import Group, count_combinations, iter_groups, plan
 from ragaudit.generate.sql.llm import llm_sql_templates
 from ragaudit.generate.sql.templates import (
@@ -134,6 +139,25 @@ def _nothing_to_ask(
     return f"no SQL template: {why or 'nothing to ask'}"
 
 
+def _file_notes(config: Config, templates: list[SqlTemplate]) -> dict[str, str]:
+    """Why no template of a kept file reads each table with rows that none reads, as a
+    new file's notes say; a template that no longer fits the schema reads nothing (``templates
+    check`` says why), and a database that cannot be opened leaves the notes out."""
+    try:
+        db, schema = open_database(config)
+    except UserError:
+        return {}
+    try:
+        read: set[str] = set()
+        for template in templates:
+            with contextlib.suppress(UserError):
+                read.update(check_template(template.sql, schema, dialect=_dialect(db)).tables)
+        found = untemplated(db, schema, read, empty=True)
+        return {name: FILE_HAS_NONE if why is None else why for name, why in found.items()}
+    finally:
+        db.dispose()
+
+
 def make_sql_templates(
     config: Config,
     run: RunDir,
@@ -150,7 +174,8 @@ def make_sql_templates(
     """
     path = run.templates_sql
     if path.exists() and not overwrite:
-        return SqlTemplatesResult(path, False, load_templates(path).templates, [])
+        kept_file = load_templates(path).templates
+        return SqlTemplatesResult(path, False, kept_file, [], _file_notes(config, kept_file))
     db, schema = open_database(config)
     rejected: list[tuple[str, str]] = []
     notes: dict[str, str] = {}

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 from ragaudit.db.engine import Database
 from ragaudit.db.schema import ColumnInfo, ForeignKey, SchemaInfo, TableInfo
+from ragaudit.errors import UserError
 from ragaudit.generate.sql.templates import SqlTemplate, new_templates, normalize_sql
 
 _ID_NAME = re.compile(r"(^id$|_id$|[a-z0-9]Id$|ID$|^id_|_key$|uuid|guid)", re.IGNORECASE)
@@ -430,3 +431,25 @@ def why_no_template(db: Database, schema: SchemaInfo, names: Collection[str]) ->
         if len(linked) != 2:
             out[table.name] = _why_no_key(p)
     return out
+
+
+FILE_HAS_NONE = "no template of templates/sql.yaml reads it"
+
+
+def untemplated(
+    db: Database, schema: SchemaInfo, read: Collection[str], *, empty: bool = False
+) -> dict[str, str | None]:
+    """Why no template reads each table with rows outside ``read`` (the tables the
+    templates read): :func:`why_no_template`'s reason where a scan of the table tells it,
+    else None (the templates file has none for it); with ``empty``, the tables without
+    rows too ("no rows"). A reason is a courtesy: a database error leaves the reasons
+    out, never the step."""
+    seen = {n.lower() for n in read}
+    names = [t.name for t in schema.tables if (t.row_count or empty) and t.name.lower() not in seen]
+    if not names:
+        return {}
+    try:
+        found = why_no_template(db, schema, names)
+    except UserError:
+        found = {}
+    return {name: found.get(name) for name in names}
