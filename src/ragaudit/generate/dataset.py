@@ -659,6 +659,8 @@ def template_wordings(
                 )
     if options.balanced:
         n = min(len(w) for w in styles.values())
+        if n == 0:  # the same number per style is none: nothing is asked of the template
+            return None
         styles = {s: w[:n] for s, w in styles.items()}
     text_ids = {
         (style, wording): f"{template.id}:{style}:{stable_id(wording, length=8)}"
@@ -666,6 +668,24 @@ def template_wordings(
         for wording in wordings
     }
     return Wordings(template, styles, text_ids)
+
+
+NO_WORDING = "no wording to ask (none written, or none verified)"
+
+
+def why_no_wordings(template: SqlTemplate, texts: TextTemplates, options: GenerateOptions) -> str:
+    """Why :func:`template_wordings` gives ``template`` no wording, in one line: none at
+    all, or (``balanced``) none in a style, so that the same number per style is none."""
+    styles = texts.get(template.id, {})
+    if options.styles is not None:
+        styles = {s: styles.get(s, []) for s in options.styles}
+    empty = sorted(s for s, w in styles.items() if not w)
+    if options.balanced and empty and any(styles.values()):
+        return (
+            f"no wording to ask in style {', '.join(empty)} (none written, or none verified), "
+            "and balanced asks the same number of wordings in every style"
+        )
+    return NO_WORDING
 
 
 def _reads(template: SqlTemplate, schema: SchemaInfo, dialect: str) -> tuple[list[str], list[str]]:
@@ -710,7 +730,7 @@ def generate(
         stats.templates.append(tstats)
         wordings = template_wordings(template, texts, options)
         if wordings is None:
-            tstats.skipped = "no wording to ask (none written, or none verified)"
+            tstats.skipped = why_no_wordings(template, texts, options)
             if on_template:
                 on_template(template, tstats)
             continue
