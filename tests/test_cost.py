@@ -305,6 +305,48 @@ def test_the_dry_run_of_run_counts_what_the_resume_leaves_and_prices_it(
     assert _usd(figures.total.usd) == _usd(figures.steps["run"].cost.usd)
 
 
+def test_the_dry_run_of_run_prices_a_new_system_from_the_caches_answers_only(
+    tmp_path: Path,
+) -> None:
+    """A model's cache holds every step's calls (wordings, verdicts) beside its answers:
+    a system never run is priced from the answering calls among them, never from the
+    mean of all (which a long wording prompt doubles)."""
+    import ragaudit as ra
+    from ragaudit.config import Config
+    from ragaudit.llm.cache import LLMCache, request_payload
+    from ragaudit.llm.types import GenerationParams, RawCompletion, system, user
+    from ragaudit.rundir import RunDir
+    from ragaudit.steps.session import cache_path_of
+    from ragaudit.systems.answer_prompts import answer_messages
+
+    config = Config.model_validate(
+        {"llm": {"model": "openai:m"}, "systems": [{"name": "memory", "generator": "llm_only"}]}
+    )
+    project = ra.Project(config, root=tmp_path, db="example", progress="none")
+    project.templates_sql()
+    project.templates_text(verify=False)
+    project.generate(unverified=True)
+    run = RunDir(project.run_dir)
+    cache = LLMCache(cache_path_of(project.config, run, "openai:m"))
+
+    def put(key: str, messages: list, prompt: int, completion: int) -> None:
+        payload = request_payload("openai", "m", messages, GenerationParams())
+        cache.put(key, payload, RawCompletion("x", prompt, completion))
+
+    for i in range(4):  # the wording step's calls: long prompts
+        put(f"w{i}", [system("Write wordings of an SQL template."), user(f"t{i}")], 3000, 400)
+    cache.flush()
+    line = project.run(limit=5, dry_run=True).lines[0]
+    assert line.tokens_from.startswith("estimated"), line.tokens_from
+    assert line.prompt_tokens < 5 * 3000
+    for i in range(2):
+        put(f"a{i}", answer_messages("llm_only", f"question {i}?", []), 50, 6)
+    cache.close()
+    line = project.run(limit=5, dry_run=True).lines[0]
+    assert line.tokens_from == "mean of 2 answers of openai:m in its cache"
+    assert (line.prompt_tokens, line.completion_tokens) == (5 * 50, 5 * 6)
+
+
 def test_the_dry_run_of_generate(tmp_path: Path) -> None:
     from ragaudit.config import Config
     from ragaudit.documents.options import DocumentOptions

@@ -62,16 +62,23 @@ class CacheProbe:
             return None  # an empty reply is asked again, never replayed
         return int(row[0]), int(row[1])
 
-    def mean_tokens(self) -> tuple[float, float, int] | None:
-        """The mean prompt and completion tokens of this model's stored calls, and how
-        many there are; None when there is none."""
+    def mean_tokens(self, containing: str | None = None) -> tuple[float, float, int] | None:
+        """The mean prompt and completion tokens of this model's stored calls (those
+        whose messages hold the text ``containing``, when given: calls of one kind, since a
+        model's cache holds every step's calls, a wording's and a verdict's beside an
+        answer's), and how many there are; None when there is none."""
         if self._conn is None:
             return None
-        row = self._conn.execute(
+        sql = (
             "SELECT AVG(prompt_tokens), AVG(completion_tokens), COUNT(*) FROM llm_cache "
-            "WHERE backend = ? AND model = ?",
-            (self.backend, self.model),
-        ).fetchone()
+            "WHERE backend = ? AND model = ?"
+        )
+        params: tuple[str, ...] = (self.backend, self.model)
+        if containing is not None:
+            # As the request is stored: JSON, not ASCII-escaped.
+            sql += " AND instr(request, ?) > 0"
+            params += (json.dumps(containing, ensure_ascii=False)[1:-1],)
+        row = self._conn.execute(sql, params).fetchone()
         if not row or not row[2]:
             return None
         return float(row[0]), float(row[1]), int(row[2])

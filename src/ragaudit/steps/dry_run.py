@@ -49,6 +49,7 @@ from ragaudit.steps.judge import query_key, repeat_key, standing
 from ragaudit.steps.run import llm_model_of, repeats_of
 from ragaudit.steps.session import cache_path_of
 from ragaudit.store.records import read_dataset
+from ragaudit.systems.answer_prompts import answer_instructions
 from ragaudit.systems.base import System
 from ragaudit.systems.builtin import BuiltinSystemConfig
 
@@ -360,10 +361,11 @@ def _answer_tokens(
             )
     settings = config.llm.model_copy(update={"model": model})
     settings = type(settings).model_validate(settings.model_dump())
+    instructions = answer_instructions(sc.generator)
     with CacheProbe(cache_path_of(config, run, model), settings) as probe:
-        mean = probe.mean_tokens()
+        mean = probe.mean_tokens(instructions) if instructions is not None else None
         if mean is not None:
-            return mean[0], mean[1], _measured(probe) or ""
+            return mean[0], mean[1], f"mean of {mean[2]} answers of {model} in its cache"
     question = sum(estimate_tokens(q.query) for q in queries) / max(1, len(queries))
     passages = 0 if sc.retriever == "none" else sc.depth * config.corpus.chunk_size
     prompt = question + passages * TOKENS_PER_WORD + ANSWER_INSTRUCTION_TOKENS

@@ -42,6 +42,12 @@ _LLM_ONLY = "Answer the question briefly, with the answer alone. If you do not k
 )
 
 
+def answer_instructions(kind: str) -> str | None:
+    """The system message generator ``kind`` opens its requests with (None for ``none``):
+    what tells the answering calls apart from the other calls of a model in the cache."""
+    return {"concise": _CONCISE, "strict": _STRICT, "llm_only": _LLM_ONLY}.get(kind)
+
+
 def format_context(hits: list[Hit]) -> str:
     """The retrieved passages as numbered blocks (the document id labels each one)."""
     return "\n\n".join(f"[{i}] ({h.doc_id})\n{h.text.strip()}" for i, h in enumerate(hits, 1))
