@@ -140,25 +140,36 @@ def test_an_input_added_removed_or_changed_makes_the_summary_stale(
 def test_a_run_from_before_the_manifest_is_fingerprinted_once_and_said(
     judged: Path, tmp_path: Path
 ) -> None:
+    """Without a manifest nothing but modification times could say what a derived file
+    was made from, and times lie: an older judgements file put back with ``cp -p`` is
+    no newer than the summary. Every derived file is stale, made again when read from the
+    files as they are, with the options of the last analyze in provenance.json."""
     project = _copy(judged, tmp_path)
     run = RunDir(project.run_dir)
+    project.analyze(seed=5)
+    saved = tmp_path / "saved.jsonl"
+    shutil.copy2(run.judgements("rag"), saved)  # right answers' verdicts, times kept
+    _rerun_broken(project)
+    project.analyze(seed=5)
+    assert _accuracy(json.loads(run.summary.read_text())) == 0.0
+    # The older verdicts back, times and all, and the manifest gone.
+    shutil.copy2(saved, run.judgements("rag"))
     run.manifest.unlink()
-    with pytest.warns(RunNotice, match="written before ragaudit kept a manifest"):
+    with pytest.warns(RunNotice, match="stale, made again when read: summary.json"):
         manifest = open_manifest(run)
-    assert manifest.check("summary").current  # no input is newer than the summary
+    assert not manifest.check("summary").current
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        assert open_manifest(run).check("summary").current
+        open_manifest(run)
     assert not _notices(seen)  # said once: the manifest is written now
-
-    # A summary older than the judgements is not taken as current.
-    run.manifest.unlink()
-    later = run.summary.stat().st_mtime + 10
-    import os
-
-    os.utime(run.judgements("rag"), (later, later))
-    with pytest.warns(RunNotice, match="stale, made again when read: summary.json"):
-        assert not open_manifest(run).check("summary").current
+    with pytest.raises(StaleInputError):  # the verdicts are of answers since replaced
+        project.export_tables(tmp_path / "t", fmt="csv")
+    project.judge(llm=None)
+    with pytest.warns(RunNotice, match="options of the last analyze in provenance.json"):
+        project.export_tables(tmp_path / "t", fmt="csv")
+    assert _accuracy(json.loads(run.summary.read_text())) == 0.0
+    recorded = open_manifest(run).check("summary").options
+    assert recorded is not None and recorded["seed"] == 5
 
 
 def test_an_unreadable_manifest_is_read_as_none_never_misread(judged: Path, tmp_path: Path) -> None:
@@ -167,7 +178,7 @@ def test_an_unreadable_manifest_is_read_as_none_never_misread(judged: Path, tmp_
     run.manifest.write_text("{not json")
     with pytest.warns(RunNotice, match="fingerprinted"):
         manifest = open_manifest(run)
-    assert manifest.check("summary").current
+    assert not manifest.check("summary").current  # made again when read, never trusted
     assert json.loads(run.manifest.read_text())["format"] == 1
 
 
@@ -751,3 +762,67 @@ def test_a_recorded_llm_only_system_that_is_gone_names_analyze_in_each_door(
     result = ragaudit("report", cwd=tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().endswith("run ragaudit analyze")
+
+
+def test_judging_some_systems_keeps_the_others_retrieval_rule(judged: Path, tmp_path: Path) -> None:
+    """judge.stats.json holds the rule each system's verdicts were given by: judging one
+    system again under another rule keeps the others' entries, so that analyze says both
+    rules and gives every verdict again under the rule it is asked for."""
+    from ragaudit.steps.judge import read_judge_stats
+
+    project = _copy(judged, tmp_path)
+    run = RunDir(project.run_dir)
+    truth = _truth(project)
+    project.run([ra.system(_good(truth, first_gold_only=True), name="first")])
+    project.judge(llm=None)
+    project.judge(llm=None, systems=["rag"], retrieval_rule="any_hit")
+    rules = {n: e.retrieval_rule for n, e in read_judge_stats(run.judge_stats).items()}
+    assert rules == {"rag": "any_hit", "first": "all_gold"}
+    assert project.analyze().retrieval_rule == "all_gold and any_hit"
+
+
+def test_the_report_is_stale_when_the_world_it_shows_changed(tmp_path: Path) -> None:
+    world = tmp_path / "w"
+    ra.make_world(world, size=20, seed=0, progress="none")
+    project = ra.Project(world / "ragaudit.yaml", root=world, progress="none")
+    project.templates_sql()
+    project.templates_text(verify=False)
+    project.generate(unverified=True)
+    truth = _truth(project)
+    project.run([ra.system(_good(truth), name="rag")])
+    project.judge(llm=None)
+    project.analyze()
+    project.report()
+    run = RunDir(project.run_dir)
+    assert open_manifest(run).check("report").current
+    facts = json.loads((world / "world.json").read_text())
+    facts["documents"] = facts["documents"] + 5
+    (world / "world.json").write_text(json.dumps(facts))
+    why = open_manifest(run).check("report").why or ""
+    assert "world.json changed" in why
+
+
+def test_a_record_error_met_while_analyzing_again_says_what_to_fix(
+    judged: Path, tmp_path: Path
+) -> None:
+    project = _copy(judged, tmp_path)
+    run = RunDir(project.run_dir)
+    path = run.judgements("rag")
+    path.write_text(path.read_text() + path.read_text().splitlines()[0] + "\n")
+    result = ragaudit("export", "tables", str(tmp_path / "t"), "--format", "csv", cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "duplicate" in result.stderr and "run ragaudit analyze" not in result.stderr
+
+
+def test_a_seed_edited_to_true_in_the_manifest_is_not_taken_for_1(
+    judged: Path, tmp_path: Path
+) -> None:
+    project = _copy(judged, tmp_path)
+    run = RunDir(project.run_dir)
+    data = json.loads(run.manifest.read_text())
+    entry = data["files"]["summary.json"]
+    entry["options"]["seed"] = True
+    entry["inputs"]["dataset.jsonl"] = "sha256:0"
+    run.manifest.write_text(json.dumps(data))
+    with pytest.warns(RunNotice, match="could not be read: seed"):
+        project.report()

@@ -17,8 +17,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ragaudit.analysis.metrics import ONE_QUERY
 from ragaudit.analysis.ranking import set_name
 from ragaudit.analysis.reliability import TAG_ORDER
@@ -74,7 +72,7 @@ from ragaudit.report.text import (
 )
 from ragaudit.rundir import RunDir
 from ragaudit.store.files import DrilldownRow, read_drilldown, read_usage
-from ragaudit.store.manifest import notify, open_manifest
+from ragaudit.store.manifest import corpus_folder, notify, open_manifest
 from ragaudit.store.records import read_dataset, read_refresh_log, read_responses
 from ragaudit.world.build import WorldRewrite, read_world_file
 
@@ -1018,16 +1016,12 @@ def _cost(summary: Summary) -> CostSection | None:
 def _world(run: RunDir) -> WorldSection | None:
     """world.json of the generated world the run's corpus comes from, if it does: how many
     reports, and what the LLM rewrite (``ragaudit world --llm``) repaired or failed."""
-    try:
-        config = yaml.safe_load(run.config.read_text(encoding="utf-8")) or {}
-        corpus = Path(str((config.get("corpus") or {})["path"]))
-    except (OSError, KeyError, TypeError, ValueError, yaml.YAMLError):
-        return None
-    world = read_world_file(corpus.parent)
-    if world is None:
+    folder = corpus_folder(run)
+    world = read_world_file(folder) if folder is not None else None
+    if folder is None or world is None:
         return None
     return WorldSection(
-        folder=str(corpus.parent),
+        folder=str(folder),
         documents=world.documents,
         facts_stated=world.facts_stated,
         rewrite=world.rewrite,

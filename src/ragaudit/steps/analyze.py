@@ -439,28 +439,22 @@ def current_summary(run: RunDir, *, by: str) -> Summary:
                 f"has no judgements now (judged: {', '.join(judged) or 'none'})",
                 "analyze",
             )
-    try:
-        result = run_analysis(
-            run,
-            neutral=[Path(p) for p in recorded.neutral],
-            rule=recorded.retrieval_rule,
-            seed=recorded.seed,
-            system=recorded.system,
-            llm_only=recorded.llm_only,
-            outcome=recorded.outcome,
-            reference_free=recorded.reference_free,
-            engine=recorded.engine,
-            lambda_targets=recorded.lambda_targets,
-            lambda_draws=recorded.lambda_draws,
-            by=f"analyze (for {by})",
-        )
-    except StaleInputError:
-        raise
-    except UserError as exc:  # the run no longer allows what the summary was made with
-        raise StaleInputError(
-            f"{run.summary} is stale ({state.why}) and cannot be analyzed again {how}: {exc}",
-            "analyze",
-        ) from None
+    # An error of the records themselves (a duplicate line) says what to fix: it is
+    # raised as it is, since analyzing again could not mend it.
+    result = run_analysis(
+        run,
+        neutral=[Path(p) for p in recorded.neutral],
+        rule=recorded.retrieval_rule,
+        seed=recorded.seed,
+        system=recorded.system,
+        llm_only=recorded.llm_only,
+        outcome=recorded.outcome,
+        reference_free=recorded.reference_free,
+        engine=recorded.engine,
+        lambda_targets=recorded.lambda_targets,
+        lambda_draws=recorded.lambda_draws,
+        by=f"analyze (for {by})",
+    )
     notify(f"{run.summary} was stale ({state.why}): analyzed again {how}")
     return result.summary
 
@@ -474,7 +468,7 @@ class RecordedAnalysis(BaseModel):
 
     neutral: list[str] = Field(default_factory=list)
     retrieval_rule: RetrievalRule | None = None
-    seed: int = 0
+    seed: int = Field(0, strict=True)  # analyze refuses true for a seed, as here
     system: str | None = None
     llm_only: str | None = None
     outcome: Outcome = "answer"

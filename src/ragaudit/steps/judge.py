@@ -9,6 +9,7 @@ verdict: identical answers are judged once.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 from collections import Counter
@@ -255,7 +256,17 @@ def judge_run(
                 progress=progress,
             )
             report.systems[name] = entry
-        write_judge_stats(run.judge_stats, report.systems)
+        # Judging some systems leaves the others' entries (their verdicts' rule) as they were;
+        # a system whose judgements are gone has none.
+        kept_entries = {}
+        if run.judge_stats.exists():
+            with contextlib.suppress(UserError):
+                kept_entries = {
+                    name: entry
+                    for name, entry in read_judge_stats(run.judge_stats).items()
+                    if name not in report.systems and run.judgements(name).exists()
+                }
+        write_judge_stats(run.judge_stats, {**kept_entries, **report.systems})
         refresh_answer_table(run)
         return report
 

@@ -183,6 +183,18 @@ def summary_inputs(run: RunDir) -> list[Path]:
     ]
 
 
+def corpus_folder(run: RunDir) -> Path | None:
+    """The folder of the corpus the run's configuration (its copy in the run) names, or
+    None where it names none: where a generated world keeps its world.json."""
+    import yaml
+
+    try:
+        config = yaml.safe_load(run.config.read_text(encoding="utf-8")) or {}
+        return Path(str((config.get("corpus") or {})["path"])).parent
+    except (OSError, KeyError, TypeError, ValueError, yaml.YAMLError):
+        return None
+
+
 def report_inputs(run: RunDir) -> list[Path]:
     """What ``report`` reads: the summary, its drill-down, and the run's other files the
     page shows (the dataset's counts, usage, the refresh, the rankings)."""
@@ -196,6 +208,7 @@ def report_inputs(run: RunDir) -> list[Path]:
         run.refresh_stats,
         run.compare,
         *_folder(run.repeats_dir / "judgements"),
+        *([folder / "world.json"] if (folder := corpus_folder(run)) is not None else []),
     ]
 
 
@@ -518,54 +531,22 @@ def open_manifest(run: RunDir) -> Manifest:
 
 
 def fingerprint_existing(manifest: Manifest, *, unreadable: bool = False) -> list[str]:
-    """Take in a run written before the manifest (or whose manifest is unreadable): each
-    derived file no older than every input it has is recorded as made from them, with the
-    options of its step's last entry in provenance.json; any other is left stale, to be
-    made again when read; so is a summary read from ``--neutral`` files, which the run does
-    not hold. ``unreadable``: a manifest.json was there but could not be read. Says what it
-    did once; returns the stale files' names."""
+    """Take in a run written before the manifest (or whose manifest is unreadable): its
+    inputs are hashed now, and every derived file it holds is left stale, to be made
+    again when read (a summary analyzed again with the options of the last ``analyze`` in
+    provenance.json), since nothing but modification times could say what it was made
+    from, and times lie (a file put back with ``cp -p``, an edit whose time was set back).
+    ``unreadable``: a manifest.json was there but could not be read. Says what it did
+    once; returns the stale files' names."""
     run = manifest.run
     stale: list[str] = []
-    taken: list[str] = []
     for kind in KINDS.values():
         output = kind.outputs(run)[0]
-        made = _mtime(output)
-        if made is None:
-            continue
-        inputs = [p for p in kind.inputs(run) if p.exists()]
-        newer = [p for p in inputs if (_mtime(p) or 0) > made]
-        if newer:
-            stale.append(f"{output.name} (older than {_relative(run, newer[0])})")
-            continue
-        options = provenance_options(run, kind.step) if kind.rule == "recompute" else {}
-        if options.get("neutral"):
-            # Read from files outside the run, named as given then: which file, and how it
-            # was, cannot be told now.
-            stale.append(f"{output.name} (read from --neutral files)")
-            continue
-        entry = Entry(
-            kind=kind.name,
-            step=kind.step,
-            digest=manifest.digest(output),
-            outputs=manifest.digests(kind.outputs(run)),
-            inputs=manifest.input_digests(kind.name),
-            options=_plain(options),
-            at=datetime.fromtimestamp(made / 1e9, UTC).isoformat(timespec="seconds"),
-            ragaudit="before the manifest",
-            fingerprinted=True,
-        )
-        manifest.put(_relative(run, output), entry)
-        taken.append(output.name)
-    if not manifest.data.files and not stale:
-        manifest._update(lambda data: None)
-    what = "; ".join(
-        part
-        for part in (
-            f"taken as current: {', '.join(taken)}" if taken else "",
-            f"stale, made again when read: {', '.join(stale)}" if stale else "",
-        )
-        if part
-    )
+        if output.exists():
+            manifest.input_digests(kind.name)  # hashed now: the next check reads them
+            stale.append(output.name)
+    manifest._update(lambda data: None)  # written now, so that it is said once
+    what = f"stale, made again when read: {', '.join(stale)}" if stale else ""
     why = (
         f"{run.manifest} could not be read as a manifest of this ragaudit (it was replaced)"
         if unreadable
@@ -573,13 +554,6 @@ def fingerprint_existing(manifest: Manifest, *, unreadable: bool = False) -> lis
     )
     notify(f"{run.root}: {why}; its files were fingerprinted now" + (f" ({what})" if what else ""))
     return stale
-
-
-def _mtime(path: Path) -> int | None:
-    try:
-        return path.stat().st_mtime_ns
-    except OSError:
-        return None
 
 
 def provenance_options(run: RunDir, step: str) -> dict[str, Any]:
