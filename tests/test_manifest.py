@@ -553,22 +553,7 @@ def test_a_summary_of_neutral_files_is_never_fingerprinted_as_current(
 ) -> None:
     project = _copy(judged, tmp_path)
     run = RunDir(project.run_dir)
-    rows = []
-    for q in project.dataset():
-        rows.append(
-            {
-                "query_id": q.query_id,
-                "group_id": q.group_id,
-                "template_id": q.template_id,
-                "variant": q.variant,
-                "query": q.query,
-                "reference": q.reference.display,
-                "response": q.reference.display,
-                "retrieved_ids": [],
-                "gold_ids": [],
-                "correct": True,
-            }
-        )
+    rows = _neutral_rows(project, correct=True)
     neutral = tmp_path / "neutral.jsonl"
     neutral.write_text("".join(json.dumps(r) + "\n" for r in rows))
     result = ragaudit("analyze", "--neutral", "neutral.jsonl", "--system", "neu", cwd=tmp_path)

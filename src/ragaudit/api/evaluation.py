@@ -17,6 +17,7 @@ import numbers
 import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -597,20 +598,36 @@ def _analyzed(
     nothing behind."""
     if not judged:
         return None
-    if out is None:
-        with tempfile.TemporaryDirectory(prefix="ragaudit-evaluate-") as where:
-            return _analyzed(
-                Path(where),
-                queries,
-                responses,
-                judgements,
-                retrieval_known,
-                judged,
-                retrieval_rule,
-                seed,
-                system,
-            )
-    folder = out
+    with (
+        nullcontext(str(out))
+        if out is not None
+        else tempfile.TemporaryDirectory(prefix="ragaudit-evaluate-")
+    ) as where:
+        return _analyze_rows(
+            Path(where),
+            queries,
+            responses,
+            judgements,
+            retrieval_known,
+            judged,
+            retrieval_rule,
+            seed,
+            system,
+        )
+
+
+def _analyze_rows(
+    folder: Path,
+    queries: list[QueryRecord],
+    responses: list[ResponseRecord],
+    judgements: list[Judgement | None],
+    retrieval_known: list[bool],
+    judged: list[int],
+    retrieval_rule: RetrievalRule,
+    seed: int,
+    system: str,
+) -> Summary:
+    """:func:`_analyzed` in ``folder``: the neutral file written there, then analyzed."""
     folder.mkdir(parents=True, exist_ok=True)
     neutral = folder / "neutral.jsonl"
     lines = []
