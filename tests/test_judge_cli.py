@@ -483,7 +483,14 @@ def test_the_judges_rule_and_its_warnings_reach_the_analysis_and_closed_domain_h
     assert summary["retrieval_rule"] == "same_set"
     assert any(w.startswith(expected) for w in summary["warnings"])
     assert expected in analyzed.stderr
-    (root / "judge.stats.json").unlink()  # judgements of a judge that recorded no rule
+    # Without judge.stats.json, each judgement still says which rule gave its verdicts.
+    (root / "judge.stats.json").unlink()
+    assert ragaudit("analyze", cwd=tmp_path).returncode == 0
+    assert json.loads((root / "summary.json").read_text())["retrieval_rule"] == "same_set"
+    # Judgements of a judge that recorded no rule, anywhere.
+    path = root / "judgements" / "rag.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    path.write_text("".join(json.dumps({**j, "judged_under": None}) + "\n" for j in lines))
     assert ragaudit("analyze", cwd=tmp_path).returncode == 0
     unrecorded = json.loads((root / "summary.json").read_text())["retrieval_rule"]
     assert unrecorded.startswith("not recorded")  # not analyze's own default

@@ -430,6 +430,41 @@ def test_another_retrieval_rule_is_applied_by_analyze_not_ignored(
     assert "ragaudit judge --retrieval-rule any_hit --closed-domain" in result.stderr
 
 
+@pytest.mark.parametrize("engine", ["memory", "sql"])
+def test_retrieval_verdicts_are_labelled_by_the_rule_each_judgement_records(
+    world_project: Path, tmp_path: Path, engine: str
+) -> None:
+    """Judged under any_hit, with judge.stats.json still saying all_gold (a judge killed
+    before it wrote its stats, or an older stats file put back with cp -p): the summary
+    says any_hit, and analyze --retrieval-rule all_gold gives every verdict again by it,
+    in either engine, as a count by hand from the gold ids and the retrieved ids says."""
+    shutil.copytree(world_project, tmp_path, dirs_exist_ok=True)
+    project = ra.Project(tmp_path / "ragaudit.yaml", root=tmp_path, progress="none")
+    run = RunDir(project.run_dir)
+    truth = _truth(project)
+    with_gold = [q for q in truth.values() if q.gold_ids]
+    several = sum(1 for q in with_gold if len(q.gold_ids or []) > 1)
+    assert with_gold and several > 0, "the world needs questions with several gold documents"
+    project.run([ra.system(_good(truth, first_gold_only=True), name="rag")])
+    project.judge(llm=None)
+    stale_stats = run.judge_stats.read_bytes()
+    project.judge(llm=None, retrieval_rule="any_hit")
+    run.judge_stats.write_bytes(stale_stats)  # what a kill before the stats leaves
+
+    def retrieval(summary: ra.Summary) -> float:
+        data = summary.model_dump(mode="json")["systems"]["rag"]["variants"]
+        k = sum(v["accuracy_retrieval"]["k"] for v in data.values())
+        n = sum(v["accuracy_retrieval"]["n"] for v in data.values())
+        return k / n
+
+    loose = project.analyze(engine=engine)  # type: ignore[arg-type]
+    assert loose.retrieval_rule == "any_hit"
+    assert retrieval(loose) == 1.0  # the first gold document is always retrieved
+    strict = project.analyze(retrieval_rule="all_gold", engine="auto")
+    assert strict.retrieval_rule == "all_gold"
+    assert retrieval(strict) == pytest.approx((len(with_gold) - several) / len(with_gold))
+
+
 def test_a_figure_become_undefined_never_stands_at_its_old_value_in_mlflow(
     judged: Path, tmp_path: Path
 ) -> None:
@@ -727,6 +762,27 @@ def test_a_run_without_its_manifest_is_analyzed_again_with_provenances_options(
     assert recorded is not None
     assert (recorded["seed"], recorded["retrieval_rule"]) == (7, "any_hit")
     assert json.loads(run.summary.read_text())["retrieval_rule"] == "any_hit"
+
+
+def test_a_summary_made_again_without_its_manifest_keeps_its_reference_free_thresholds(
+    judged: Path, tmp_path: Path
+) -> None:
+    """The thresholds come from the config, not from analyze's arguments: provenance
+    records them, so that deleting the manifest (the documented remedy) never reads the
+    scores again at the defaults."""
+    project = _copy(judged, tmp_path)
+    project.config.reference_free.thresholds["faithfulness"] = 0.7
+    project.config.reference_free.target_precision = 0.8
+    run = RunDir(project.run_dir)
+    project.analyze(seed=5)
+    run.manifest.unlink()
+    _rerun_broken(project)
+    with pytest.warns(RunNotice, match="options of the last analyze in provenance.json"):
+        project.report()
+    recorded = open_manifest(run).check("summary").options
+    assert recorded is not None and recorded["seed"] == 5
+    assert recorded["reference_free"]["thresholds"]["faithfulness"] == 0.7
+    assert recorded["reference_free"]["target_precision"] == 0.8
 
 
 def test_a_recorded_llm_only_system_that_is_gone_names_analyze_in_each_door(

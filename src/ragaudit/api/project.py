@@ -837,6 +837,9 @@ class Project:
             "llm_only": llm_only,
             "outcome": outcome,
             "engine": engine,
+            # The thresholds the reference-free figures were read with come from the
+            # config: recorded, so that a summary made again without its manifest uses them.
+            "reference_free": self.config.reference_free.model_dump(mode="json"),
         }
         if targets is not None:  # recorded only when asked: older runs' records stay as they were
             options.update(lambda_targets=list(targets), lambda_draws=draws)

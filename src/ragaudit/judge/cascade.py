@@ -40,6 +40,23 @@ def judged_under(closed_domain: bool, rule: RetrievalRule) -> str:
     return f"rules {JUDGE_RULES}; closed domain {closed}; retrieval {rule}"
 
 
+def retrieval_rule_of(under: str | None) -> str | None:
+    """The retrieval rule a :func:`judged_under` line names, or None (no line, or one
+    written before the rule was recorded): the rule the judgement's retrieval verdict was
+    given by, which no stats file can contradict.
+
+    >>> retrieval_rule_of(judged_under(False, "any_hit")), retrieval_rule_of(None)
+    ('any_hit', None)
+    """
+    if not under:
+        return None
+    for part in under.split(";"):
+        name, _, value = part.strip().partition(" ")
+        if name == "retrieval" and value:
+            return value
+    return None
+
+
 class JudgeFailure(BaseModel):
     """A judgement the LLM judge could not give: the query, and why (its error)."""
 

@@ -47,6 +47,7 @@ from ragaudit.analysis.summary import (
     Tag,
 )
 from ragaudit.errors import StaleInputError, UserError, check_seed
+from ragaudit.judge.cascade import retrieval_rule_of
 from ragaudit.judge.options import ReferenceFreeOptions
 from ragaudit.judge.retrieval import (
     DEFAULT_RULE,
@@ -72,7 +73,7 @@ from ragaudit.steps.judge import read_judge_stats
 from ragaudit.steps.label import read_label_figures
 from ragaudit.steps.scan import read_scan
 from ragaudit.store import answer_sql
-from ragaudit.store.answers import fresh_answer_table
+from ragaudit.store.answers import fresh_answer_table, judged_rules
 from ragaudit.store.examples import answer_examples, repeat_attempts, retrieval_examples
 from ragaudit.store.files import DrilldownRow, read_documents_thresholds
 from ragaudit.store.manifest import expand_folders, notify, open_manifest, provenance_options
@@ -556,20 +557,35 @@ def _analysis(
 ) -> AnalysisResult:
     """:func:`run_analysis`'s work: the figures, written."""
     judged_rule, judged_warnings = _judge_rule(run)
-    # Another rule than the judge's for judged answers: the verdicts are given again by
-    # it, in memory (the answer table holds the judge's).
-    rejudge = (
-        rule is not None
-        and outcome == "answer"
-        and not neutral
-        and table is None
-        and set(judged_rule.split(" and ")) != {rule}
-    )
+    asked_rule = rule
+
+    def another_rule(judged: str) -> bool:
+        # Another rule than the verdicts' for judged answers: the verdicts are given again
+        # by it, in memory (the answer table holds the judge's).
+        return (
+            asked_rule is not None
+            and outcome == "answer"
+            and not neutral
+            and table is None
+            and set(judged.split(" and ")) != {asked_rule}
+        )
+
+    rejudge = another_rule(judged_rule)
     if rule is None:
         rule = DEFAULT_RULE if neutral or outcome != "answer" else None
     chosen, _ = choose_engine(
         run, engine, neutral=neutral, table=table, outcome=outcome, rejudge=rejudge
     )
+    table_rules: set[str] | None = None
+    if chosen == "sql" and table is None:
+        table_rules = judged_rules(fresh_answer_table(run))
+        if table_rules:
+            judged_rule, judged_warnings = _judge_rule(run, table_rules)
+            rejudge = another_rule(judged_rule)
+            if rejudge:
+                chosen, _ = choose_engine(
+                    run, engine, neutral=neutral, table=table, outcome=outcome, rejudge=True
+                )
     if chosen == "sql":
         strict = engine == "sql" or table is not None  # a table has no records to fall back on
         result = sql_analysis(
@@ -580,6 +596,7 @@ def _analysis(
             strict=strict,
             lambda_targets=targets,
             lambda_draws=lambda_draws,
+            judged=table_rules,
         )
         if result is not None:
             return result
@@ -623,6 +640,13 @@ def _analysis(
         failed,
         under=under,
     )
+    recorded = _rules_of(under)
+    if recorded and not neutral and outcome == "answer":
+        # The verdicts' own rules, whatever judge.stats.json says.
+        judged_rule, judged_warnings = _judge_rule(run, recorded)
+        rejudge = another_rule(judged_rule)
+        if rejudge and rule is None:
+            rule = asked_rule
     if rejudge and rule is not None:
         if any("closed domain on" in u for u in under):
             raise StaleInputError(
@@ -724,9 +748,11 @@ def sql_analysis(
     strict: bool = False,
     lambda_targets: Sequence[float] | None = None,
     lambda_draws: int = DEFAULT_DRAWS,
+    judged: set[str] | None = None,
 ) -> AnalysisResult | None:
     """The analysis of the run's answer table (fresh: built again where the JSON Lines
-    changed since), or of ``table``, aggregated in SQL by DuckDB out of core
+    changed since), or of ``table``, aggregated in SQL by DuckDB out of core, its
+    retrieval verdicts labelled by the rules its judgements record (``judged``)
     (:mod:`ragaudit.store.answer_sql`); the figures are those of the in-memory path. None
     where a figure is computed in memory only (labels, several sources, reference-free
     scores: :func:`~ragaudit.store.answer_sql.sql_blockers`), or a one-line error with
@@ -757,7 +783,7 @@ def sql_analysis(
                 )
             systems = system_figures(found.groups, found.sides, llm_only)
             check_llm_only(llm_only, systems)
-            rule, warnings = _judge_rule(run)
+            rule, warnings = _judge_rule(run, judged)
             warnings += _unjudged(run, {*systems, *found.judge_failed}, partly=True)
             warnings += _unjudged_repeats(run)
             note = robustness_note(systems)
@@ -947,14 +973,31 @@ def rule_warnings(examples: Iterable[Example], rule: RetrievalRule) -> list[str]
 UNRECORDED_RULE = "not recorded (judged before ragaudit judge recorded its rule)"
 
 
-def _judge_rule(run: RunDir) -> tuple[str, list[str]]:
-    """The retrieval rule the judge decided the run's verdicts by, and its warnings, from
-    judge.stats.json; :data:`UNRECORDED_RULE` where an older judge did not record it
-    (never analyze's own rule, which did not decide them)."""
-    path = run.judge_stats
-    if not path.exists():
-        return UNRECORDED_RULE, []
-    stats = read_judge_stats(path)
-    rules = sorted({e.retrieval_rule for e in stats.values() if e.retrieval_rule})
+def _judge_rule(run: RunDir, judged: set[str] | None = None) -> tuple[str, list[str]]:
+    """The retrieval rule the run's verdicts were given by, and its warnings. The rules
+    the judgements themselves record (``judged``: each one's ``judged_under``) decide it:
+    a judge killed before it wrote judge.stats.json, or an older stats file put back,
+    leaves stats that no longer say which rule gave the verdicts. judge.stats.json gives
+    the rule where no judgement records one, and the rule's warnings where it agrees;
+    :data:`UNRECORDED_RULE` where neither says (never analyze's own rule, which did not
+    decide them). Judgements given under several rules are said in a warning."""
+    stats = read_judge_stats(run.judge_stats) if run.judge_stats.exists() else {}
+    stated = sorted({e.retrieval_rule for e in stats.values() if e.retrieval_rule})
     warnings = [w for e in stats.values() for w in e.rule_warnings]
-    return (" and ".join(rules) if rules else UNRECORDED_RULE), warnings
+    if not judged:
+        return (" and ".join(stated) if stated else UNRECORDED_RULE), warnings
+    rules = sorted(judged)
+    if rules != stated:
+        warnings = []  # the stats' warnings are those of another rule than the verdicts'
+    if len(rules) > 1:
+        warnings.append(
+            f"the judgements were given under several retrieval rules ({', '.join(rules)}): "
+            "judge again under one (judge --retrieval-rule), or give analyze --retrieval-rule "
+            "to apply one to every answer"
+        )
+    return " and ".join(rules), warnings
+
+
+def _rules_of(under: set[str]) -> set[str]:
+    """The retrieval rules named by a set of ``judged_under`` lines."""
+    return {r for u in under if (r := retrieval_rule_of(u)) is not None}

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from ragaudit.analysis.metrics import Example, by_system_and_variant, source_of, without_retriever
 from ragaudit.analysis.metrics import analyze as analyze_examples
 from ragaudit.errors import UserError
+from ragaudit.judge.cascade import retrieval_rule_of
 from ragaudit.records.io import write_parquet_atomic
 from ragaudit.records.models import (
     FreeScoreRecord,
@@ -60,6 +61,9 @@ if TYPE_CHECKING:
 # without a retriever has no retriever to blame in ``where`` (as analyze says it).
 TABLE_VERSION = 7
 FINGERPRINT_KEY = b"ragaudit.fingerprint"
+# The retrieval rules the table's judgements were given by (a JSON list): what labels the
+# retrieval verdicts it holds.
+RULES_KEY = b"ragaudit.retrieval_rules"
 
 # The columns, in order, and what each holds (docs/records.md describes them).
 COLUMNS = (
@@ -205,9 +209,21 @@ def build_answer_table(run: RunDir, mark: str | None = None) -> pa.Table:
     columns["where"] = [where.get(key) for key in keys]
     _add_repeats(run, index, columns)
     schema = _schema()
+    rules = sorted({rule for j in judged.values() if (rule := retrieval_rule_of(j.judged_under))})
+    metadata = {RULES_KEY: json.dumps(rules).encode("utf-8")}
     if mark is not None:
-        schema = schema.with_metadata({FINGERPRINT_KEY: mark.encode("utf-8")})
+        metadata[FINGERPRINT_KEY] = mark.encode("utf-8")
+    schema = schema.with_metadata(metadata)
     return pa.Table.from_pydict(columns, schema=schema)
+
+
+def judged_rules(path: Path) -> set[str] | None:
+    """The retrieval rules the judgements of the answer table at ``path`` were given by,
+    from its footer alone; None for a table written before they were recorded."""
+    import pyarrow.parquet as pq
+
+    raw = (pq.read_schema(path).metadata or {}).get(RULES_KEY)
+    return None if raw is None else set(json.loads(raw))
 
 
 def _add_repeats(
