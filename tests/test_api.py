@@ -54,7 +54,12 @@ def test_the_journey_without_an_llm_gives_what_the_system_was_built_to_answer(
     stats = project.run([ra.system(_right_when_even(dataset), name="mine")])
     assert stats["mine"].asked == len(dataset) and stats["mine"].errors == 0
     report = project.judge(llm=None)
-    assert set(report.systems["mine"].methods) <= {"match:exact", "match:contains", "match:refusal"}
+    assert set(report.systems["mine"].methods) <= {
+        "match:exact",
+        "match:contains",
+        "match:refusal",
+        "match:set",
+    }
     answers = project.answers().to_pandas()
     assert len(answers) == len(dataset)
     built = answers["query"].map(lambda q: len(q) % 2 == 0)

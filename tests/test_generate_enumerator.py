@@ -21,7 +21,7 @@ def _answers(path: Path) -> tuple[list[SqlTemplate], dict[str, set[str]], object
     covered: dict[str, set[str]] = {}
     for t in templates:
         shape = check_template(t.sql, schema)  # every template validates
-        if len(shape.placeholders) == 1:
+        if t.kind == "lookup" and len(shape.placeholders) == 1:
             covered.setdefault(shape.placeholders[0].table, set()).add(shape.answer_column)
     return templates, covered, schema
 

@@ -73,7 +73,10 @@ def test_a_key_that_determines_nothing_is_explained(make_db, tmp_path) -> None: 
     assert result.returncode == 2
     message = result.stderr.strip()
     assert len(message.splitlines()) == 1, message
-    assert message.startswith("error: no SQL template: person: name determines no column")
+    assert message.startswith(
+        "error: no SQL template: person: its name determines no answer in at least 90% of "
+        "its groups (best: "
+    )
     assert "in at least 90% of its groups (best: " in message and "89%)" in message
     assert not (tmp_path / "runs/default/templates/sql.yaml").exists()
 

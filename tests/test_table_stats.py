@@ -170,14 +170,14 @@ def test_a_table_no_question_reads_says_why(people_db_url: str, tmp_path: Path) 
     for t in per_table:
         assert t.rows == sql(f"SELECT COUNT(*) FROM {t.table}")[0][0][0]
     assert why["empty_thing"] == "no rows" and per_table["empty_thing"].rows == 0
-    # The schema enumerator's reasons, as templates sql gave them.
-    for table in ("badge", "assignment"):
-        assert why[table] == f"no template: {found.notes[table]}"
-    assert found.notes["badge"].startswith("no text column named like name")
-    assert found.notes["assignment"].startswith("no key names its rows")
-    # A table the enumerator would ask, which the user's file leaves out: generate does
-    # not search the data again (what templates sql costs), it says the file has none.
-    assert why["person"] == "no template of templates/sql.yaml reads it"
+    # The enumerator reaches a person's badges and assignments through the person (how
+    # many, which), so it has no note for them; the user's file leaves those out with the
+    # person's own questions. A table the enumerator would ask, which the file leaves out:
+    # generate does not search the data again (what templates sql costs), it says the file
+    # has none.
+    assert set(found.notes) == {"empty_thing"}
+    for table in ("badge", "assignment", "person"):
+        assert why[table] == "no template of templates/sql.yaml reads it"
     assert why["event"] is None and why["loose"] is None
     assert [t.table for t in per_table.uncovered] == [
         "assignment",
@@ -287,13 +287,8 @@ def test_generate_says_which_tables_no_question_reads_and_why(tmp_path: Path) ->
     done = ragaudit("generate", "--db", url, "--unverified", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     said = [line for line in done.stderr.splitlines() if line.startswith("no question reads")]
-    assert said == [
-        "no question reads assignment: no template: no key names its rows: project_code "
-        "repeats 1 of its 3 values (at most 10%, or one of at least 5)",
-        "no question reads badge: no template: no text column named like name, title, label, "
-        "code or email to ask by",
-        "no question reads empty_thing: no rows",
-    ]
+    # Badges and assignments have no name of their own, but a person's are counted.
+    assert said == ["no question reads empty_thing: no rows"]
 
 
 def test_aurp_per_table_is_the_papers_table_4b(grammar_reference: Path) -> None:
@@ -355,20 +350,29 @@ def test_a_link_table_is_not_said_to_lack_a_key(tmp_path: Path) -> None:
     conn.close()
     db = Database(f"sqlite:///{path}")
     schema = introspect(db)
-    said = why_no_template(db, schema, ["link", "note"])
-    assert said == {"note": "no text column named like name, title, label, code or email to ask by"}
-    # The enumerator's own note for the table that links one, word for word; the link
-    # table it asks through a's and b's names, so it has no note.
+    # Neither is said to lack a key: the link table is asked through a's and b's names,
+    # the table that refers to one is counted per row of a.
+    assert why_no_template(db, schema, ["link", "note"]) == {}
     notes = enumerate_templates(db, schema).notes
-    assert notes["note"] == said["note"] and "link" not in notes
+    assert "note" not in notes and "link" not in notes
+    # A table that nothing links and nothing names is still explained.
+    conn = sqlite3.connect(path)
+    conn.executescript("CREATE TABLE stray (body TEXT); INSERT INTO stray VALUES ('x');")
+    conn.commit()
+    conn.close()
+    schema = introspect(db)
+    said = why_no_template(db, schema, ["stray"])
+    unnamed = "no text column named like name, title, label, code or email to ask by"
+    assert said == {"stray": unnamed}
+    assert enumerate_templates(db, schema).notes["stray"] == said["stray"]
     db.dispose()
 
 
 def _people_run(tmp_path: Path) -> tuple[ra.Project, Path]:
     """A real run on the test suite's ``people`` database (SQLite): templates by the
     enumerator, the verbalizer's wordings, generate, a system that answers every question
-    with its reference, judged by the matchers, analyzed. Three of its tables no question
-    reads (an empty one, one with no name-like column, one whose names repeat)."""
+    with its reference, judged by the matchers, analyzed. One of its tables no question
+    reads (an empty one): the others are asked by name or counted per person."""
     url = sqlite_people(tmp_path / "people.sqlite")
     project = ra.Project(root=tmp_path, db=url, progress="none")
     project.templates_sql()
@@ -438,11 +442,12 @@ def test_the_report_of_a_real_run_counts_each_table_and_names_the_ones_left_out(
         assert [cell[1], *cell[3:7]] == expected[name], name
         assert cell[2].endswith(f" of {columns[name]}")
     uncovered = sorted(n for n in names if expected[n][-1] == "0")
-    assert uncovered == ["assignment", "badge", "empty_thing"]
+    # Badges and assignments are counted per person: only the empty table is unread.
+    assert uncovered == ["empty_thing"]
     for name in uncovered:
         assert shown[name][1:7] == [str(rows[name]), f"0 of {columns[name]}", "0", "0", "0", "0"]
         assert shown[name][7]  # and why, in the last column
-    assert f"No question reads 3 tables ({', '.join(uncovered)})" in html
+    assert "No question reads 1 table (empty_thing)" in html
     # The dataset's own row counts each template, group and question once.
     total = shown["dataset"]
     assert total[3:7] == [

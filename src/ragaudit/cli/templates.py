@@ -3,6 +3,7 @@ templates; the work is :mod:`ragaudit.steps.templates`'."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -24,7 +25,7 @@ from ragaudit.cli.options import (
 from ragaudit.errors import UserError
 
 if TYPE_CHECKING:
-    from ragaudit.steps.templates import TextTemplatesResult
+    from ragaudit.steps.templates import SqlTemplatesResult, TextTemplatesResult
 
 
 def templates_sql(
@@ -59,28 +60,65 @@ def templates_sql(
         )
         for name, note in result.notes.items():
             err_console.print(f"no template from {name}: {note}", markup=False)
+        _print_coverage(result)
         return
     table = Table(title=f"SQL templates -> {result.path}", title_justify="left")
     table.add_column("id", overflow="fold")
+    table.add_column("kind", overflow="fold")
     table.add_column("placeholders", overflow="fold")
     for header in ("combinations", "groups", "multi-answer"):
         table.add_column(header, justify="right", overflow="fold")
     for t in result.templates:
         table.add_row(
             escape(t.id),
+            t.kind or "",
             escape(", ".join(t.placeholders)),
             str(t.combinations),
             str(t.groups),
             str(t.multi_answer_groups),
         )
     console.print(table)
+    kinds = Counter(t.kind for t in result.templates if t.kind)
+    if kinds:
+        console.print(
+            f"{len(result.templates)} templates: "
+            + ", ".join(f"{n} {kind}" for kind, n in kinds.most_common()),
+            markup=False,
+        )
     for sql, reason in result.rejected:
         err_console.print(f"rejected: {sql}: {reason}", markup=False)
     for name, note in result.notes.items():
         err_console.print(f"no template from {name}: {note}", markup=False)
+    _print_coverage(result)
     for t in result.templates:  # e.g. the groups a template drops, named
         if t.note:
             err_console.print(f"note ({t.id}): {t.note}", markup=False)
+
+
+def _print_coverage(result: SqlTemplatesResult) -> None:
+    """Per table: its rows, the columns the templates reach, and the kinds that reach it;
+    then each column no template reaches, with why (on stderr)."""
+    from ragaudit.generate.sql.coverage import ID_LIKE
+
+    coverage = result.coverage
+    if coverage is None:
+        return
+    table = Table(title="Coverage of the schema", title_justify="left")
+    table.add_column("table", overflow="fold")
+    table.add_column("rows", justify="right")
+    table.add_column("columns reached", justify="right")
+    table.add_column("kinds", overflow="fold")
+    for name, t in coverage.tables.items():
+        table.add_row(
+            escape(name), str(t.rows), f"{t.reached} of {len(t.columns)}", ", ".join(t.kinds)
+        )
+    console.print(table)
+    for name, t in coverage.tables.items():
+        if t.why is not None:
+            continue  # said above, once for the table
+        for column, c in t.columns.items():
+            if c.why is not None and c.why != ID_LIKE:  # a key is never asked: no news
+                err_console.print(f"not asked: {name}.{column}: {c.why}", markup=False)
 
 
 def _print_wordings(result: TextTemplatesResult) -> None:

@@ -42,6 +42,24 @@ class ColumnInfo:
         lowered = self.type.lower()
         return any(t in lowered for t in ("char", "text", "string", "clob")) or lowered == ""
 
+    @property
+    def is_numeric(self) -> bool:
+        """Declared as a number (integer, decimal, floating point), not a boolean."""
+        lowered = self.type.lower()
+        if self.is_text or any(t in lowered for t in ("interval", "point", "bool")):
+            return False
+        return any(
+            t in lowered
+            for t in ("int", "real", "float", "double", "numeric", "decimal", "number", "money")
+        )
+
+    @property
+    def is_temporal(self) -> bool:
+        """Declared as a date, a time or a timestamp (an ISO date held as text is told by
+        its values, not by its type)."""
+        lowered = self.type.lower()
+        return not self.is_text and any(t in lowered for t in ("date", "time"))
+
 
 @dataclass
 class TableInfo:

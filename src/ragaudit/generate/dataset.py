@@ -32,6 +32,7 @@ from ragaudit.generate.sql.instantiate import (
     iter_unanswered,
 )
 from ragaudit.generate.sql.instantiate import plan as plan_template
+from ragaudit.generate.sql.kinds import MAX_SET_SIZE
 from ragaudit.generate.sql.templates import (
     SqlTemplate,
     TemplateFileError,
@@ -558,9 +559,10 @@ def _sample(groups: Iterator[Group], limit: int | None, rng: random.Random) -> I
 MULTI_ANSWER = "it has several answers (allow_multi is false)"
 NULL_ANSWER = "its answer is NULL (include_null is false)"
 NO_ANSWER = "it has no answer (include_unanswerable is false)"
+LARGE_SET = f"its set answer has more than {MAX_SET_SIZE} rows"
 
 
-def not_asked(group: Group, options: GenerateOptions) -> str | None:
+def not_asked(group: Group, options: GenerateOptions, *, set_answer: bool = False) -> str | None:
     """Why ``generate`` does not ask ``group`` under ``options``, or None when it does: a
     multi-answer group only with ``allow_multi``, a NULL answer only with ``include_null``
     (the row exists but its value is not recorded, and most systems cannot say "not
@@ -575,9 +577,17 @@ def not_asked(group: Group, options: GenerateOptions) -> str | None:
     >>> not_asked(Group(bindings={}, answers=[None]), options)
     'its answer is NULL (include_null is false)'
     >>> not_asked(Group(bindings={}, answers=[None]), GenerateOptions(include_null=True))
+
+    A template of the ``set`` kind asks for a set: its groups are asked whatever
+    ``allow_multi`` says, unless the set is larger than anyone asks for in one question.
+
+    >>> not_asked(Group(bindings={}, answers=list(range(11))), options, set_answer=True)
+    'its set answer has more than 10 rows'
     """
     if not group.answers:
         return None if options.include_unanswerable else NO_ANSWER
+    if set_answer:
+        return LARGE_SET if len(group.answers) > MAX_SET_SIZE else None
     if group.is_multi:
         return None if options.allow_multi else MULTI_ANSWER
     if group.answers == [None]:
@@ -585,10 +595,10 @@ def not_asked(group: Group, options: GenerateOptions) -> str | None:
     return None
 
 
-def is_asked(group: Group, options: GenerateOptions) -> bool:
+def is_asked(group: Group, options: GenerateOptions, *, set_answer: bool = False) -> bool:
     """Whether ``generate`` asks ``group`` under ``options`` (:func:`not_asked` says why
     not)."""
-    return not_asked(group, options) is None
+    return not_asked(group, options, set_answer=set_answer) is None
 
 
 def query_label(reference: Reference) -> str | None:
@@ -738,6 +748,7 @@ def generate(
         tstats.text_templates = {s: len(w) for s, w in styles.items()}
         tstats.queries = {s: 0 for s in styles}
         plan_ = plan_template(template.sql, schema, dialect=dialect)
+        set_answer = template.kind == "set"
         tstats.combinations = count_combinations(db, plan_)
         rng = random.Random(f"{options.seed}:{template.id}")
         answered: set[tuple[Scalar, ...]] = set()
@@ -746,16 +757,17 @@ def generate(
             groups: Iterator[Group],
             tstats: TemplateStats = tstats,
             answered: set[tuple[Scalar, ...]] = answered,
+            set_answer: bool = set_answer,
         ) -> Iterator[Group]:
             for group in groups:
                 tstats.groups += 1
                 if options.include_unanswerable:
                     answered.add(tuple(group.bindings.values()))
-                if group.is_multi:
+                if group.is_multi and not set_answer:  # a set's groups are its questions
                     tstats.multi_answer_groups += 1
                 elif group.answers == [None]:
                     tstats.null_answer_groups += 1
-                if is_asked(group, options):
+                if is_asked(group, options, set_answer=set_answer):
                     yield group
 
         kept: Iterable[Group] = _sample(

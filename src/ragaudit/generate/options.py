@@ -4,14 +4,18 @@ and how they become a dataset (sampling, balance, gold ids)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from ragaudit.documents.options import DocumentOptions
+from ragaudit.generate.sql.kinds import KINDS, Kind
 from ragaudit.options import MAX_SEED, StrictOptions
 
 _Target = Literal["tables", "foreign_keys", "associations"]
+# Templates per table and kind: a sample, never more than anyone words.
+MAX_PER_KIND = 1000
+_PerKind = Annotated[int, Field(ge=1, le=MAX_PER_KIND)]
 
 
 def _all_targets() -> list[_Target]:
@@ -36,6 +40,23 @@ class TemplatesConfig(StrictOptions):
     criteria: list[str] = Field(
         default_factory=list, description="Extra criteria for the LLM's SQL templates."
     )
+    per_kind: dict[Kind, _PerKind] = Field(
+        default_factory=dict,
+        description="SQL templates the enumerator keeps per table and kind (1 to 1000): a "
+        "number per kind (the others keep their default), one number for every kind, or "
+        "'all' (1000 each); by default lookup 6, path 4, count 2, superlative 2, set 2, the "
+        "other kinds 1.",
+    )
+
+    @field_validator("per_kind", mode="before")
+    @classmethod
+    def _one_for_every_kind(cls, value: object) -> object:
+        if value == "all":
+            return dict.fromkeys(KINDS, MAX_PER_KIND)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return dict.fromkeys(KINDS, value)
+        return value
+
     per_style: int = Field(3, ge=1, le=50, description="Text templates per SQL template and style.")
     styles: list[str] = Field(
         default_factory=lambda: ["short", "long"], min_length=1, description="Wording styles."

@@ -145,6 +145,7 @@ class _Template:
     normalized: str
     wordings: Wordings | None
     domains: list[set[Scalar]] | None = None  # loaded when a group of it is missing
+    set_answer: bool = False  # a template of the set kind: its groups are sets
 
 
 @dataclass
@@ -394,6 +395,7 @@ class Refresher:
             plan=plan_template(template.sql, self.schema, dialect=self._dialect),
             normalized=normalize_sql(template.sql),
             wordings=template_wordings(template, self._texts, self.options) if self.new else None,
+            set_answer=template.kind == "set",
         )
 
     # -- pass 2: the database ------------------------------------------------------------
@@ -420,11 +422,11 @@ class Refresher:
                     answered.add(tuple(group.bindings.values()))
                 stored = self._stored.pop(h, None)
                 if stored is None:
-                    if look_for_new and is_asked(group, self.options):
+                    if look_for_new and is_asked(group, self.options, set_answer=known.set_answer):
                         self._found_new(known, gid, group)
                     continue
                 if stored != _values_key(group.answers):
-                    self._moves(h, group)
+                    self._moves(h, group, known.set_answer)
             if unanswerable:
                 for bindings in iter_unanswered(self.db, known.plan, answered):
                     gid = group_id_of(known.normalized, bindings)
@@ -439,10 +441,10 @@ class Refresher:
                 "dataset again)"
             )
 
-    def _moves(self, h: int, group: Group) -> None:
+    def _moves(self, h: int, group: Group, set_answer: bool = False) -> None:
         """A group of the dataset whose answers are other now: changed, or leaving where
         ``generate`` would not ask it with these answers (the same rule, not a copy)."""
-        why = not_asked(group, self.options)
+        why = not_asked(group, self.options, set_answer=set_answer)
         if why is None:
             self._changed[h] = group
         else:

@@ -11,6 +11,7 @@ from pathlib import Path
 from ragaudit.config import Config
 from ragaudit.db import Database, SchemaInfo, introspect
 from ragaudit.errors import FATAL_LLM_ERRORS, ConfigError, LLMError, UserError
+from ragaudit.generate.sql.coverage import SchemaCoverage, schema_coverage
 from ragaudit.generate.sql.enumeration import (
     FILE_HAS_NONE,
     enumerate_templates,
@@ -81,6 +82,8 @@ def template_counts(db: Database, schema: SchemaInfo, template: SqlTemplate) -> 
     for group in iter_groups(db, plan_):
         multi += group.is_multi
         single += not group.is_multi
+    if template.kind == "set":  # a set answer is what it asks: every group is one
+        single, multi = single + multi, 0
     return template.model_copy(
         update={
             "tables": list(shape.tables),
@@ -113,6 +116,8 @@ class SqlTemplatesResult:
     templates: list[SqlTemplate]
     rejected: list[tuple[str, str]]  # (sql, reason)
     notes: dict[str, str] = field(default_factory=dict)  # table -> why it yields no template
+    # Per table and column, the kinds of template that reach it, and why none does.
+    coverage: SchemaCoverage | None = None
 
     def __repr__(self) -> str:
         # Short in a notebook: the templates themselves are in the file, and .templates.
@@ -139,21 +144,27 @@ def _nothing_to_ask(
     return f"no SQL template: {why or 'nothing to ask'}"
 
 
-def _file_notes(config: Config, templates: list[SqlTemplate]) -> dict[str, str]:
+def _file_notes(
+    config: Config, templates: list[SqlTemplate]
+) -> tuple[dict[str, str], SchemaCoverage | None]:
     """Why no template of a kept file reads each table with rows that none reads, as a
-    new file's notes say; a template that no longer fits the schema reads nothing (``templates
-    check`` says why), and a database that cannot be opened leaves the notes out."""
+    new file's notes say, and the file's coverage of the schema; a template that no longer
+    fits the schema reads nothing (``templates check`` says why), and a database that
+    cannot be opened leaves both out."""
     try:
         db, schema = open_database(config)
     except UserError:
-        return {}
+        return {}, None
     try:
         read: set[str] = set()
+        valid = []
         for template in templates:
             with contextlib.suppress(UserError):
                 read.update(check_template(template.sql, schema, dialect=_dialect(db)).tables)
+                valid.append(template)
         found = untemplated(db, schema, read, empty=True)
-        return {name: FILE_HAS_NONE if why is None else why for name, why in found.items()}
+        notes = {name: FILE_HAS_NONE if why is None else why for name, why in found.items()}
+        return notes, schema_coverage(db, schema, valid, notes=notes, enumerated=False)
     finally:
         db.dispose()
 
@@ -175,10 +186,12 @@ def make_sql_templates(
     path = run.templates_sql
     if path.exists() and not overwrite:
         kept_file = load_templates(path).templates
-        return SqlTemplatesResult(path, False, kept_file, [], _file_notes(config, kept_file))
+        file_notes, file_coverage = _file_notes(config, kept_file)
+        return SqlTemplatesResult(path, False, kept_file, [], file_notes, file_coverage)
     db, schema = open_database(config)
     rejected: list[tuple[str, str]] = []
     notes: dict[str, str] = {}
+    used_llm = not from_reference and config.templates.sql_generator == "llm"
     if from_reference:
         candidates = import_reference_sql(from_reference)
     elif config.templates.sql_generator == "llm":
@@ -191,7 +204,7 @@ def make_sql_templates(
         )
         candidates, rejected = result.templates, list(result.rejected)
     else:
-        found = enumerate_templates(db, schema)
+        found = enumerate_templates(db, schema, per_kind=config.templates.per_kind or None)
         candidates, notes = found.templates, found.notes
     kept: list[SqlTemplate] = []
     for template in candidates:
@@ -205,12 +218,17 @@ def make_sql_templates(
             rejected.append((template.sql, reason))
             continue
         kept.append(counted)
-    db.dispose()
-    if not kept:
-        raise UserError(_nothing_to_ask(schema, notes, rejected))
+    try:
+        if not kept:
+            raise UserError(_nothing_to_ask(schema, notes, rejected))
+        coverage = schema_coverage(
+            db, schema, kept, notes=notes, enumerated=not from_reference and not used_llm
+        )
+    finally:
+        db.dispose()
     run.create()
     save_templates(path, kept)
-    return SqlTemplatesResult(path, True, kept, rejected, notes)
+    return SqlTemplatesResult(path, True, kept, rejected, notes, coverage)
 
 
 @dataclass

@@ -1,100 +1,99 @@
-"""The schema enumerator: SQL templates from the schema and the data, without an LLM.
+"""The schema enumerator: SQL templates of every kind (:mod:`.kinds`) from the schema and
+the data, without an LLM.
 
 Rules (docs/generate.md states them for users):
 
-* **id-like columns** are never asked about nor used as keys: primary- and foreign-key
-  columns, and names such as ``id``, ``*_id``, ``*Id``, ``*_key``, ``uuid``/``guid``;
-* **mostly-NULL columns** (more than half NULL) are never answers;
-* **long free text** (average length over 80 characters) is never an answer nor a key;
-* a **descriptive key** is a text column whose name says it names the row (``name``,
-  ``title``, ``label``, ``code``, ``email``), at most 10 % NULL and nearly unique: few of
-  its values repeat an earlier one (:func:`few_exceptions`: at most 10 %, or a single one
-  among at least five, so that a table of seven people may have two called Ann Lee);
-* a template ``SELECT A FROM T WHERE K = '[T.K]'`` is kept when K determines A **per
-  group** often enough: few of the key's values with an answer have several (the same
-  :func:`few_exceptions`; the paper's single-answer rule applies to groups, not tables: a
-  name that occurs twice with two different answers makes that group ambiguous, and
-  instantiation drops it, or keeps it as a set with ``--allow-multi``). One GROUP BY per
-  key checks every answer column at once; the ambiguous groups of a kept template are
-  named in its ``note``;
-* across a **foreign key** T.fk -> R: the key of T, the answer from R
-  (``SELECT r.A FROM T t JOIN R r ON t.fk = r.pk WHERE t.K = '[T.K]'``);
-* through an **association table** X with foreign keys to R1 and R2: X's own attributes,
-  asked by the keys of R1 and R2 together (two placeholders).
+* a row is asked **by its name**: the columns that identify it
+  (:mod:`ragaudit.db.identity`: a column named like an identifier whose values tell the
+  rows apart, or a person's first and last name together). Lookups may ask by a name
+  that repeats a few values (the groups it leaves ambiguous are dropped at generate);
+  every other kind asks by a name that repeats none, since an aggregate or a set over
+  two rows of one name would be silently wrong;
+* **id-like columns** (keys, ``*_id``, ``uuid``) are never asked about, **mostly-NULL
+  columns** (more than half NULL) and **long free text** (over 80 characters on average)
+  are never answers;
+* **lookup**: an attribute of the named row; **path**: an attribute of a row one to
+  three foreign keys away (a person's name written "first last" when that is the row's
+  name); both kept when the name determines the answer in all but few groups
+  (:func:`~ragaudit.db.identity.few_exceptions`), the ambiguous groups named in the note;
+* over the rows that refer to a named row (its **children**, by a foreign key or through
+  a link table): their **count** (zero included), the **sum**, **average** (rounded to
+  two decimals), **minimum** and **maximum** of a numeric column, the earliest and latest
+  of a date; the **superlative** child (the most of a numeric column, or the most rows
+  of its own children), ties dropped at generate; the **set** of their names, all or
+  those over the median of a numeric column (a set of more than
+  :data:`~ragaudit.generate.sql.kinds.MAX_SET_SIZE` answers is not asked); the **date
+  range**: how many fall in the year most of them fall in;
+* **yes_no**: whether the named row's numeric column is over its median, rounded;
+* a table linking two others (two foreign keys, no name of its own): its own attributes,
+  asked by the names of both rows it links.
+
+A schema yields many more candidates than anyone words: per table and kind, at most
+``per_kind`` are kept (:data:`~ragaudit.generate.sql.kinds.DEFAULT_PER_KIND`), chosen in
+a fixed order that spreads them over columns and related tables; the rest are counted in
+the coverage report (:func:`coverage`) as left out by the sample.
 """
 
 from __future__ import annotations
 
-import functools
-import re
-from collections.abc import Callable, Collection
+import itertools
+import math
+import random
+import statistics
+from collections import defaultdict
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from ragaudit.db.engine import Database
+from ragaudit.db.identity import (
+    MAX_EXCEPTION_SHARE,
+    MIN_FOR_ONE_EXCEPTION,
+    Naming,
+    few_exceptions,
+    foreign_key_columns,
+    name_words,
+    namings,
+    pair_repeats,
+    why_unnamed,
+)
+from ragaudit.db.identity import is_id_like as _id_like
 from ragaudit.db.schema import ColumnInfo, ForeignKey, SchemaInfo, TableInfo
 from ragaudit.errors import UserError
-from ragaudit.generate.sql.templates import SqlTemplate, new_templates, normalize_sql
+from ragaudit.generate.sql.asks import reach
+from ragaudit.generate.sql.instantiate import Plan, plan
+from ragaudit.generate.sql.kinds import DEFAULT_PER_KIND, KINDS, MAX_SET_SIZE, Kind
+from ragaudit.generate.sql.templates import SqlTemplate, check_template, new_templates
 
-_ID_NAME = re.compile(r"(^id$|_id$|[a-z0-9]Id$|ID$|^id_|_key$|uuid|guid)", re.IGNORECASE)
-_KEY_NAME = re.compile(r"(name|title|label|code|email)", re.IGNORECASE)
 MAX_NULL_FRACTION_ANSWER = 0.5
-MAX_NULL_FRACTION_KEY = 0.1
 MAX_AVG_LENGTH = 80
-# A key's repeated values, a template's ambiguous groups: at most this share of them ...
-MAX_EXCEPTION_SHARE = 0.1
-# ... or a single one among at least this many (in a small table one is over 10 %).
-MIN_FOR_ONE_EXCEPTION = 5
 NAMED_GROUPS = 3  # ambiguous groups a template's note names
+MAX_HOPS = 3
+_LAST_YEAR = "2100"
+# Words of a text column's name that say it holds dates (checked on its values).
+_DATE_WORDS = frozenset({"date", "time", "timestamp", "day", "birthday", "dob", "born"})
 
 
-def few_exceptions(exceptions: int, total: int) -> bool:
-    """Whether ``exceptions`` of ``total`` (values of a key that repeat an earlier one,
-    groups of a template with several answers) are few enough to drop: at most 10 %, or a
-    single one among at least five. A share alone refuses a seven-row table for one
-    repeated name (86 % distinct); a count alone would take a column of three values, two
-    alike, for a key.
-
-    >>> few_exceptions(1, 7), few_exceptions(2, 7), few_exceptions(1, 4), few_exceptions(10, 100)
-    (True, False, False, True)
-    """
-    return exceptions <= MAX_EXCEPTION_SHARE * total or (
-        exceptions == 1 and total >= MIN_FOR_ONE_EXCEPTION
-    )
-
-
-def _exceptions_rule() -> str:
-    return f"at most {MAX_EXCEPTION_SHARE:.0%}, or one of at least {MIN_FOR_ONE_EXCEPTION}"
+def is_id_like(column: ColumnInfo, table: TableInfo, fk_columns: Collection[str] = ()) -> bool:
+    """Record identifiers: keys and columns named like ids."""
+    return _id_like(column, table) or column.name in fk_columns
 
 
 @dataclass
 class _Profile:
     table: TableInfo
-    fk_columns: set[str]
     avg_length: dict[str, float]
+    iso_dates: set[str]  # text columns whose every value is an ISO date
+    namings: list[Naming]
+    strict: Naming | None  # the best name that repeats no value
+
+    @property
+    def name(self) -> str:
+        return self.table.name
 
 
 def _quote(db: Database, name: str) -> str:
     return db.engine.dialect.identifier_preparer.quote(name)
-
-
-def is_id_like(column: ColumnInfo, table: TableInfo, fk_columns: set[str]) -> bool:
-    """Record identifiers: keys and columns named like ids."""
-    return (
-        (column.primary_key and not column.is_text)
-        or column.name in fk_columns
-        or bool(_ID_NAME.search(column.name))
-    )
-
-
-def _profile(db: Database, table: TableInfo) -> _Profile:
-    fk_columns = {c for fk in table.foreign_keys for c in fk.columns}
-    texts = [c for c in table.columns if c.is_text]
-    avg: dict[str, float] = {}
-    if texts and table.row_count:
-        parts = ", ".join(f"AVG(LENGTH({_quote(db, c.name)}))" for c in texts)
-        row = db.execute(f"SELECT {parts} FROM {_quote(db, table.name)}").rows[0]
-        avg = {c.name: float(v or 0) for c, v in zip(texts, row, strict=True)}
-    return _Profile(table, fk_columns, avg)
 
 
 def _null_fraction(column: ColumnInfo, table: TableInfo) -> float:
@@ -103,316 +102,679 @@ def _null_fraction(column: ColumnInfo, table: TableInfo) -> float:
     return (column.null_count or 0) / table.row_count
 
 
+def _datelike_name(column: ColumnInfo) -> bool:
+    words = name_words(column.name)
+    return bool(_DATE_WORDS & set(words)) or words[-1:] in (["at"], ["on"])
+
+
+def _profile(db: Database, table: TableInfo) -> _Profile:
+    texts = [c for c in table.columns if c.is_text]
+    dated = [c for c in texts if _datelike_name(c)]
+    avg: dict[str, float] = {}
+    iso: set[str] = set()
+    if texts and table.row_count:
+
+        def q(name: str) -> str:
+            return _quote(db, name)
+
+        parts = [f"AVG(LENGTH({q(c.name)}))" for c in texts] + [
+            f"SUM(CASE WHEN {q(c.name)} LIKE '____-__-__%' THEN 1 ELSE 0 END)" for c in dated
+        ]
+        row = db.execute(f"SELECT {', '.join(parts)} FROM {q(table.name)}").rows[0]
+        avg = {c.name: float(v or 0) for c, v in zip(texts, row[: len(texts)], strict=True)}
+        for c, matched in zip(dated, row[len(texts) :], strict=True):
+            non_null = (table.row_count or 0) - (c.null_count or 0)
+            if non_null and int(matched or 0) == non_null:
+                iso.add(c.name)
+    found = [
+        n for n in namings(db, table) if all(avg.get(c, 0) <= MAX_AVG_LENGTH for c in n.columns)
+    ]
+    strict = None
+    for naming in found:
+        if naming.composite:
+            total, distinct = pair_repeats(db, table, naming.columns)
+            unique = total == distinct
+        else:
+            column = table.column(naming.columns[0])
+            assert column is not None
+            non_null = (table.row_count or 0) - (column.null_count or 0)
+            unique = column.distinct_count == non_null
+        if unique:
+            strict = naming
+            break
+    return _Profile(table, avg, iso, found, strict)
+
+
 def answer_columns(p: _Profile) -> list[ColumnInfo]:
-    """Columns worth asking about."""
+    """Columns worth asking about: not id-like, at most half NULL, no long free text."""
     return [
         c
         for c in p.table.columns
-        if not is_id_like(c, p.table, p.fk_columns)
+        if not _id_like(c, p.table)
         and _null_fraction(c, p.table) <= MAX_NULL_FRACTION_ANSWER
         and p.avg_length.get(c.name, 0) <= MAX_AVG_LENGTH
     ]
 
 
-def key_columns(p: _Profile) -> list[ColumnInfo]:
-    """Descriptive columns that name a row."""
-    keys = []
-    for c in p.table.columns:
-        if not c.is_text or is_id_like(c, p.table, p.fk_columns) or not _KEY_NAME.search(c.name):
-            continue
-        non_null = (p.table.row_count or 0) - (c.null_count or 0)
-        if non_null <= 0 or _null_fraction(c, p.table) > MAX_NULL_FRACTION_KEY:
-            continue
-        if not few_exceptions(non_null - (c.distinct_count or 0), non_null):
-            continue
-        if p.avg_length.get(c.name, 0) > MAX_AVG_LENGTH:
-            continue
-        keys.append(c)
-    return keys
+def _numeric(p: _Profile) -> list[ColumnInfo]:
+    return [c for c in answer_columns(p) if c.is_numeric]
 
 
-@dataclass(frozen=True)
-class Determination:
-    """How well a key determines one answer column: of the key's values with an answer,
-    how many have exactly one."""
-
-    answered: int
-    single: int
-
-    @property
-    def share(self) -> float:
-        """Share of the answered groups that have a single answer."""
-        return self.single / self.answered if self.answered else 0.0
-
-    @property
-    def ambiguous(self) -> int:
-        """Groups with several answers (dropped at instantiation)."""
-        return self.answered - self.single
-
-    @property
-    def enough(self) -> bool:
-        """The template is worth keeping: its ambiguous groups are few enough to drop."""
-        return self.single >= 1 and few_exceptions(self.ambiguous, self.answered)
-
-
-def _determination(
-    db: Database, from_sql: str, keys: list[str], answers: list[str]
-) -> list[Determination]:
-    """For each answer expression: how many key (tuple) values have an answer, and how
-    many exactly one. One GROUP BY for all answers."""
-    if not answers:
-        return []
-    counts = ", ".join(f"COUNT(DISTINCT {a}) AS d{i}" for i, a in enumerate(answers))
-    not_null = " AND ".join(f"{k} IS NOT NULL" for k in keys)
-    inner = f"SELECT {counts} FROM {from_sql} WHERE {not_null} GROUP BY {', '.join(keys)}"
-    outer = ", ".join(
-        [f"SUM(CASE WHEN d{i} >= 1 THEN 1 ELSE 0 END)" for i in range(len(answers))]
-        + [f"SUM(CASE WHEN d{i} = 1 THEN 1 ELSE 0 END)" for i in range(len(answers))]
-    )
-    row = db.execute(f"SELECT {outer} FROM ({inner}) AS g").rows[0]
-    n = len(answers)
-    return [Determination(int(row[i] or 0), int(row[n + i] or 0)) for i in range(n)]
-
-
-def _ambiguous_values(
-    db: Database, from_sql: str, keys: list[str], answer: str, limit: int = NAMED_GROUPS
-) -> list[tuple[object, ...]]:
-    """The first key (tuple) values with several answers, to name them."""
-    not_null = " AND ".join(f"{k} IS NOT NULL" for k in keys)
-    group = ", ".join(keys)
-    sql = (
-        f"SELECT {group} FROM {from_sql} WHERE {not_null} GROUP BY {group} "
-        f"HAVING COUNT(DISTINCT {answer}) > 1 ORDER BY {group} LIMIT {limit}"
-    )
-    return [tuple(row) for row in db.execute(sql).rows]
+def _dates(p: _Profile) -> list[ColumnInfo]:
+    return [c for c in answer_columns(p) if c.is_temporal or c.name in p.iso_dates]
 
 
 @dataclass
 class _Candidate:
-    """A template found, with the groups it will drop."""
+    """A template to try: its kind, the table it reaches (whose row it answers from, or
+    whose rows it counts, aggregates or lists: the sample is drawn per reached table and
+    kind, so that a table many others refer to does not crowd them out), its SQL and id,
+    and the order it is tried in (``priority`` first, then spread over ``spread``)."""
 
+    kind: Kind
+    table: str
     sql: str
     name: str
+    spread: str = ""
+    priority: int = 0
     note: str | None = None
 
 
 @dataclass
-class _Found:
-    """Templates found for one table, and what was tried, for the explanation."""
+class _Tried:
+    """What was tried for one table: per kind, the candidates, those kept, and the best
+    share of single-answer groups of those refused."""
 
-    out: list[_Candidate]  # every table's templates, in the order found
-    kept: int = 0
-    # (key, answer column, share of single-answer groups) of every pair tried
-    tried: list[tuple[str, str, float]] = field(default_factory=list)
-
-    def add(
-        self,
-        key: str,
-        answer: str,
-        d: Determination,
-        sql: str,
-        name: str,
-        ambiguous: Callable[[], list[tuple[object, ...]]],
-        key_names: list[str],
-    ) -> None:
-        """Record a pair tried; keep its template when ``d`` is enough, with a note that
-        names its ambiguous groups (``ambiguous`` asks the database for them)."""
-        self.tried.append((key, answer, d.share))
-        if not d.enough:
-            return
-        note = None
-        if d.ambiguous:
-            shown = [
-                " and ".join(f"{k}={v!r}" for k, v in zip(key_names, values, strict=True))
-                for values in ambiguous()
-            ]
-            more = f" (and {d.ambiguous - len(shown)} more)" if d.ambiguous > len(shown) else ""
-            verb = "has" if d.ambiguous == 1 else "have"
-            note = (
-                f"{d.ambiguous} of {d.answered} groups {verb} several answers and "
-                f"{'is' if d.ambiguous == 1 else 'are'} dropped at generate: "
-                f"{', '.join(shown)}{more}"
-            )
-        self.out.append(_Candidate(sql, name, note))
-        self.kept += 1
+    candidates: dict[Kind, int] = field(default_factory=lambda: defaultdict(int))
+    kept: dict[Kind, int] = field(default_factory=lambda: defaultdict(int))
+    refused: list[tuple[str, float]] = field(default_factory=list)
 
 
-def _single_table(db: Database, p: _Profile, found: _Found) -> None:
-    q = _quote
-    table = q(db, p.table.name)
-    answers = answer_columns(p)
-    for key in key_columns(p):
-        others = [a for a in answers if a.name != key.name]
-        keys = [q(db, key.name)]
-        ok = _determination(db, table, keys, [q(db, a.name) for a in others])
-        for answer, d in zip(others, ok, strict=True):
-            found.add(
-                key.name,
-                answer.name,
-                d,
-                f"SELECT {q(db, answer.name)} FROM {table} "
-                f"WHERE {q(db, key.name)} = '[{p.table.name}.{key.name}]'",
-                f"{answer.name}-by-{p.table.name}-{key.name}",
-                functools.partial(_ambiguous_values, db, table, keys, q(db, answer.name)),
-                [key.name],
-            )
+class _Sql:
+    """The pieces of SQL the enumerator writes, quoted for one database."""
 
+    def __init__(self, db: Database) -> None:
+        self.db = db
 
-def _join_on(db: Database, left: str, right: str, fk: ForeignKey) -> str:
-    return " AND ".join(
-        f"{left}.{_quote(db, a)} = {right}.{_quote(db, b)}"
-        for a, b in zip(fk.columns, fk.ref_columns, strict=True)
-    )
+    def q(self, name: str) -> str:
+        return _quote(self.db, name)
 
+    def col(self, alias: str, column: str) -> str:
+        return f"{alias}.{self.q(column)}"
 
-def _across_foreign_keys(
-    db: Database, p: _Profile, profiles: dict[str, _Profile], found: _Found
-) -> None:
-    q = _quote
-    for fk in p.table.foreign_keys:
-        ref = profiles.get(fk.ref_table.lower())
-        if ref is None or not fk.ref_columns:
-            continue
-        from_sql = (
-            f"{q(db, p.table.name)} AS t JOIN {q(db, ref.table.name)} AS r "
-            f"ON {_join_on(db, 't', 'r', fk)}"
+    def named(self, naming: Naming, alias: str) -> str:
+        """The name as one value: a column, or "first last"."""
+        if not naming.composite:
+            return self.col(alias, naming.columns[0])
+        return " || ' ' || ".join(self.col(alias, c) for c in naming.columns)
+
+    def condition(self, naming: Naming, alias: str) -> str:
+        """The placeholders that name the row: one per column of the name."""
+        return " AND ".join(
+            f"{self.col(alias, c)} = '[{naming.table}.{c}]'" for c in naming.columns
         )
-        answers = answer_columns(ref)
-        for key in key_columns(p):
-            exprs = [f"r.{q(db, a.name)}" for a in answers]
-            keys = [f"t.{q(db, key.name)}"]
-            ok = _determination(db, from_sql, keys, exprs)
-            for answer, expr, d in zip(answers, exprs, ok, strict=True):
-                found.add(
-                    key.name,
-                    f"{ref.table.name}.{answer.name}",
-                    d,
-                    f"SELECT {expr} FROM {from_sql} "
-                    f"WHERE t.{q(db, key.name)} = '[{p.table.name}.{key.name}]'",
-                    f"{ref.table.name}-{answer.name}-by-{p.table.name}-{key.name}"
-                    f"-via-{'-'.join(fk.columns)}",
-                    functools.partial(_ambiguous_values, db, from_sql, keys, expr),
-                    [key.name],
-                )
+
+    def join_on(self, left: str, right: str, fk: ForeignKey) -> str:
+        return " AND ".join(
+            f"{self.col(left, a)} = {self.col(right, b)}"
+            for a, b in zip(fk.columns, fk.ref_columns, strict=True)
+        )
+
+    def table(self, name: str, alias: str) -> str:
+        return f"{self.q(name)} AS {alias}"
 
 
-def _through_association(
-    db: Database, p: _Profile, profiles: dict[str, _Profile], found: _Found
-) -> None:
-    """X links R1 and R2 (two foreign keys, no key of its own): X's attributes by the keys
-    of both."""
-    q = _quote
-    fks = [fk for fk in p.table.foreign_keys if fk.ref_table.lower() in profiles]
-    if len(fks) != 2 or key_columns(p):
-        return
-    (fk1, fk2) = fks
-    r1, r2 = profiles[fk1.ref_table.lower()], profiles[fk2.ref_table.lower()]
-    from_sql = (
-        f"{q(db, p.table.name)} AS x "
-        f"JOIN {q(db, r1.table.name)} AS a ON {_join_on(db, 'x', 'a', fk1)} "
-        f"JOIN {q(db, r2.table.name)} AS b ON {_join_on(db, 'x', 'b', fk2)}"
-    )
-    answers = answer_columns(p)
-    for k1 in key_columns(r1):
-        for k2 in key_columns(r2):
-            exprs = [f"x.{q(db, a.name)}" for a in answers]
-            keys = [f"a.{q(db, k1.name)}", f"b.{q(db, k2.name)}"]
-            ok = _determination(db, from_sql, keys, exprs)
-            for answer, expr, d in zip(answers, exprs, ok, strict=True):
-                found.add(
-                    f"{r1.table.name}.{k1.name} and {r2.table.name}.{k2.name}",
-                    answer.name,
-                    d,
-                    f"SELECT {expr} FROM {from_sql} "
-                    f"WHERE a.{q(db, k1.name)} = '[{r1.table.name}.{k1.name}]' "
-                    f"AND b.{q(db, k2.name)} = '[{r2.table.name}.{k2.name}]'",
-                    f"{answer.name}-by-{r1.table.name}-{k1.name}-{r2.table.name}-{k2.name}",
-                    functools.partial(_ambiguous_values, db, from_sql, keys, expr),
-                    [f"{r1.table.name}.{k1.name}", f"{r2.table.name}.{k2.name}"],
-                )
+def _slug(naming: Naming) -> str:
+    return "-".join(naming.columns)
 
 
-def _why_no_key(p: _Profile) -> str:
-    """Why no column of the table names its rows."""
-    named = [
-        c
-        for c in p.table.columns
-        if c.is_text and not is_id_like(c, p.table, p.fk_columns) and _KEY_NAME.search(c.name)
+def _threshold(db: Database, table: TableInfo, column: ColumnInfo) -> float | int | None:
+    """The median of ``column``, rounded to two significant digits: a comparison most
+    rows fall on either side of, written as a person would."""
+    non_null = (table.row_count or 0) - (column.null_count or 0)
+    if non_null < 2:
+        return None
+    c, t = _quote(db, column.name), _quote(db, table.name)
+    rows = db.execute(
+        f"SELECT {c} FROM {t} WHERE {c} IS NOT NULL ORDER BY {c} LIMIT 1 OFFSET {non_null // 2}"
+    ).rows
+    if not rows or rows[0][0] is None:
+        return None
+    try:
+        value = float(rows[0][0])
+    except (TypeError, ValueError):
+        return None
+    if not math.isfinite(value):
+        return None
+    if value == 0:
+        return 0
+    magnitude = 10 ** (math.floor(math.log10(abs(value))) - 1)
+    rounded = round(value / magnitude) * magnitude
+    return int(rounded) if float(rounded).is_integer() else round(rounded, 6)
+
+
+def _busiest_year(db: Database, table: TableInfo, column: ColumnInfo) -> str | None:
+    """The year most values of a date column fall in (the earliest of equals), among the
+    years up to 2100: a far date such as 3999-12-31 says "still open", not a year."""
+    c, t = _quote(db, column.name), _quote(db, table.name)
+    year = f"SUBSTR(CAST({c} AS VARCHAR(40)), 1, 4)"
+    rows = db.execute(
+        f"SELECT {year}, COUNT(*) FROM {t} WHERE {c} IS NOT NULL AND {year} <= '{_LAST_YEAR}' "
+        f"GROUP BY {year} "
+        f"ORDER BY COUNT(*) DESC, {year} LIMIT 1"
+    ).rows
+    if not rows or not str(rows[0][0]).isdigit() or len(str(rows[0][0])) != 4:
+        return None
+    return str(rows[0][0])
+
+
+def _answers_of(p: _Profile, sql: _Sql, alias: str) -> list[tuple[str, str, bool]]:
+    """(expression, words for the id, is the row's name) of every answer of ``p``'s rows;
+    a composite name is one answer ("first last"), its parts none."""
+    composite = next((n for n in p.namings if n.composite), None)
+    parts = set(composite.columns) if composite else set()
+    named = {c for n in p.namings[:1] for c in n.columns}
+    out = [
+        (sql.col(alias, c.name), c.name, c.name in named)
+        for c in answer_columns(p)
+        if c.name not in parts
     ]
-    if not named:
-        return "no text column named like name, title, label, code or email to ask by"
-    reasons = []
-    for c in named:
-        non_null = (p.table.row_count or 0) - (c.null_count or 0)
-        if _null_fraction(c, p.table) > MAX_NULL_FRACTION_KEY:
-            reasons.append(f"{c.name} is {_null_fraction(c, p.table):.0%} NULL (at most 10%)")
-        elif non_null and not few_exceptions(non_null - (c.distinct_count or 0), non_null):
-            repeated = non_null - (c.distinct_count or 0)
-            reasons.append(
-                f"{c.name} repeats {repeated} of its {non_null} values ({_exceptions_rule()})"
+    if composite is not None:
+        out.insert(0, (sql.named(composite, alias), "name", composite is p.namings[0]))
+    return out
+
+
+def _children(
+    schema: SchemaInfo, profiles: Mapping[str, _Profile], parent: _Profile
+) -> list[tuple[_Profile, ForeignKey]]:
+    """The tables with rows whose foreign keys point at ``parent``, with the key."""
+    out = []
+    for p in profiles.values():
+        for fk in p.table.foreign_keys:
+            if fk.ref_table.lower() == parent.name.lower() and fk.ref_columns:
+                out.append((p, fk))
+    return out
+
+
+def _links(profiles: Mapping[str, _Profile]) -> list[tuple[_Profile, ForeignKey, ForeignKey]]:
+    """Tables linking two others (two foreign keys to tables with rows, no name)."""
+    out = []
+    for p in profiles.values():
+        fks = [fk for fk in p.table.foreign_keys if fk.ref_table.lower() in profiles]
+        if len(fks) == 2 and not p.namings and all(fk.ref_columns for fk in fks):
+            out.append((p, fks[0], fks[1]))
+    return out
+
+
+def _lookups(p: _Profile, sql: _Sql) -> Iterable[_Candidate]:
+    for rank, naming in enumerate(p.namings):
+        for column in answer_columns(p):
+            if column.name in naming.columns:
+                continue
+            yield _Candidate(
+                "lookup",
+                p.name,
+                f"SELECT {sql.col('t', column.name)} FROM {sql.table(p.name, 't')} "
+                f"WHERE {sql.condition(naming, 't')}",
+                f"{column.name}-by-{p.name}-{_slug(naming)}",
+                spread=column.name,
+                priority=rank,
             )
-        else:
-            reasons.append(f"{c.name} is long free text")
-    return "no key names its rows: " + "; ".join(reasons)
 
 
-def _explain(p: _Profile, found: _Found) -> str:
-    """Why a table yielded no template."""
-    if not key_columns(p):
-        return _why_no_key(p)
-    if not answer_columns(p) and not found.tried:
-        return "no column to ask about (every column is id-like, mostly NULL or long text)"
-    if not found.tried:
-        return "no column to ask about besides its key"
-    key, answer, share = max(found.tried, key=lambda t: t[2])
+def _paths(p: _Profile, profiles: Mapping[str, _Profile], sql: _Sql) -> Iterable[_Candidate]:
+    if not p.namings:
+        return
+    naming = p.namings[0]
+
+    def walk(
+        current: _Profile, joins: list[str], via: list[str], used: set[ForeignKey]
+    ) -> Iterable[_Candidate]:
+        hop = len(via) + 1
+        for fk in current.table.foreign_keys:
+            target = profiles.get(fk.ref_table.lower())
+            if target is None or not fk.ref_columns or fk in used:
+                continue
+            alias = f"r{hop}"
+            left = "t" if hop == 1 else f"r{hop - 1}"
+            step = f"JOIN {sql.table(target.name, alias)} ON {sql.join_on(left, alias, fk)}"
+            chain = [*joins, step]
+            names = [*via, "-".join(fk.columns)]
+            for expr, answer, is_name in _answers_of(target, sql, alias):
+                yield _Candidate(
+                    "path",
+                    target.name,
+                    f"SELECT {expr} FROM {sql.table(p.name, 't')} {' '.join(chain)} "
+                    f"WHERE {sql.condition(naming, 't')}",
+                    f"{target.name}-{answer}-by-{p.name}-{_slug(naming)}-via-"
+                    + "-via-".join(names),
+                    spread=f"{hop}:{p.name}",
+                    priority=0 if is_name else 1,
+                )
+            if hop < MAX_HOPS:
+                yield from walk(target, chain, names, used | {fk})
+
+    yield from walk(p, [], [], set())
+
+
+def _over_children(
+    db: Database,
+    p: _Profile,
+    schema: SchemaInfo,
+    profiles: Mapping[str, _Profile],
+    sql: _Sql,
+) -> Iterable[_Candidate]:
+    """Aggregates, superlatives, sets and date ranges over the rows referring to ``p``'s."""
+    naming = p.strict
+    if naming is None:
+        return
+    by = f"{p.name}-{_slug(naming)}"
+    named = sql.condition(naming, "p")
+    for child, fk in _children(schema, profiles, p):
+        c_from = f"{sql.table(child.name, 'c')} JOIN {sql.table(p.name, 'p')} ON "
+        c_from += sql.join_on("c", "p", fk)
+        via = "-".join(fk.columns)
+        counted = sql.col("c", fk.columns[0])
+        spread = f"{child.name}.{via}"
+        yield _Candidate(
+            "count",
+            child.name,
+            f"SELECT COUNT({counted}) FROM {sql.table(p.name, 'p')} LEFT JOIN "
+            f"{sql.table(child.name, 'c')} ON {sql.join_on('c', 'p', fk)} WHERE {named}",
+            f"count-{child.name}-of-{by}-via-{via}",
+            spread=spread,
+        )
+        for column in _numeric(child):
+            x = sql.col("c", column.name)
+            for kind, expression in (
+                ("sum", f"SUM({x})"),
+                ("average", f"ROUND(CAST(AVG({x}) AS NUMERIC), 2)"),
+                ("minimum", f"MIN({x})"),
+                ("maximum", f"MAX({x})"),
+            ):
+                yield _Candidate(
+                    kind,  # type: ignore[arg-type]
+                    child.name,
+                    f"SELECT {expression} FROM {c_from} WHERE {named}",
+                    f"{kind}-{child.name}-{column.name}-of-{by}-via-{via}",
+                    spread=f"{spread}.{column.name}",
+                )
+        for column in _dates(child):
+            x = sql.col("c", column.name)
+            for kind, func in (("minimum", "MIN"), ("maximum", "MAX")):
+                yield _Candidate(
+                    kind,  # type: ignore[arg-type]
+                    child.name,
+                    f"SELECT {func}({x}) FROM {c_from} WHERE {named}",
+                    f"{kind}-{child.name}-{column.name}-of-{by}-via-{via}",
+                    spread=f"{spread}.{column.name}",
+                )
+            year = _busiest_year(db, child.table, column)
+            if year is not None:
+                following = f"{int(year) + 1:04d}"
+                yield _Candidate(
+                    "date_range",
+                    child.name,
+                    f"SELECT COUNT({counted}) FROM {sql.table(p.name, 'p')} LEFT JOIN "
+                    f"{sql.table(child.name, 'c')} ON {sql.join_on('c', 'p', fk)} "
+                    f"AND {x} >= '{year}-01-01' AND {x} < '{following}-01-01' WHERE {named}",
+                    f"count-{child.name}-in-{year}-of-{by}-via-{via}-{column.name}",
+                    spread=f"{spread}.{column.name}",
+                )
+        if not child.namings:
+            continue
+        child_name = sql.named(child.namings[0], "c")
+        same_parent = " AND ".join(f"{sql.col('c2', a)} = {sql.col('c', a)}" for a in fk.columns)
+        for column in _numeric(child):
+            x = sql.col("c", column.name)
+            for func, word in (("MAX", "most"), ("MIN", "least")):
+                yield _Candidate(
+                    "superlative",
+                    child.name,
+                    f"SELECT {child_name} FROM {c_from} WHERE {named} AND {x} = (SELECT "
+                    f"{func}({sql.col('c2', column.name)}) FROM {sql.table(child.name, 'c2')} "
+                    f"WHERE {same_parent})",
+                    f"{child.name}-{word}-{column.name}-of-{by}-via-{via}",
+                    spread=f"{spread}.{column.name}",
+                    priority=0 if func == "MAX" else 1,
+                )
+        child_key = child.table.primary_key
+        if len(child_key) == 1:
+            for grand, gfk in _children(schema, profiles, child):
+                if len(gfk.columns) != 1 or grand.name == child.name:
+                    continue
+                g_col = sql.q(gfk.columns[0])
+                key = sql.q(child_key[0])
+                g_table = sql.q(grand.name)
+                # Counted once per child by a grouped table, not per pair of children.
+                counts = (
+                    f"(SELECT g.{g_col} AS k, COUNT(*) AS n FROM {g_table} AS g GROUP BY g.{g_col})"
+                )
+                yield _Candidate(
+                    "superlative",
+                    child.name,
+                    f"SELECT {child_name} FROM {c_from} JOIN {counts} AS cnt ON cnt.k = c.{key} "
+                    f"WHERE {named} AND cnt.n = (SELECT MAX(cnt2.n) FROM {counts} AS cnt2 "
+                    f"JOIN {sql.table(child.name, 'c2')} ON c2.{key} = cnt2.k WHERE {same_parent})",
+                    f"{child.name}-most-{grand.name}-of-{by}-via-{via}",
+                    spread=f"{spread}.{grand.name}",
+                )
+        yield _Candidate(
+            "set",
+            child.name,
+            f"SELECT {child_name} FROM {c_from} WHERE {named}",
+            f"{child.name}-of-{by}-via-{via}",
+            spread=spread,
+        )
+        for column in _numeric(child):
+            threshold = _threshold(db, child.table, column)
+            if threshold is None:
+                continue
+            yield _Candidate(
+                "set",
+                child.name,
+                f"SELECT {child_name} FROM {c_from} WHERE {named} AND "
+                f"{sql.col('c', column.name)} > {threshold}",
+                f"{child.name}-over-{column.name}-of-{by}-via-{via}",
+                spread=f"{spread}.{column.name}",
+                priority=1,
+            )
+
+
+def _through_links(
+    p: _Profile, profiles: Mapping[str, _Profile], sql: _Sql
+) -> Iterable[_Candidate]:
+    """The rows linked to ``p``'s through a link table: their count and their names."""
+    naming = p.strict
+    if naming is None:
+        return
+    for link, fk1, fk2 in _links(profiles):
+        for mine, other in ((fk1, fk2), (fk2, fk1)):
+            if mine.ref_table.lower() != p.name.lower():
+                continue
+            far = profiles[other.ref_table.lower()]
+            joins = (
+                f"{sql.table(p.name, 'p')} JOIN {sql.table(link.name, 'x')} ON "
+                f"{sql.join_on('x', 'p', mine)} JOIN {sql.table(far.name, 'b')} ON "
+                f"{sql.join_on('x', 'b', other)}"
+            )
+            by = f"{p.name}-{_slug(naming)}-via-{link.name}"
+            yield _Candidate(
+                "count",
+                far.name,
+                f"SELECT COUNT({sql.col('x', other.columns[0])}) FROM {sql.table(p.name, 'p')} "
+                f"LEFT JOIN {sql.table(link.name, 'x')} ON {sql.join_on('x', 'p', mine)} "
+                f"WHERE {sql.condition(naming, 'p')}",
+                f"count-{far.name}-of-{by}",
+                spread=link.name,
+            )
+            if far.namings:
+                yield _Candidate(
+                    "set",
+                    far.name,
+                    f"SELECT {sql.named(far.namings[0], 'b')} FROM {joins} "
+                    f"WHERE {sql.condition(naming, 'p')}",
+                    f"{far.name}-of-{by}",
+                    spread=link.name,
+                )
+
+
+def _link_attributes(profiles: Mapping[str, _Profile], sql: _Sql) -> Iterable[_Candidate]:
+    """A link table's own attributes by the names of both rows it links."""
+    for link, fk1, fk2 in _links(profiles):
+        r1, r2 = profiles[fk1.ref_table.lower()], profiles[fk2.ref_table.lower()]
+        single1 = [n for n in r1.namings if not n.composite]
+        single2 = [n for n in r2.namings if not n.composite]
+        if not single1 or not single2:
+            continue
+        n1, n2 = single1[0], single2[0]
+        from_sql = (
+            f"{sql.table(link.name, 'x')} JOIN {sql.table(r1.name, 'a')} ON "
+            f"{sql.join_on('x', 'a', fk1)} JOIN {sql.table(r2.name, 'b')} ON "
+            f"{sql.join_on('x', 'b', fk2)}"
+        )
+        for column in answer_columns(link):
+            yield _Candidate(
+                "lookup",
+                link.name,
+                f"SELECT {sql.col('x', column.name)} FROM {from_sql} WHERE "
+                f"{sql.condition(n1, 'a')} AND {sql.condition(n2, 'b')}",
+                f"{column.name}-by-{r1.name}-{_slug(n1)}-{r2.name}-{_slug(n2)}",
+                spread=column.name,
+            )
+
+
+def _yes_no(db: Database, p: _Profile, sql: _Sql) -> Iterable[_Candidate]:
+    naming = p.strict or (p.namings[0] if p.namings else None)
+    if naming is None:
+        return
+    for column in _numeric(p):
+        threshold = _threshold(db, p.table, column)
+        if threshold is None:
+            continue
+        x = sql.col("t", column.name)
+        yield _Candidate(
+            "yes_no",
+            p.name,
+            f"SELECT CASE WHEN {x} > {threshold} THEN 'yes' WHEN {x} <= {threshold} THEN 'no' "
+            f"END FROM {sql.table(p.name, 't')} WHERE {sql.condition(naming, 't')}",
+            f"is-{column.name}-over-{threshold}-{p.name}-{_slug(naming)}",
+            spread=column.name,
+        )
+
+
+def _ordered(candidates: list[_Candidate], seed: str) -> list[_Candidate]:
+    """The candidates of one table and kind in the order they are tried: by priority,
+    then taking one of each spread in turn (seeded), so that a small sample reaches many
+    columns and related tables."""
+    rng = random.Random(seed)
+    out: list[_Candidate] = []
+    for priority in sorted({c.priority for c in candidates}):
+        groups: dict[str, list[_Candidate]] = defaultdict(list)
+        for c in candidates:
+            if c.priority == priority:
+                groups[c.spread].append(c)
+        lists = [groups[k] for k in sorted(groups)]
+        rng.shuffle(lists)
+        for items in lists:
+            rng.shuffle(items)
+        while any(lists):
+            for items in lists:
+                if items:
+                    out.append(items.pop())
+    return out
+
+
+def _ambiguity_note(ambiguous: list[dict[str, Any]], count: int, groups: int) -> str:
+    shown = [
+        " and ".join(f"{k.split('.', 1)[1]}={v!r}" for k, v in bindings.items())
+        for bindings in ambiguous[:NAMED_GROUPS]
+    ]
+    more = f" (and {count - len(shown)} more)" if count > len(shown) else ""
+    verb = "has" if count == 1 else "have"
     return (
-        f"{key} determines no column in at least {1 - MAX_EXCEPTION_SHARE:.0%} of its groups "
-        f"(best: {answer}, {share:.0%}), nor in all but one of at least "
-        f"{MIN_FOR_ONE_EXCEPTION}"
+        f"{count} of {groups} groups {verb} several answers and "
+        f"{'is' if count == 1 else 'are'} dropped at generate: {', '.join(shown)}{more}"
     )
+
+
+def _group_sizes(db: Database, plan_: Plan) -> dict[int, int]:
+    """How many groups of the planned template have each number of distinct answers (a
+    NULL answer counts as one), in one statement: the database groups, nothing streams."""
+    keys = ", ".join(f"g.__p{i}" for i in range(len(plan_.placeholders)))
+    rows = db.execute(
+        f"SELECT n, COUNT(*) FROM (SELECT COUNT(DISTINCT g.__answer) AS n FROM ({plan_.sql}) "
+        f"AS g GROUP BY {keys}) AS s GROUP BY n"
+    ).rows
+    out: dict[int, int] = defaultdict(int)
+    for n, count in rows:
+        out[max(int(n or 0), 1)] += int(count)
+    return dict(out)
+
+
+def _ambiguous_groups(db: Database, plan_: Plan) -> list[dict[str, Any]]:
+    """The bindings of the first groups with several answers, to name them."""
+    keys = ", ".join(f"g.__p{i}" for i in range(len(plan_.placeholders)))
+    rows = db.execute(
+        f"SELECT {keys} FROM ({plan_.sql}) AS g GROUP BY {keys} "
+        f"HAVING COUNT(DISTINCT g.__answer) > 1 ORDER BY {keys} LIMIT {NAMED_GROUPS}"
+    ).rows
+    names = [p.key for p in plan_.placeholders]
+    return [dict(zip(names, row, strict=True)) for row in rows]
+
+
+def _median(sizes: Mapping[int, int]) -> float:
+    expanded = [n for n, count in sorted(sizes.items()) for _ in range(count)]
+    return float(statistics.median(expanded))
+
+
+def _check(db: Database, schema: SchemaInfo, candidate: _Candidate) -> tuple[bool, float]:
+    """Whether the candidate is kept (its note set), and its share of good groups: a set
+    when its median answer has at most MAX_SET_SIZE rows, any other kind when all but few
+    groups have a single answer."""
+    try:
+        check_template(candidate.sql, schema, dialect=db.sqlglot_dialect)
+        plan_ = plan(candidate.sql, schema, dialect=db.sqlglot_dialect)
+        sizes = _group_sizes(db, plan_)
+    except UserError:
+        return False, 0.0
+    groups = sum(sizes.values())
+    if not groups:
+        return False, 0.0
+    if candidate.kind == "set":
+        return _median(sizes) <= MAX_SET_SIZE, 1.0
+    multi = groups - sizes.get(1, 0)
+    share = (groups - multi) / groups
+    if multi == groups or not few_exceptions(multi, groups):
+        return False, share
+    if multi:
+        candidate.note = _ambiguity_note(_ambiguous_groups(db, plan_), multi, groups)
+    return True, share
+
+
+PerKind = Mapping[Kind, int] | int | None
+
+
+def kind_limits(per_kind: PerKind) -> dict[Kind, int | None]:
+    """How many templates of each kind a table keeps: the defaults, the same number for
+    every kind, or a number per kind (kinds left out keep their default); None: all."""
+    if per_kind is None:
+        return dict(DEFAULT_PER_KIND)
+    if isinstance(per_kind, int):
+        return {kind: per_kind for kind in KINDS}
+    return {kind: per_kind.get(kind, DEFAULT_PER_KIND[kind]) for kind in KINDS}
 
 
 @dataclass
 class Enumeration:
-    """The templates found, in schema order, and for every table that yielded none, why."""
+    """The templates found, in schema order; for every table that no template reads, why;
+    and per table and kind, how many candidates there were and how many were kept."""
 
     templates: list[SqlTemplate]
     notes: dict[str, str]
+    candidates: dict[str, dict[Kind, int]] = field(default_factory=dict)
+    kept: dict[str, dict[Kind, int]] = field(default_factory=dict)
 
 
-def enumerate_templates(db: Database, schema: SchemaInfo) -> Enumeration:
-    """Every template the rules above find, in schema order, with unique ids; and one
-    explanation per table that yields none (empty tables included)."""
+def enumerate_templates(
+    db: Database, schema: SchemaInfo, *, per_kind: PerKind = None, all_kinds: bool = False
+) -> Enumeration:
+    """Every kind of template the rules above find, at most ``per_kind`` per table and
+    kind (``all_kinds``: every one), with unique ids; and one explanation per table that
+    no template reads (empty tables included)."""
+    limits = {k: None for k in KINDS} if all_kinds else kind_limits(per_kind)
     profiles = {t.name.lower(): _profile(db, t) for t in schema.tables if t.row_count}
-    ordered: list[_Candidate] = []
-    found = {name: _Found(ordered) for name in profiles}
-    for name, p in profiles.items():
-        _single_table(db, p, found[name])
-    for name, p in profiles.items():
-        _across_foreign_keys(db, p, profiles, found[name])
-    for name, p in profiles.items():
-        _through_association(db, p, profiles, found[name])
-    notes = {t.name: "no rows" for t in schema.tables if not t.row_count}
-    for name, p in profiles.items():
-        if not found[name].kept:
-            notes[p.table.name] = _explain(p, found[name])
-    templates = new_templates(
-        [c.sql for c in ordered], "enumerator", names=[c.name for c in ordered]
+    sql = _Sql(db)
+    by_table: dict[str, list[_Candidate]] = defaultdict(list)
+    for p in profiles.values():
+        for candidate in itertools.chain(
+            _lookups(p, sql),
+            _paths(p, profiles, sql),
+            _over_children(db, p, schema, profiles, sql),
+            _through_links(p, profiles, sql),
+            _yes_no(db, p, sql),
+        ):
+            by_table[candidate.table].append(candidate)
+    for candidate in _link_attributes(profiles, sql):
+        by_table[candidate.table].append(candidate)
+    tried: dict[str, _Tried] = {name: _Tried() for name in by_table}
+    chosen: list[_Candidate] = []
+    for name in (t.name for t in schema.tables):
+        for kind in KINDS:
+            of_kind = [c for c in by_table.get(name, []) if c.kind == kind]
+            if not of_kind:
+                continue
+            record = tried[name]
+            record.candidates[kind] = len(of_kind)
+            limit = limits[kind]
+            for candidate in _ordered(of_kind, f"{name}:{kind}"):
+                if limit is not None and record.kept[kind] >= limit:
+                    break
+                ok, share = _check(db, schema, candidate)
+                if ok:
+                    record.kept[kind] += 1
+                    chosen.append(candidate)
+                else:
+                    record.refused.append((candidate.name, share))
+    templates = new_templates([c.sql for c in chosen], "enumerator", names=[c.name for c in chosen])
+    by_sql = {" ".join(c.sql.split()): c for c in chosen}
+    templates = [
+        t.model_copy(update={"note": by_sql[t.sql].note, "kind": by_sql[t.sql].kind})
+        for t in templates
+    ]
+    read = {
+        read_table.lower()
+        for t in templates
+        for read_table in reach(t.sql, schema, dialect=db.sqlglot_dialect, declared=t.kind).tables
+    }
+    notes: dict[str, str] = {}
+    referred = {fk.ref_table.lower() for t in schema.tables for fk in t.foreign_keys}
+    for table in schema.tables:
+        if table.name.lower() in read:
+            continue
+        profile = profiles.get(table.name.lower())
+        related = bool(table.foreign_keys) or table.name.lower() in referred
+        notes[table.name] = (
+            "no rows" if profile is None else _explain(profile, tried.get(table.name), related)
+        )
+    return Enumeration(
+        templates,
+        notes,
+        {t: dict(r.candidates) for t, r in tried.items()},
+        {t: dict(r.kept) for t, r in tried.items()},
     )
-    # new_templates keeps the first of two alike: the notes follow the same order.
-    notes_by_sql = {normalize_sql(c.sql): c.note for c in reversed(ordered)}
-    templates = [t.model_copy(update={"note": notes_by_sql.get(t.sql)}) for t in templates]
-    return Enumeration(templates, {t.name: notes[t.name] for t in schema.tables if t.name in notes})
+
+
+def _explain(p: _Profile, tried: _Tried | None, related: bool) -> str:
+    """Why no template reads a table with rows (``related``: it has foreign keys or is
+    referred to)."""
+    if not p.namings:
+        reason = why_unnamed(p.table)
+        if related:
+            reason += "; no named row refers to it or is referred to by it with anything to ask"
+        return reason
+    if tried is None or not tried.refused:
+        return (
+            "no column to ask about besides its name (every other is id-like, mostly NULL "
+            "or long text)"
+        )
+    name, share = max(tried.refused, key=lambda t: t[1])
+    return (
+        f"its name determines no answer in at least {1 - MAX_EXCEPTION_SHARE:.0%} of its "
+        f"groups (best: {name}, {share:.0%}), nor in all but one of at least "
+        f"{MIN_FOR_ONE_EXCEPTION}"
+    )
 
 
 def why_no_template(db: Database, schema: SchemaInfo, names: Collection[str]) -> dict[str, str]:
     """Why the enumerator finds no template asked by each table of ``names``, where the
-    schema and one profile query per table can tell: ``no rows``, or no column names its
-    rows (a table linking two others is left out: the enumerator asks it through their
-    keys). The reasons only the enumerator's search of the data gives (a GROUP BY per key,
-    what ``templates sql`` costs) are left out, so that ``generate`` can say why the
-    tables no template reads have none at the price of a scan each, whatever their size."""
+    schema and one profile query per table can tell: ``no rows``, or nothing names its
+    rows and nothing refers to it (a table that links others or is referred to is left
+    out: the enumerator reaches it through them). The reasons only the enumerator's
+    search of the data gives are left out, so that ``generate`` can say why the tables
+    no template reads have none at the price of a scan each, whatever their size."""
     wanted = {n.lower() for n in names}
+    referred = {fk.ref_table.lower() for t in schema.tables for fk in t.foreign_keys}
     out = {}
     for table in schema.tables:
         if table.name.lower() not in wanted:
@@ -420,16 +782,11 @@ def why_no_template(db: Database, schema: SchemaInfo, names: Collection[str]) ->
         if not table.row_count:
             out[table.name] = "no rows"
             continue
-        p = _profile(db, table)
-        if key_columns(p):
+        if table.foreign_keys or table.name.lower() in referred:
             continue
-        linked = [
-            fk
-            for fk in table.foreign_keys
-            if (ref := schema.table(fk.ref_table)) is not None and ref.row_count
-        ]
-        if len(linked) != 2:
-            out[table.name] = _why_no_key(p)
+        p = _profile(db, table)
+        if not p.namings:
+            out[table.name] = why_unnamed(table)
     return out
 
 
@@ -453,3 +810,16 @@ def untemplated(
     except UserError:
         found = {}
     return {name: found.get(name) for name in names}
+
+
+__all__ = [
+    "FILE_HAS_NONE",
+    "Enumeration",
+    "answer_columns",
+    "enumerate_templates",
+    "foreign_key_columns",
+    "is_id_like",
+    "kind_limits",
+    "untemplated",
+    "why_no_template",
+]

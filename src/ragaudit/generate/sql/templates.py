@@ -23,6 +23,7 @@ from ragaudit.db.placeholders import Placeholder, find_placeholders
 from ragaudit.db.schema import SchemaInfo
 from ragaudit.db.validate import validate_select
 from ragaudit.errors import SQLValidationError, UserError
+from ragaudit.generate.sql.kinds import Kind
 from ragaudit.records.io import atomic_write_text
 from ragaudit.yamlfile import read_yaml, validate_model, where
 
@@ -37,7 +38,9 @@ class SqlTemplate(BaseModel):
     """One SQL template as stored in ``templates/sql.yaml``.
 
     ``tables``, ``placeholders`` and the counts are written by ragaudit for the reader;
-    only ``id``, ``sql`` and ``origin`` matter when the file is read back.
+    only ``id``, ``sql``, ``origin`` and ``kind`` matter when the file is read back. A
+    template without a ``kind`` is of the kind its SQL reads as
+    (:func:`ragaudit.generate.sql.asks.infer_kind`).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -45,6 +48,7 @@ class SqlTemplate(BaseModel):
     id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
     sql: str = Field(min_length=1)
     origin: Origin = "user"
+    kind: Kind | None = None
     tables: list[str] = Field(default_factory=list)
     placeholders: list[str] = Field(default_factory=list)
     combinations: int | None = None

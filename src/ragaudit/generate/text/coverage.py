@@ -31,6 +31,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from ragaudit.db.identity import is_id_like
 from ragaudit.db.schema import SchemaInfo, TableInfo
 from ragaudit.generate.sql.templates import TemplateShape
 from ragaudit.generate.text.templates import TOKEN
@@ -250,11 +251,8 @@ class Names:
 
 
 def _identifier(table: TableInfo, column: str) -> bool:
-    from ragaudit.generate.sql.enumeration import is_id_like
-
     info = table.column(column)
-    fk_columns = {c for fk in table.foreign_keys for c in fk.columns}
-    return info is not None and is_id_like(info, table, fk_columns)
+    return info is not None and is_id_like(info, table)
 
 
 def asked_words(shape: TemplateShape) -> set[str]:

@@ -38,6 +38,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from ragaudit.db.engine import Database
+from ragaudit.db.identity import is_id_like
 from ragaudit.db.placeholders import Placeholder
 from ragaudit.db.schema import SchemaInfo, TableInfo
 from ragaudit.errors import UserError
@@ -185,23 +186,28 @@ def sample_template(
     size: int = SAMPLE_GROUPS,
     avoid: frozenset[str] = frozenset(),
 ) -> TemplateSample:
-    """The template's first ``size`` single-answer groups with a non-NULL answer; the
-    example is one whose values are not in ``avoid`` (the values a prompt shows anyway).
-    Raises :class:`UserError` when it has none (it cannot be asked about)."""
+    """The template's first ``size`` single-answer groups with a non-NULL answer (any
+    group of a template of the ``set`` kind, whose answers are sets); the example is one
+    whose values are not in ``avoid`` (the values a prompt shows anyway). Raises
+    :class:`UserError` when it has none (it cannot be asked about)."""
     dialect = db.sqlglot_dialect
+    sets = template.kind == "set"
     shape = check_template(template.sql, schema, dialect=dialect)
     groups = list(
         itertools.islice(
             (
                 g
                 for g in iter_groups(db, plan(template.sql, schema, dialect=dialect))
-                if len(g.answers) == 1 and g.answers[0] is not None
+                if (len(g.answers) == 1 or sets)
+                and g.answers
+                and all(a is not None for a in g.answers)
             ),
             size,
         )
     )
     if not groups:
-        raise UserError(f"{template.id}: no group with a single, non-NULL answer to ask about")
+        what = "non-NULL answers" if sets else "a single, non-NULL answer"
+        raise UserError(f"{template.id}: no group with {what} to ask about")
     return TemplateSample(template, shape, groups, _examples(groups, avoid))
 
 
@@ -828,11 +834,8 @@ def _name_column(table: TableInfo) -> str | None:
 
 
 def _is_identifier(table: TableInfo, column: str) -> bool:
-    from ragaudit.generate.sql.enumeration import is_id_like
-
     info = table.column(column)
-    fk_columns = {c for fk in table.foreign_keys for c in fk.columns}
-    return info is not None and is_id_like(info, table, fk_columns)
+    return info is not None and is_id_like(info, table)
 
 
 def reading_prompt(fact_lines: list[str], question: str) -> Messages:
