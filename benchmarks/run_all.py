@@ -18,6 +18,7 @@ sys.path.insert(0, str(HERE.parent))
 from benchmarks import (  # noqa: E402
     bench_analysis,
     bench_documents,
+    bench_from_db,
     bench_generate,
     bench_grid,
     bench_import,
@@ -41,6 +42,7 @@ BENCHMARKS = {
     "systems": bench_systems.run,
     "grid": bench_grid.run,
     "world": bench_world.run,
+    "from_db": bench_from_db.run,
     "wordings": bench_wordings.run,
     "labels": bench_labels.run,
     "reference_free": bench_reference_free.run,

@@ -211,13 +211,14 @@ def test_any_engine_is_copied_with_its_keys_types_and_renamed_references(  # typ
     }
 
 
-def test_names_written_inside_other_text_are_renamed_too(  # type: ignore[no-untyped-def]
+def test_names_written_inside_other_text_are_renamed_in_their_own_rows(  # type: ignore[no-untyped-def]
     make_db, tmp_path: Path
 ) -> None:
-    """A description that names a client or a person in its own words is renamed as the
-    name columns are, whole name for whole name, so that neither the copy nor a document
-    keeps a real name; a name's part ("Acme"), a longer word ("Globexia") and a number
-    that is also a row's name ("1999") are left as they are."""
+    """A description that names its own row (a person's bio naming the person) is renamed
+    as the name columns are, whole name for whole name; a name written in a row that
+    neither is nor points at the named row is left (renaming it would rewrite any equal
+    word) and counted in world.json. A name's part ("Acme"), a longer word ("Globexia")
+    and a number that is also a row's name ("1999") are never replaced."""
     url = make_db(
         [
             "CREATE TABLE client (name VARCHAR(40) PRIMARY KEY, note VARCHAR(200))",
@@ -226,7 +227,7 @@ def test_names_written_inside_other_text_are_renamed_too(  # type: ignore[no-unt
         ],
         {
             "client": [
-                ("Acme Works", "Spun off from Globex in 2001; Acme is its brand."),
+                ("Acme Works", "Spun off from Globex in 2001; Acme Works and Acme are one."),
                 ("Globex", "Rival of Acme Works (and of Globexia)."),
             ],
             "person": [(1, "Ada Lovelace", "Ada Lovelace consults for Globex.")],
@@ -241,17 +242,21 @@ def test_names_written_inside_other_text_are_renamed_too(  # type: ignore[no-unt
     globex = next(name for note, name in clients.items() if note.startswith("Rival"))
     assert {acme, globex}.isdisjoint({"Acme Works", "Globex"})
     assert set(clients) == {
-        f"Spun off from {globex} in 2001; Acme is its brand.",
-        f"Rival of {acme} (and of Globexia).",
+        f"Spun off from Globex in 2001; {acme} and Acme are one.",
+        "Rival of Acme Works (and of Globexia).",
     }
     ((ada, bio),) = copy.execute('SELECT "name", "bio" FROM "person"').fetchall()
-    assert ada != "Ada Lovelace" and bio == f"{ada} consults for {globex}."
+    assert ada != "Ada Lovelace" and bio == f"{ada} consults for Globex."
     ((site, remark),) = copy.execute('SELECT "name", "remark" FROM "site"').fetchall()
-    assert site != "1999" and remark == f"Opened in 1999 by {ada}"
+    assert site != "1999" and remark == "Opened in 1999 by Ada Lovelace"
     documents = (out / "documents.jsonl").read_text()
-    assert ada in documents and globex in documents
-    for real in ("Acme Works", "Globex", "Ada Lovelace"):
-        assert not re.search(rf"\b{real}\b", documents), real
+    assert ada in documents and globex in documents and acme in documents
+    assert not re.search(r"\bAda Lovelace consults\b", documents)
+    renaming = json.loads((out / "world.json").read_text())["renaming"]
+    assert renaming == {
+        "replaced_in_text": {"client.note": 1, "person.bio": 1},
+        "left_in_text": {"client.note": 2, "person.bio": 1, "site.remark": 1},
+    }
 
 
 def test_bad_choices_are_one_line_errors_that_write_nothing(tmp_path: Path) -> None:

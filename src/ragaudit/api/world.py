@@ -3,7 +3,7 @@ on one, from Python, with the same files as ``ragaudit world`` and ``ragaudit de
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -51,6 +51,7 @@ def make_world(
     columns: Sequence[str] | None = None,
     rename: bool = False,
     holes: float = 0.1,
+    names: Mapping[str, Sequence[str]] | None = None,
     progress: ProgressChoice | Progress = "auto",
     session_hooks: SessionHooks | None = None,
 ) -> World:
@@ -66,7 +67,10 @@ def make_world(
     database instead, in a SQLite copy of it: one profile per row of ``tables`` (default:
     every table with a one-column primary key that links no others) stating ``columns``
     (``"Table.Column"``, default all) but for a ``holes`` share of the facts, with the
-    rows' names made fictitious in the copy and the documents when ``rename``."""
+    rows' names made fictitious in the copy and the documents when ``rename``. ``names``
+    says which columns name a table's rows (``{"Employee": ["FirstName", "LastName"]}``:
+    one column, or a first and a last name), where the rule that finds them would choose
+    otherwise; a column that is missing, repeats a value or is mostly NULL is refused."""
     from ragaudit.errors import UserError
     from ragaudit.steps.world import make_world as build
     from ragaudit.world.from_db import FromDb
@@ -87,9 +91,12 @@ def make_world(
             tuple(columns) if columns else None,
             rename,
             holes,
+            tuple((table, tuple(cols)) for table, cols in names.items()) if names else None,
         )
-    elif tables or columns or rename:
-        raise UserError("ra.make_world: tables=, columns= and rename= are for a world from_db=")
+    elif tables or columns or rename or names:
+        raise UserError(
+            "ra.make_world: tables=, columns=, rename= and names= are for a world from_db="
+        )
     size = 60 if size is None else size
     engine = engine or "sqlite"
     if size < 20:

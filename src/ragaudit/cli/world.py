@@ -16,6 +16,7 @@ from ragaudit.cli.options import (
     OnFailure,
 )
 from ragaudit.cli.progress import CliProgress
+from ragaudit.errors import UserError
 
 
 def world_cmd(
@@ -93,6 +94,15 @@ def world_cmd(
             help="With --from-db: the share of facts stated in no document.",
         ),
     ] = 0.1,
+    names: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--name",
+            metavar="TABLE=COLUMN[+COLUMN]",
+            help="With --from-db: the columns that name a table's rows, one or a first and a "
+            "last name (Employee=FirstName+LastName; repeatable; default: found by rule).",
+        ),
+    ] = None,
 ) -> None:
     """Generate a fictitious company (database and project reports) to test RAG on, or,
     with --from-db, documents that state the rows of your own database."""
@@ -113,6 +123,7 @@ def world_cmd(
         columns=[c.strip() for spec in columns or () for c in spec.split(",") if c.strip()] or None,
         rename=rename,
         holes=holes,
+        names=_names(names),
         progress=CliProgress(),
         session_hooks=session_hooks(),
     )
@@ -141,3 +152,18 @@ def world_cmd(
         "ragaudit templates sql && ragaudit templates text && ragaudit generate",
         markup=False,
     )
+
+
+def _names(specs: list[str] | None) -> dict[str, list[str]] | None:
+    """``--name TABLE=COLUMN[+COLUMN]`` as {table: columns}; a malformed one is a one-line
+    error."""
+    if not specs:
+        return None
+    out: dict[str, list[str]] = {}
+    for spec in specs:
+        table, sep, columns = spec.partition("=")
+        parts = [c.strip() for c in columns.split("+")]
+        if not sep or not table.strip() or not all(parts):
+            raise UserError(f"world: --name {spec!r}: write TABLE=COLUMN or TABLE=FIRST+LAST")
+        out[table.strip()] = parts
+    return out

@@ -8,6 +8,25 @@ map of the facts each document states, and a ragaudit.yaml for all of it.
     <out>/world.json               where it came from, the tables, the holes, the counts
     <out>/ragaudit.yaml            database (the copy), corpus, gold facts, two systems
 
+**Names.** A row is named by :func:`ragaudit.db.identity.best_naming` (the rule that
+names the enumerator's keys, so that a question and its document name a row alike: an
+employee by first and last name, not by a job title three agents share), or by the columns
+the user gives (``names``, checked by :func:`ragaudit.db.identity.chosen_naming`).
+
+**Renaming** (``rename``) replaces a value only where it refers to a renamed row: that
+row's name columns, and the foreign-key columns (text keys) that point at it. A value of
+any other column that merely equals a name (a city "New York", an employee's last name a
+customer shares) is left as it is. Inside free text (any other text column) the row's
+real name, written whole ("first last"), is replaced only in the row itself and in the
+rows whose foreign keys point at it: a note naming the customer it is about. Elsewhere a
+real name is left standing, and counted: world.json's ``renaming`` says, per column, how
+many names were replaced inside text (``replaced_in_text``) and how many real names of
+renamed rows are still written in text (``left_in_text``). That is the trade-off: a name
+left in unrelated text can leak the real entity (a model may answer from memory), while
+replacing every equal word wherever it stands ("Music" inside a thousand track titles
+because a playlist is called Music) damages values that never named the row; the damage
+is silent, the leak is counted, so the leak is the one taken.
+
 The user's database is only read. The world always works on its copy: the questions, the
 documents and the references then agree on every name, and the configuration holds no
 password. As with a generated world, everything is written to a folder beside ``out``
@@ -28,10 +47,18 @@ from pathlib import Path
 from typing import Any
 
 from ragaudit.db.engine import Database
+from ragaudit.db.identity import best_naming, chosen_naming
 from ragaudit.db.schema import SchemaInfo, TableInfo, introspect
 from ragaudit.errors import UserError
 from ragaudit.world.build import WorldSummary, staged, world_config, write_documents
-from ragaudit.world.profiles import Plan, fictitious_names, names_within, plan, profiles
+from ragaudit.world.profiles import (
+    Entity,
+    Plan,
+    fictitious_names,
+    names_within,
+    plan,
+    profiles,
+)
 
 DATABASE = "database.sqlite"
 # A declared type SQLite can take as written ("VARCHAR(50)", "DOUBLE PRECISION"); any
@@ -50,6 +77,8 @@ class FromDb:
     columns: tuple[str, ...] | None = None
     rename: bool = False
     holes: float = 0.1
+    # (table, its name columns): the columns that name a table's rows, the user's choice.
+    names: tuple[tuple[str, tuple[str, ...]], ...] | None = None
 
     def settings(self) -> dict[str, Any]:
         """The settings :func:`build_world_from_db` takes besides the URL."""
@@ -58,7 +87,21 @@ class FromDb:
             "columns": self.columns,
             "rename": self.rename,
             "holes": self.holes,
+            "names": dict(self.names) if self.names else None,
         }
+
+
+def _asked(
+    tables: Sequence[str] | None,
+    columns: Sequence[str] | None,
+    names: Mapping[str, Sequence[str]] | None,
+) -> dict[str, Any]:
+    """What the user asked for, as world.json records it."""
+    return {
+        "tables": list(tables) if tables else None,
+        "columns": list(columns) if columns else None,
+        "names": {t: list(c) for t, c in names.items()} if names else None,
+    }
 
 
 def read_world_from_db(
@@ -70,6 +113,7 @@ def read_world_from_db(
     columns: Sequence[str] | None = None,
     rename: bool = False,
     holes: float = 0.1,
+    names: Mapping[str, Sequence[str]] | None = None,
 ) -> WorldSummary | None:
     """The world already in ``out`` when it is the one these settings would write from
     ``url`` (so that the LLM rewrite on top of it can go on), else None."""
@@ -83,10 +127,7 @@ def read_world_from_db(
     finally:
         db.dispose()
     wanted = {"source": source, "seed": seed, "holes": holes, "renamed": rename}
-    asked = {
-        "tables": list(tables) if tables else None,
-        "columns": list(columns) if columns else None,
-    }
+    asked = _asked(tables, columns, names)
     if (
         not isinstance(meta, dict)
         or any(meta.get(k) != v for k, v in wanted.items())
@@ -143,32 +184,101 @@ def _rows(db: Database, table: TableInfo) -> Iterator[tuple[Any, ...]]:
     yield from db.stream(f"SELECT {columns} FROM {_quote(table.name)}")
 
 
-def _renamed(
-    value: Any, mapping: Mapping[str, str] | None, within: Callable[[str], str] | None
-) -> Any:
-    """``value`` as the renamed copy holds it: a name column's (or a foreign key's) value
-    by its fictitious name; the names written inside any other text replaced there."""
-    if value is None:
-        return value
-    if mapping is not None and str(value) in mapping:
-        return mapping[str(value)]
-    if within is not None and isinstance(value, str):
-        return within(value)
-    return value
+class _Renaming:
+    """The renaming of the copy, row by row: a name column's or a foreign key's value by
+    its fictitious one; inside free text, the real name of the row itself and of the rows
+    its foreign keys point at, and no other (see the module's docstring). Counts, per
+    ``Table.Column``, the names it replaced inside text and the real names it left."""
+
+    def __init__(
+        self,
+        schema: SchemaInfo,
+        entities: Sequence[Entity],
+        renamed: Mapping[tuple[str, str], Mapping[str, str]],
+        targets: Mapping[tuple[str, str], Mapping[Any, tuple[str, str]]],
+        every: Mapping[str, str],
+    ) -> None:
+        self.renamed = renamed
+        self.own = {e.table: e for e in entities if e.name and (e.table, e.name[0]) in renamed}
+        # table -> [(foreign-key column, {referenced value: (real name, fictitious name)})]
+        self.refs: dict[str, list[tuple[str, Mapping[Any, tuple[str, str]]]]] = {}
+        # table -> the columns that hold no free text: keys, foreign keys, renamed columns
+        self.fixed: dict[str, set[str]] = {}
+        for table in schema.tables:
+            fixed = set(table.primary_key) | {c for fk in table.foreign_keys for c in fk.columns}
+            fixed |= {c for (t, c) in renamed if t == table.name}
+            self.fixed[table.name] = fixed
+            for fk in table.foreign_keys:
+                if len(fk.columns) == 1 and (fk.ref_table, fk.ref_columns[0]) in targets:
+                    found = targets[fk.ref_table, fk.ref_columns[0]]
+                    self.refs.setdefault(table.name, []).append((fk.columns[0], found))
+        self.everywhere = names_within(every)
+        self.columns: dict[str, list[str]] = {}
+        self.replaced: dict[str, int] = {}
+        self.left: dict[str, int] = {}
+
+    def row(self, table: TableInfo, row: tuple[Any, ...]) -> tuple[Any, ...]:
+        """``row`` of ``table`` (as stored) as the renamed copy holds it."""
+        names = self.columns.get(table.name)
+        if names is None:
+            names = self.columns[table.name] = [c.name for c in table.columns]
+        real = dict(zip(names, row, strict=True))
+        out = {}
+        for column, value in real.items():
+            mapping = self.renamed.get((table.name, column))
+            if value is not None and mapping is not None and str(value) in mapping:
+                value = mapping[str(value)]
+            out[column] = value
+        # The names this row's free text may name: its own, and those it points at.
+        pairs: dict[str, str] = {}
+        entity = self.own.get(table.name)
+        if entity is not None:
+            was, now = entity.written(real), entity.written(out)
+            if was and now and was != now:
+                pairs[was] = now
+        for column, found in self.refs.get(table.name, ()):
+            hit = found.get(real[column]) if real[column] is not None else None
+            if hit is not None:
+                pairs.setdefault(*hit)
+        fixed = self.fixed.get(table.name, set())
+        texts = [
+            (column, value)
+            for column, value in out.items()
+            if column not in fixed and isinstance(value, str)
+        ]
+        # A matcher only for a row whose text holds one of its names at all (most hold none).
+        held = {was: now for was, now in pairs.items() if any(was in v for _, v in texts)}
+        within = names_within(held) if held else None
+        for column, value in texts:
+            where = f"{table.name}.{column}"
+            if within is not None:
+                value, replaced = within(value)
+                if replaced:
+                    self.replaced[where] = self.replaced.get(where, 0) + replaced
+                    out[column] = value
+            _, left = self.everywhere(value)
+            if left:
+                self.left[where] = self.left.get(where, 0) + left
+        return tuple(out[c] for c in names)
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        """What world.json's ``renaming`` records."""
+        return {
+            "replaced_in_text": dict(sorted(self.replaced.items())),
+            "left_in_text": dict(sorted(self.left.items())),
+        }
 
 
 def _copy(
     db: Database,
     schema: SchemaInfo,
     path: Path,
-    renamed: Mapping[tuple[str, str], Mapping[str, str]],
+    renaming: _Renaming | None,
     keep: set[str],
 ) -> dict[str, list[dict[str, Any]]]:
-    """Copy every table of ``db`` into the SQLite file ``path``, with the names in
-    ``renamed`` replaced; the rows of the ``keep`` tables come back (as stored), for the
-    documents."""
+    """Copy every table of ``db`` into the SQLite file ``path``, renamed by ``renaming``;
+    the rows of the ``keep`` tables come back (as stored), for the documents."""
     kept: dict[str, list[dict[str, Any]]] = {}
-    within = names_within(renamed) if renamed else None
     conn = sqlite3.connect(path)
     try:
         conn.execute("PRAGMA journal_mode=OFF")
@@ -177,15 +287,13 @@ def _copy(
             conn.execute(_ddl(table))
         for table in schema.tables:
             names = [c.name for c in table.columns]
-            maps = [renamed.get((table.name, n)) for n in names]
             marks = ", ".join("?" * len(names))
             insert = f"INSERT INTO {_quote(table.name)} VALUES ({marks})"
             batch: list[tuple[Any, ...]] = []
             for raw in _rows(db, table):
-                row = tuple(
-                    _renamed(v, m, within)
-                    for m, v in zip(maps, (_stored(v) for v in raw), strict=True)
-                )
+                row = tuple(_stored(v) for v in raw)
+                if renaming is not None:
+                    row = renaming.row(table, row)
                 batch.append(row)
                 if table.name in keep:
                     kept.setdefault(table.name, []).append(dict(zip(names, row, strict=True)))
@@ -202,6 +310,106 @@ def _copy(
     return kept
 
 
+def _namings(
+    db: Database, schema: SchemaInfo, chosen: Plan, names: Mapping[str, Sequence[str]] | None
+) -> dict[str, tuple[str, ...]]:
+    """The columns that name each entity table's rows: the user's (``names``, checked),
+    else :func:`best_naming`'s; a table neither names is left to :func:`plan`."""
+    profiled = {e.table for e in chosen.entities}
+    out: dict[str, tuple[str, ...]] = {}
+    for table, columns in (names or {}).items():
+        info = schema.table(table)
+        if info is None:
+            raise UserError(f"world --from-db: names: no table {table!r} in the database")
+        if info.name not in profiled:
+            raise UserError(f"world --from-db: names: table {info.name!r} is not profiled")
+        if isinstance(columns, str):
+            columns = [columns]
+        try:
+            out[info.name] = chosen_naming(db, info, list(columns)).columns
+        except ValueError as exc:
+            raise UserError(f"world --from-db: names: {exc}") from None
+    for entity in chosen.entities:
+        info = schema.table(entity.table)
+        if entity.table in out or info is None:
+            continue
+        found = best_naming(db, info)
+        if found is not None:
+            out[entity.table] = found.columns
+    return out
+
+
+def _name_rows(
+    db: Database, schema: SchemaInfo, entities: Sequence[Entity]
+) -> tuple[dict[str, list[tuple[Any, ...]]], dict[tuple[str, str], dict[Any, tuple[Any, ...]]]]:
+    """Each named entity table's rows of name values, and, for each column a foreign key
+    points at, {its value: the row's name values}."""
+    names: dict[str, list[tuple[Any, ...]]] = {}
+    pointed: dict[tuple[str, str], dict[Any, tuple[Any, ...]]] = {}
+    for entity in entities:
+        info = schema.table(entity.table)
+        if not entity.name or info is None:
+            continue
+        refs = sorted(
+            {
+                fk.ref_columns[0]
+                for t in schema.tables
+                for fk in t.foreign_keys
+                if len(fk.columns) == 1 and fk.ref_table == entity.table
+            }
+        )
+        wanted = list(entity.name) + refs
+        sql = f"SELECT {', '.join(_quote(c) for c in wanted)} FROM {_quote(entity.table)}"
+        count = len(entity.name)
+        rows = [tuple(_stored(v) for v in row) for row in db.stream(sql)]
+        names[entity.table] = [row[:count] for row in rows]
+        for i, ref in enumerate(refs, start=count):
+            found = pointed.setdefault((entity.table, ref), {})
+            for row in rows:
+                if row[i] is not None:
+                    found.setdefault(row[i], row[:count])
+    return names, pointed
+
+
+def _written(
+    entity: Entity, parts: Sequence[Any], renamed: Mapping[tuple[str, str], Mapping[str, str]]
+) -> tuple[str, str] | None:
+    """A row's real name and its fictitious name, as documents write them, from its name
+    values; None when it has none or it is not renamed."""
+    real = dict(zip(entity.name, parts, strict=True))
+    fake = {
+        c: renamed.get((entity.table, c), {}).get(str(v), v) if v is not None else None
+        for c, v in real.items()
+    }
+    was, now = entity.written(real), entity.written(fake)
+    return (was, now) if was and now and was != now else None
+
+
+def _targets(
+    entities: Sequence[Entity],
+    renamed: Mapping[tuple[str, str], Mapping[str, str]],
+    names: Mapping[str, Sequence[Sequence[Any]]],
+    pointed: Mapping[tuple[str, str], Mapping[Any, tuple[Any, ...]]],
+) -> tuple[dict[tuple[str, str], dict[Any, tuple[str, str]]], dict[str, str]]:
+    """For each column a foreign key points at: {its value: (the row's real name, its
+    fictitious name)}; and every renamed row's {real name: fictitious name}."""
+    by_table = {e.table: e for e in entities}
+    out: dict[tuple[str, str], dict[Any, tuple[str, str]]] = {}
+    for (table, ref), rows in pointed.items():
+        found = out.setdefault((table, ref), {})
+        for value, parts in rows.items():
+            pair = _written(by_table[table], parts, renamed)
+            if pair is not None:
+                found[value] = pair
+    every: dict[str, str] = {}
+    for table, rows_of in names.items():
+        for values in rows_of:
+            pair = _written(by_table[table], values, renamed)
+            if pair is not None:
+                every.setdefault(*pair)
+    return out, every
+
+
 def build_world_from_db(
     out: Path,
     url: str,
@@ -211,13 +419,16 @@ def build_world_from_db(
     rename: bool = False,
     holes: float = 0.1,
     seed: int = 0,
+    names: Mapping[str, Sequence[str]] | None = None,
     force: bool = False,
     on_step: Callable[[str], None] | None = None,
 ) -> WorldSummary:
     """Write a world of the database at ``url`` into ``out`` (a new or empty folder, or
     any folder with ``force``): a copy of it, names made fictitious with ``rename``; one
     profile per row of ``tables`` (default: every entity table) stating ``columns``
-    (``Table.Column``; default: all) but for a ``holes`` share of the facts."""
+    (``Table.Column``; default: all) but for a ``holes`` share of the facts. ``names``
+    gives the columns that name a table's rows (table -> one column, or a first and a
+    last name); a table it leaves out is named by :func:`best_naming`."""
     if not 0.0 <= holes < 1.0:
         raise UserError(f"world: holes {holes}: give a share from 0 up to, not including, 1")
     if out.exists() and any(out.iterdir()) and not force:
@@ -231,25 +442,22 @@ def build_world_from_db(
             raise UserError(f"world --from-db: {db.display_url} has no tables")
         try:
             chosen: Plan = plan(schema, tables, columns)
+            chosen = plan(schema, tables, columns, _namings(db, schema, chosen, names))
         except ValueError as exc:
             raise UserError(f"world --from-db: {db.display_url}: {exc}") from None
-        renamed: dict[tuple[str, str], dict[str, str]] = {}
+        renaming: _Renaming | None = None
         if rename:
-            names = {
-                e.table: [
-                    v for (v,) in db.stream(f"SELECT {_quote(e.name)} FROM {_quote(e.table)}")
-                ]
-                for e in chosen.entities
-                if e.name
-            }
+            name_rows, pointed = _name_rows(db, schema, chosen.entities)
             try:
-                renamed = fictitious_names(schema, chosen.entities, names, seed)
+                renamed = fictitious_names(schema, chosen.entities, name_rows, seed)
             except ValueError as exc:  # more rows than the name space holds
                 raise UserError(f"world --from-db: --rename: {exc}") from None
+            targets, every = _targets(chosen.entities, renamed, name_rows, pointed)
+            renaming = _Renaming(schema, chosen.entities, renamed, targets, every)
         with staged(out) as tmp:
             step("database")
             keep = {e.table for e in chosen.entities} | set(chosen.links)
-            rows = _copy(db, schema, tmp / DATABASE, renamed, keep)
+            rows = _copy(db, schema, tmp / DATABASE, renaming, keep)
             step("documents")
             made = profiles(schema, chosen, rows, holes=holes, seed=seed)
             documents, facts = write_documents(tmp, made)
@@ -261,14 +469,12 @@ def build_world_from_db(
                         "seed": seed,
                         "holes": holes,
                         "renamed": rename,
-                        "asked": {
-                            "tables": list(tables) if tables else None,
-                            "columns": list(columns) if columns else None,
-                        },
+                        "asked": _asked(tables, columns, names),
                         "entities": [
-                            {"table": e.table, "key": e.key, "name": e.name}
+                            {"table": e.table, "key": e.key, "name": list(e.name) or None}
                             for e in chosen.entities
                         ],
+                        "renaming": renaming.counts() if renaming is not None else None,
                         "links": chosen.links,
                         "stated": chosen.stated,
                         "rows": counts,

@@ -128,6 +128,12 @@ _CAPACITY = {
 }
 
 
+# How many distinct given and family names a person's name is made of (a name made of a
+# first and a last name column draws one of each per distinct value).
+GIVEN_NAMES = 600 * len(_PERSON_ENDS)
+FAMILY_NAMES = 900 * len(_FAMILY_ENDS)
+
+
 class NameSpace:
     """Fictitious names of people, companies, places and projects for one seed."""
 

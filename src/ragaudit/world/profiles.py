@@ -3,15 +3,18 @@ closed-domain corpus of the GRAMMAR paper's Context-Augmented Spider (appendix G
 generalized to any schema.
 
 An **entity table** is a table with a one-column primary key that is not a link table; its
-**name column** is the text column that names a row ("Name", "Title", else the first text
-column whose values are all distinct). Each row becomes a document, titled with its name,
-that states a chosen subset of its attributes, the names of the rows its foreign keys
-point at, and the rows of the link tables it takes part in (a table whose primary key is
-made of foreign keys: ``employment(Company_ID, People_ID, Year_working)``), each with the
-name of the other side. Every fact a document states is recorded by table, row key and
-column, as ``generate.gold_facts`` reads it, so that gold ids mean "states the answer".
-A document's id names its row (:func:`profile_id`, read back by
-:func:`parse_profile_id`): the table and the key, encoded so that no two rows share one.
+**name columns** name a row: the caller's choice (:func:`ragaudit.db.identity.best_naming`
+or the user's, read from the database by :mod:`ragaudit.world.from_db`), one column or a
+person's first and last name written "first last"; without one, :func:`name_column`
+("Name", "Title", else the first text column whose values are all distinct). Each row
+becomes a document, titled with its name, that states a chosen subset of its attributes,
+the names of the rows its foreign keys point at, and the rows of the link tables it takes
+part in (a table whose primary key is made of foreign keys: ``employment(Company_ID,
+People_ID, Year_working)``), each with the name of the other side. Every fact a document
+states is recorded by table, row key and column, as ``generate.gold_facts`` reads it, so
+that gold ids mean "states the answer". A document's id names its row (:func:`profile_id`,
+read back by :func:`parse_profile_id`): the table and the key, encoded so that no two rows
+share one.
 
 A chosen share of the facts (``holes``) is stated nowhere, so the knowledge base has
 holes the analysis can find; the name of a row always is. With ``rename``, the names are
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import functools
 import random
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -35,7 +39,7 @@ from typing import Any
 
 from ragaudit.db.schema import SchemaInfo, TableInfo
 from ragaudit.errors import UserError
-from ragaudit.world.names import NameSpace
+from ragaudit.world.names import FAMILY_NAMES, GIVEN_NAMES, NameSpace
 
 # Column names that name their row, in order of preference.
 _NAME_COLUMNS = ("name", "title", "full_name", "fullname", "label")
@@ -50,11 +54,19 @@ _PEOPLE = re.compile(
 
 @dataclass(frozen=True)
 class Entity:
-    """One entity table: its name, its primary key and the column that names a row."""
+    """One entity table: its name, its primary key and the columns that name a row (one,
+    or a first and a last name, written "first last")."""
 
     table: str
     key: str
-    name: str | None  # None: no column names a row; the document is titled "<table> <key>"
+    # Empty: no column names a row; the document is titled "<table> <key>".
+    name: tuple[str, ...] = ()
+
+    def written(self, row: Mapping[str, Any]) -> str | None:
+        """The row's name as a document writes it: its name columns' values joined by a
+        space (a NULL part left out), or None when it has none."""
+        parts = [shown(row[c]) for c in self.name if row.get(c) is not None]
+        return " ".join(parts) if parts else None
 
 
 @dataclass(frozen=True)
@@ -77,6 +89,7 @@ class Plan:
     stated: dict[str, list[str]] = field(default_factory=dict)
 
 
+@functools.lru_cache(maxsize=4096)
 def words(column: str) -> str:
     """A column's name as words: ``Sales_in_Billion`` -> "sales in billion",
     ``StartDate`` -> "start date".
@@ -186,11 +199,15 @@ def plan(
     schema: SchemaInfo,
     tables: Sequence[str] | None = None,
     columns: Sequence[str] | None = None,
+    names: Mapping[str, Sequence[str]] | None = None,
 ) -> Plan:
     """Which tables become documents and which of their columns are stated: ``tables``
     (default: every table with a one-column primary key that is no link table), and of
     them ``columns`` (``Table.Column``; default: every column but the key and the name).
-    An unknown or unusable table or column is a :class:`ValueError` saying which."""
+    ``names`` gives the columns that name a table's rows (table -> one column, or first
+    and last name; empty: none), checked by the caller; a table it leaves out is named by
+    :func:`name_column`. An unknown or unusable table or column is a :class:`ValueError`
+    saying which."""
     links = [t.name for t in schema.tables if _is_link(t)]
     if tables:
         chosen = []
@@ -209,14 +226,22 @@ def plan(
         chosen = [t for t in schema.tables if len(t.primary_key) == 1 and t.name not in links]
         if not chosen:
             raise ValueError("no table has a one-column primary key: name tables to profile")
-    entities = [Entity(t.name, t.primary_key[0], name_column(t)) for t in chosen]
+    names = names or {}
+
+    def naming(t: TableInfo) -> tuple[str, ...]:
+        if t.name in names:
+            return tuple(names[t.name])
+        found = name_column(t)
+        return (found,) if found else ()
+
+    entities = [Entity(t.name, t.primary_key[0], naming(t)) for t in chosen]
     stated: dict[str, list[str]] = {}
     for t in chosen + [schema.table(name) for name in links if schema.table(name)]:
         assert t is not None
         skip = {c.lower() for c in t.primary_key}
         entity = next((e for e in entities if e.table == t.name), None)
-        if entity is not None and entity.name:
-            skip.add(entity.name.lower())
+        if entity is not None:
+            skip.update(c.lower() for c in entity.name)
         stated[t.name] = [c.name for c in t.columns if c.name.lower() not in skip]
     if columns:
         wanted: dict[str, list[str]] = {}
@@ -234,24 +259,59 @@ def plan(
 
 
 def fictitious_names(
-    schema: SchemaInfo, entities: Sequence[Entity], names: Mapping[str, Sequence[Any]], seed: int
+    schema: SchemaInfo,
+    entities: Sequence[Entity],
+    names: Mapping[str, Sequence[Sequence[Any]]],
+    seed: int,
 ) -> dict[tuple[str, str], dict[str, str]]:
-    """(table, column) -> {real name: fictitious name}, for every entity's name column
+    """(table, column) -> {real value: fictitious value}, for every entity's name columns
     and every text column whose foreign key points at one (the client of a project, named
-    by the client's name). People get a given and a family name, anything else a
-    company-like one; the same seed, the same names."""
+    by the client's name). ``names`` holds each entity table's rows of name values (one
+    per name column). People get a given and a family name, anything else a company-like
+    one; a name made of a first and a last name gets a given name for each first name and
+    a family name for each last name, so that each row's pair is a fictitious person and
+    rows that differ in name still do. The same seed, the same names."""
     space = NameSpace(seed)
     used = 0
+    taken: tuple[set[str], set[str]] = (set(), set())  # given and family names drawn
     out: dict[tuple[str, str], dict[str, str]] = {}
     for entity in entities:
-        if entity.name is None:
+        if not entity.name:
             continue
-        real = sorted({str(v) for v in names.get(entity.table, ()) if v is not None})
-        kind = "person" if _PEOPLE.search(entity.table) else "company"
-        # Names are drawn from one pool, so two tables never share a fictitious name.
-        fresh = space.distinct(kind, used + len(real))[used:]
-        used += len(real)
-        out[entity.table, entity.name] = dict(zip(real, fresh, strict=True))
+        rows = names.get(entity.table, ())
+        if len(entity.name) == 1:
+            real = sorted({str(r[0]) for r in rows if r[0] is not None})
+            kind = "person" if _PEOPLE.search(entity.table) else "company"
+            # Names are drawn from one pool, so two tables never share a fictitious name.
+            fresh = space.distinct(kind, used + len(real))[used:]
+            used += len(real)
+            if kind == "person":
+                for name in fresh:
+                    given, _, family = name.partition(" ")
+                    taken[0].add(given)
+                    taken[1].add(family)
+            out[entity.table, entity.name[0]] = dict(zip(real, fresh, strict=True))
+            continue
+        # A first and a last name: a given name per first name, a family name per last
+        # name, each drawn once across the tables (so no two tables share a person).
+        parts = [sorted({str(r[i]) for r in rows if r[i] is not None}) for i in (0, 1)]
+        limits = ((GIVEN_NAMES, "first"), (FAMILY_NAMES, "last"))
+        for real, (most, what) in zip(parts, limits, strict=True):
+            if len(real) > most // 2:
+                raise ValueError(f"{entity.table}: at most {most // 2} distinct {what} names")
+        drawn: tuple[list[str], list[str]] = ([], [])
+        while len(drawn[0]) < len(parts[0]) or len(drawn[1]) < len(parts[1]):
+            missing = max(len(parts[0]) - len(drawn[0]), len(parts[1]) - len(drawn[1]))
+            wanted = 2 * missing + 16  # a batch: some parts are already taken
+            fresh = space.distinct("person", used + wanted)[used:]
+            used += wanted
+            for name in fresh:
+                for i, part in enumerate(name.split(" ", 1)):
+                    if part not in taken[i] and len(drawn[i]) < len(parts[i]):
+                        taken[i].add(part)
+                        drawn[i].append(part)
+        for column, real, fake in zip(entity.name, parts, drawn, strict=True):
+            out[entity.table, column] = dict(zip(real, fake, strict=True))
     for table in schema.tables:
         for fk in table.foreign_keys:
             if len(fk.columns) != 1:
@@ -266,30 +326,31 @@ def fictitious_names(
 _WORD = re.compile(r"\w+")
 
 
-def names_within(
-    renamed: Mapping[tuple[str, str], Mapping[str, str]],
-) -> Callable[[str], str]:
-    """A function that replaces every real name of ``renamed`` written inside free text
-    (a description naming a client, a note naming a person) by its fictitious name: with
-    the names left there, a reader could still find the real entity, and a model answer
-    from memory. A name is matched whole and case for case, where no letter or digit
-    touches it; one made of digits alone (a row named "1999") is left, since it would
-    match any number."""
-    fake: dict[str, str] = {}
-    for mapping in renamed.values():
-        for real, name in mapping.items():
-            if real and any(ch.isalpha() for ch in real) and real[0].isalnum():
-                fake.setdefault(real, name)
+def names_within(fake: Mapping[str, str]) -> Callable[[str], tuple[str, int]]:
+    """A function that replaces every real name of ``fake`` ({real: fictitious}) written
+    inside free text by its fictitious name, and says how many it replaced. A name is
+    matched whole and case for case, where no letter or digit touches it; one made of
+    digits alone (a row named "1999") is left, since it would match any number.
+
+    >>> replace = names_within({"Ada Lovelace": "Xia Brouford", "1999": "Quil Works"})
+    >>> replace("Ada Lovelace met Ada Lovelaces in 1999.")
+    ('Xia Brouford met Ada Lovelaces in 1999.', 1)
+    """
+    kept = {
+        real: name
+        for real, name in fake.items()
+        if real and any(ch.isalpha() for ch in real) and real[0].isalnum()
+    }
     # The names by their first word, longest first: "Royal Dutch Shell" before "Royal".
     first: dict[str, list[str]] = {}
-    for real in sorted(fake, key=len, reverse=True):
+    for real in sorted(kept, key=len, reverse=True):
         found = _WORD.match(real)
         if found:
             first.setdefault(found.group(0), []).append(real)
 
-    def replace(text: str) -> str:
+    def replace(text: str) -> tuple[str, int]:
         if not first:
-            return text
+            return text, 0
         out: list[str] = []
         done = 0
         for word in _WORD.finditer(text):
@@ -301,10 +362,10 @@ def names_within(
             for real in first[word.group(0)]:
                 end = start + len(real)
                 if text.startswith(real, start) and not (end < len(text) and text[end].isalnum()):
-                    out += [text[done:start], fake[real]]
+                    out += [text[done:start], kept[real]]
                     done = end
                     break
-        return "".join(out) + text[done:] if out else text
+        return ("".join(out) + text[done:], len(out) // 2) if out else (text, 0)
 
     return replace
 
@@ -332,19 +393,30 @@ def profiles(
         mapping = renamed.get((table, column))
         return mapping.get(str(raw), shown(raw)) if mapping else shown(raw)
 
+    def name_parts(entity: Entity, r: Mapping[str, Any]) -> list[tuple[str, str]]:
+        """(column, value as stated) of each name column the row has a value in."""
+        return [(c, value(entity.table, c, r[c])) for c in entity.name if r.get(c) is not None]
+
     # Each entity row's name, by table and key, for the sentences that point at it. A
     # row's key is written as the database gives it (``generate`` names rows by
     # ``str(key)``: 1.0 for a REAL key), its document id as a document shows it.
     named: dict[str, dict[str, str]] = {}
+    # Each entity row's name columns and their values, for the facts that state the name.
+    parts: dict[str, dict[str, list[tuple[str, str]]]] = {}
     for entity in chosen.entities:
-        named[entity.table] = {
-            str(r[entity.key]): (
-                value(entity.table, entity.name, r[entity.name])
-                if entity.name and r.get(entity.name) is not None
-                else f"{entity.table} {shown(r[entity.key])}"
+        named[entity.table], parts[entity.table] = {}, {}
+        for r in rows.get(entity.table, ()):
+            found = name_parts(entity, r)
+            row_key = str(r[entity.key])
+            parts[entity.table][row_key] = found
+            named[entity.table][row_key] = (
+                " ".join(v for _, v in found) or f"{entity.table} {shown(r[entity.key])}"
             )
-            for r in rows.get(entity.table, ())
-        }
+
+    def name_facts(entity: Entity, key: str) -> list[dict[str, str]]:
+        """The facts that state a row's name: one per name column, its value."""
+        return [_fact(entity.table, key, c, v, None) for c, v in parts[entity.table].get(key, [])]
+
     # (table, column) -> {value: key of the row holding it}; 1 == 1.0 as a dict key, so an
     # INTEGER foreign key finds its REAL primary key.
     index: dict[tuple[str, str], dict[Any, str]] = {}
@@ -397,11 +469,7 @@ def profiles(
                     said = " and ".join(named[o.table].get(k, k) for o, k in others)
                     me = named[entity.table].get(key, key)
                     sentence = f"In {words(link)}, {me} is listed with {said}{details}."
-                    linked = [
-                        _fact(o.table, k, o.name, named[o.table].get(k, k), None)
-                        for o, k in others
-                        if o.name
-                    ]
+                    linked = [f for o, k in others for f in name_facts(o, k)]
                     mentions.setdefault((entity.table, key), []).append((sentence, linked))
 
     out: list[Profile] = []
@@ -424,8 +492,7 @@ def profiles(
             title = named[entity.table][key]
             sentences: list[str] = []
             facts: list[dict[str, str]] = []
-            if entity.name and r.get(entity.name) is not None:
-                facts.append(_fact(entity.table, key, entity.name, title, None))
+            facts.extend(name_facts(entity, key))
             for column in chosen.stated.get(entity.table, []):
                 raw = r.get(column)
                 if raw is None or rng.random() < holes:
@@ -437,10 +504,10 @@ def profiles(
                     if other_key is None:
                         continue
                     said = named[other.table].get(other_key, shown(raw))
-                    if ref == other.name:  # a text key: the column holds the name itself
+                    if other.name == (ref,):  # a text key: the column holds the name itself
                         facts.append(_fact(entity.table, key, column, said, _ask(column, title)))
-                    elif other.name:  # an id: the document states the name it points at
-                        facts.append(_fact(other.table, other_key, other.name, said, None))
+                    else:  # an id: the document states the name it points at
+                        facts.extend(name_facts(other, other_key))
                 else:
                     said = value(entity.table, column, raw)
                     facts.append(_fact(entity.table, key, column, said, _ask(column, title)))
@@ -474,6 +541,7 @@ __all__ = [
     "Profile",
     "fictitious_names",
     "name_column",
+    "names_within",
     "parse_profile_id",
     "plan",
     "profile_id",
