@@ -16,7 +16,7 @@ import pytest
 
 import ragaudit as ra
 from ragaudit.analysis.summary import WeightScan
-from ragaudit.errors import RunNotice, StaleInputError
+from ragaudit.errors import RunNotice, StaleInputError, UserError
 from ragaudit.records.io import read_jsonl
 from ragaudit.records.models import FreeScoreRecord, QueryRecord, ResponseRecord
 from ragaudit.rundir import RunDir
@@ -463,6 +463,30 @@ def test_retrieval_verdicts_are_labelled_by_the_rule_each_judgement_records(
     strict = project.analyze(retrieval_rule="all_gold", engine="auto")
     assert strict.retrieval_rule == "all_gold"
     assert retrieval(strict) == pytest.approx((len(with_gold) - several) / len(with_gold))
+
+
+def test_a_judge_stopped_half_way_leaves_stats_true_of_the_systems_it_finished(
+    world_project: Path, tmp_path: Path
+) -> None:
+    """judge.stats.json is written as each system is done: a judge that stops at the
+    second system (here on a response to a question the dataset does not hold) has
+    recorded the first one's new rule, not the old one."""
+    shutil.copytree(world_project, tmp_path, dirs_exist_ok=True)
+    project = ra.Project(tmp_path / "ragaudit.yaml", root=tmp_path, progress="none")
+    run = RunDir(project.run_dir)
+    truth = _truth(project)
+    project.run([ra.system(_good(truth), name="a"), ra.system(_good(truth), name="b")])
+    project.judge(llm=None)
+    path = run.responses("b")
+    lines = path.read_text().splitlines()
+    stray = json.loads(lines[0]) | {"query_id": "q-not-in-the-dataset"}
+    path.write_text("\n".join([*lines, json.dumps(stray)]) + "\n")
+    with pytest.raises(UserError, match="unknown query"):
+        project.judge(llm=None, retrieval_rule="any_hit")
+    stats = json.loads(run.judge_stats.read_text())
+    rules = {name: entry["retrieval_rule"] for name, entry in stats.items()}
+    assert rules["a"] == "any_hit"
+    assert rules.get("b") in (None, "all_gold")  # b's verdicts are still all_gold's
 
 
 def test_a_figure_become_undefined_never_stands_at_its_old_value_in_mlflow(

@@ -183,6 +183,17 @@ def judge_run(
         report = JudgeReport()
         if not systems:
             report.warnings += drop_orphans(run, {p.stem for p in files})
+        # Judging some systems leaves the others' entries (their verdicts' rule) as they were;
+        # a system whose judgements are gone has none.
+        judged_now = {p.stem for p in files}
+        kept_entries: dict[str, JudgeEntry] = {}
+        if run.judge_stats.exists():
+            with contextlib.suppress(UserError):
+                kept_entries = {
+                    name: entry
+                    for name, entry in read_judge_stats(run.judge_stats).items()
+                    if safe_filename(name) not in judged_now and run.judgements(name).exists()
+                }
         for path in files:
             responses = list(read_jsonl(path, ResponseRecord))
             if not responses:
@@ -256,16 +267,9 @@ def judge_run(
                 progress=progress,
             )
             report.systems[name] = entry
-        # Judging some systems leaves the others' entries (their verdicts' rule) as they were;
-        # a system whose judgements are gone has none.
-        kept_entries = {}
-        if run.judge_stats.exists():
-            with contextlib.suppress(UserError):
-                kept_entries = {
-                    name: entry
-                    for name, entry in read_judge_stats(run.judge_stats).items()
-                    if name not in report.systems and run.judgements(name).exists()
-                }
+            # Written as each system is done, so that a judge stopped half way leaves stats
+            # that are true of every system it finished.
+            write_judge_stats(run.judge_stats, {**kept_entries, **report.systems})
         write_judge_stats(run.judge_stats, {**kept_entries, **report.systems})
         refresh_answer_table(run)
         return report
