@@ -382,18 +382,26 @@ def world_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root / "w"
 
 
+def _world_with_several_gold(
+    world_project: Path, tmp_path: Path
+) -> tuple[ra.Project, RunDir, dict[str, QueryRecord], list[QueryRecord], int]:
+    """A copy of the world's project, its questions, those with gold documents and how many
+    of those have several (which a system retrieving the first one alone tells apart)."""
+    shutil.copytree(world_project, tmp_path, dirs_exist_ok=True)
+    project = ra.Project(tmp_path / "ragaudit.yaml", root=tmp_path, progress="none")
+    truth = _truth(project)
+    with_gold = [q for q in truth.values() if q.gold_ids]
+    several = sum(1 for q in with_gold if len(q.gold_ids or []) > 1)
+    assert with_gold and several > 0, "the world needs questions with several gold documents"
+    return project, RunDir(project.run_dir), truth, with_gold, several
+
+
 def test_another_retrieval_rule_is_applied_by_analyze_not_ignored(
     world_project: Path, tmp_path: Path
 ) -> None:
     """Judged under all_gold, a system that retrieves only the first gold document of each
     question; analyze --retrieval-rule any_hit gives every retrieval verdict again."""
-    shutil.copytree(world_project, tmp_path, dirs_exist_ok=True)
-    project = ra.Project(tmp_path / "ragaudit.yaml", root=tmp_path, progress="none")
-    run = RunDir(project.run_dir)
-    truth = _truth(project)
-    with_gold = [q for q in truth.values() if q.gold_ids]
-    several = sum(1 for q in with_gold if len(q.gold_ids or []) > 1)
-    assert with_gold and several > 0, "the world needs questions with several gold documents"
+    project, run, truth, with_gold, several = _world_with_several_gold(world_project, tmp_path)
     project.run([ra.system(_good(truth, first_gold_only=True), name="rag")])
     project.judge(llm=None)
 
@@ -438,13 +446,7 @@ def test_retrieval_verdicts_are_labelled_by_the_rule_each_judgement_records(
     before it wrote its stats, or an older stats file put back with cp -p): the summary
     says any_hit, and analyze --retrieval-rule all_gold gives every verdict again by it,
     in either engine, as a count by hand from the gold ids and the retrieved ids says."""
-    shutil.copytree(world_project, tmp_path, dirs_exist_ok=True)
-    project = ra.Project(tmp_path / "ragaudit.yaml", root=tmp_path, progress="none")
-    run = RunDir(project.run_dir)
-    truth = _truth(project)
-    with_gold = [q for q in truth.values() if q.gold_ids]
-    several = sum(1 for q in with_gold if len(q.gold_ids or []) > 1)
-    assert with_gold and several > 0, "the world needs questions with several gold documents"
+    project, run, truth, with_gold, several = _world_with_several_gold(world_project, tmp_path)
     project.run([ra.system(_good(truth, first_gold_only=True), name="rag")])
     project.judge(llm=None)
     stale_stats = run.judge_stats.read_bytes()

@@ -208,9 +208,8 @@ def _comparison(
     return None
 
 
-def asks(sql: str, schema: SchemaInfo, *, dialect: str, declared: Kind | None = None) -> Asks:
-    """What ``sql`` asks (see :class:`Asks`), for the verbalizer and the report. The SQL
-    is taken as valid."""
+def _parsed(sql: str, schema: SchemaInfo, dialect: str) -> tuple[exp.Expr, dict[str, str]]:
+    """The template qualified (as written where it cannot be), and its aliases' tables."""
     tree = sqlglot.parse_one(sql, read=dialect)
     with contextlib.suppress(sqlglot.errors.SqlglotError):
         tree = qualify(
@@ -219,7 +218,13 @@ def asks(sql: str, schema: SchemaInfo, *, dialect: str, declared: Kind | None = 
             dialect=dialect,
             validate_qualify_columns=False,
         )
-    aliases = {t.alias_or_name.lower(): t.name.lower() for t in tree.find_all(exp.Table)}
+    return tree, {t.alias_or_name.lower(): t.name.lower() for t in tree.find_all(exp.Table)}
+
+
+def asks(sql: str, schema: SchemaInfo, *, dialect: str, declared: Kind | None = None) -> Asks:
+    """What ``sql`` asks (see :class:`Asks`), for the verbalizer and the report. The SQL
+    is taken as valid."""
+    tree, aliases = _parsed(sql, schema, dialect)
     kind = declared or infer_kind_of(tree, aliases, schema)
     if not isinstance(tree, exp.Select) or not tree.expressions:
         return Asks(kind)
@@ -296,15 +301,7 @@ def asks(sql: str, schema: SchemaInfo, *, dialect: str, declared: Kind | None = 
 def reach(sql: str, schema: SchemaInfo, *, dialect: str, declared: Kind | None = None) -> Reach:
     """The kind of ``sql`` (``declared`` when given) and the columns it reaches. The SQL
     is taken as valid (``check_template`` has passed it)."""
-    tree = sqlglot.parse_one(sql, read=dialect)
-    with contextlib.suppress(sqlglot.errors.SqlglotError):
-        tree = qualify(
-            tree,
-            schema=schema.for_sqlglot(dialect),
-            dialect=dialect,
-            validate_qualify_columns=False,
-        )
-    aliases = {t.alias_or_name.lower(): t.name.lower() for t in tree.find_all(exp.Table)}
+    tree, aliases = _parsed(sql, schema, dialect)
     tables = frozenset(
         info.name for t in tree.find_all(exp.Table) if (info := schema.table(t.name)) is not None
     )
