@@ -459,7 +459,7 @@ def test_retrieval_verdicts_are_labelled_by_the_rule_each_judgement_records(
         n = sum(v["accuracy_retrieval"]["n"] for v in data.values())
         return k / n
 
-    loose = project.analyze(engine=engine)  # type: ignore[arg-type]
+    loose = project.analyze(engine=engine)  # type: ignore[arg-type]  # a str of the two engines
     assert loose.retrieval_rule == "any_hit"
     assert retrieval(loose) == 1.0  # the first gold document is always retrieved
     strict = project.analyze(retrieval_rule="all_gold", engine="auto")

@@ -58,8 +58,10 @@ if TYPE_CHECKING:
 # has now is refused (issue 38, refresh); 5: repeat, and a row per repeat of
 # run --repeat N (issue 38, repeats); 6: label, gold_kind and answerable, which the
 # figures need, so that analyze can aggregate the table in SQL (issue 40); 7: a system
-# without a retriever has no retriever to blame in ``where`` (as analyze says it).
-TABLE_VERSION = 7
+# without a retriever has no retriever to blame in ``where`` (as analyze says it); 8: the
+# footer records the retrieval rules of its judgements, which a table of 7 lacks: rebuilt,
+# never labelled by judge.stats.json instead.
+TABLE_VERSION = 8
 FINGERPRINT_KEY = b"ragaudit.fingerprint"
 # The retrieval rules the table's judgements were given by (a JSON list): what labels the
 # retrieval verdicts it holds.

@@ -386,14 +386,15 @@ def _over_children(
         )
         for column in _numeric(child):
             x = sql.col("c", column.name)
-            for kind, expression in (
+            numeric: tuple[tuple[Kind, str], ...] = (
                 ("sum", f"SUM({x})"),
                 ("average", f"ROUND(CAST(AVG({x}) AS NUMERIC), 2)"),
                 ("minimum", f"MIN({x})"),
                 ("maximum", f"MAX({x})"),
-            ):
+            )
+            for kind, expression in numeric:
                 yield _Candidate(
-                    kind,  # type: ignore[arg-type]
+                    kind,
                     child.name,
                     f"SELECT {expression} FROM {c_from} WHERE {named}",
                     f"{kind}-{child.name}-{column.name}-of-{by}-via-{via}",
@@ -401,9 +402,10 @@ def _over_children(
                 )
         for column in _dates(child):
             x = sql.col("c", column.name)
-            for kind, func in (("minimum", "MIN"), ("maximum", "MAX")):
+            dated: tuple[tuple[Kind, str], ...] = (("minimum", "MIN"), ("maximum", "MAX"))
+            for kind, func in dated:
                 yield _Candidate(
-                    kind,  # type: ignore[arg-type]
+                    kind,
                     child.name,
                     f"SELECT {func}({x}) FROM {c_from} WHERE {named}",
                     f"{kind}-{child.name}-{column.name}-of-{by}-via-{via}",
