@@ -467,6 +467,69 @@ def test_retrieval_verdicts_are_labelled_by_the_rule_each_judgement_records(
     assert retrieval(strict) == pytest.approx((len(with_gold) - several) / len(with_gold))
 
 
+def _retrieval_share(summary: ra.Summary, system: str) -> float:
+    """The retrieval verdicts right over those given, over every wording of ``system``."""
+    data = summary.model_dump(mode="json")["systems"][system]["variants"]
+    k = sum(v["accuracy_retrieval"]["k"] for v in data.values())
+    n = sum(v["accuracy_retrieval"]["n"] for v in data.values())
+    return k / n
+
+
+@pytest.mark.parametrize("footer", ["version 7", "rules stripped"])
+def test_an_answer_table_whose_footer_does_not_record_the_rules_is_built_again(
+    world_project: Path, tmp_path: Path, footer: str
+) -> None:
+    """An answers.parquet whose footer lacks the judgements' retrieval rules (one written
+    by a build that did not record them, or stripped by hand) with an older
+    judge.stats.json put back: analyze --engine sql must build the table again and say
+    the judgements' own rule, never the stats' over verdicts of another rule."""
+    import pyarrow.parquet as pq
+
+    from ragaudit.store.answers import FINGERPRINT_KEY, RULES_KEY
+
+    project, run, truth, _, _ = _world_with_several_gold(world_project, tmp_path)
+    project.run([ra.system(_good(truth, first_gold_only=True), name="rag")])
+    project.judge(llm=None)
+    stale_stats = run.judge_stats.read_bytes()
+    project.judge(llm=None, retrieval_rule="any_hit")
+    run.judge_stats.write_bytes(stale_stats)
+    table = pq.read_table(run.answers_table)
+    metadata = dict(table.schema.metadata)
+    assert RULES_KEY in metadata and FINGERPRINT_KEY in metadata
+    del metadata[RULES_KEY]
+    if footer == "version 7":
+        mark = json.loads(metadata[FINGERPRINT_KEY]) | {"table": 7}
+        metadata[FINGERPRINT_KEY] = json.dumps(mark, separators=(",", ":")).encode()
+    pq.write_table(table.replace_schema_metadata(metadata), run.answers_table)
+
+    summary = project.analyze(engine="sql")
+    assert summary.retrieval_rule == "any_hit"
+    assert _retrieval_share(summary, "rag") == 1.0  # any_hit: the first gold is retrieved
+    assert not any("any_hit" in w for w in summary.warnings)  # all_gold's advice, not shown
+    assert RULES_KEY in (pq.read_schema(run.answers_table).metadata or {})
+
+
+def test_judgements_under_several_rules_are_said_in_either_engine(
+    world_project: Path, tmp_path: Path
+) -> None:
+    """One system judged again under any_hit, the other left under all_gold: both engines
+    label the verdicts with both rules and warn of it, each system's figure by its own
+    rule."""
+    project, _, truth, with_gold, several = _world_with_several_gold(world_project, tmp_path)
+    good = _good(truth, first_gold_only=True)
+    project.run([ra.system(good, name="a"), ra.system(good, name="b")])
+    project.judge(llm=None)
+    project.judge(llm=None, systems=["a"], retrieval_rule="any_hit")
+    for engine in ("memory", "sql"):
+        summary = project.analyze(engine=engine)  # type: ignore[arg-type]  # the two engines
+        assert summary.retrieval_rule == "all_gold and any_hit", engine
+        assert any("several retrieval rules" in w for w in summary.warnings), engine
+        assert _retrieval_share(summary, "a") == 1.0
+        assert _retrieval_share(summary, "b") == pytest.approx(
+            (len(with_gold) - several) / len(with_gold)
+        )
+
+
 def test_a_judge_stopped_half_way_leaves_stats_true_of_the_systems_it_finished(
     world_project: Path, tmp_path: Path
 ) -> None:

@@ -221,7 +221,8 @@ def build_answer_table(run: RunDir, mark: str | None = None) -> pa.Table:
 
 def judged_rules(path: Path) -> set[str] | None:
     """The retrieval rules the judgements of the answer table at ``path`` were given by,
-    from its footer alone; None for a table written before they were recorded."""
+    from its footer alone; None for a footer without them (never one that
+    :func:`fresh_answer_table` returns: such a table is built again)."""
     import pyarrow.parquet as pq
 
     raw = (pq.read_schema(path).metadata or {}).get(RULES_KEY)
@@ -268,6 +269,15 @@ def _add_repeats(
     columns["where"] += [where.get(key) for key in keys]
 
 
+def _current(schema: pa.Schema, mark: str) -> bool:
+    """Whether a table's footer says it was built from the sources as they are now (its
+    fingerprint is ``mark``) and records its judgements' retrieval rules: a footer
+    without them (stripped, or written before they were kept) cannot label its verdicts,
+    so the table is built again rather than labelled by judge.stats.json."""
+    metadata = schema.metadata or {}
+    return metadata.get(FINGERPRINT_KEY) == mark.encode("utf-8") and RULES_KEY in metadata
+
+
 def _stored(path: Path, mark: str) -> pa.Table | None:
     """The table in ``path`` when it was built from the sources as they are now (its
     fingerprint is ``mark``) and reads whole; None otherwise."""
@@ -277,8 +287,7 @@ def _stored(path: Path, mark: str) -> pa.Table | None:
     if not path.is_file():
         return None
     try:
-        metadata = pq.read_schema(path).metadata or {}
-        if metadata.get(FINGERPRINT_KEY) != mark.encode("utf-8"):
+        if not _current(pq.read_schema(path), mark):
             return None
         table = pq.read_table(path)
     except (OSError, ValueError, pa.ArrowException):
@@ -314,9 +323,7 @@ def fresh_answer_table(run: RunDir) -> Path:
     mark = fingerprint(run)
     try:
         schema = pq.read_schema(path)
-        fresh = (schema.metadata or {}).get(FINGERPRINT_KEY) == mark.encode("utf-8") and (
-            schema.remove_metadata().equals(_schema())
-        )
+        fresh = _current(schema, mark) and schema.remove_metadata().equals(_schema())
     except (OSError, ValueError, pa.ArrowException):
         fresh = False
     if not fresh:
