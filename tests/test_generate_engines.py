@@ -179,9 +179,10 @@ def test_gold_ids_from_facts_name_the_documents_that_state_the_answer(
     people_db_url: str, tmp_path: Path
 ) -> None:
     """With the facts each document states, gold ids list the documents stating the
-    answer's own cell, [] when none does (a hole), and nothing when the answer is no
-    single cell; a question for a row's key through a foreign key asks for the foreign
-    key's cell."""
+    answer's own cell and, for a question along a foreign key, the key's cell (whose
+    badge it is), [] when none does (a hole), and nothing when the answer is no single
+    cell; a question for a row's key through a foreign key asks for the foreign key's
+    cell alone."""
     facts = tmp_path / "facts.jsonl"
     facts.write_text(
         json.dumps(
@@ -219,12 +220,23 @@ def test_gold_ids_from_facts_name_the_documents_that_state_the_answer(
     assert gold[("role", "O'Brien")] == (["d-people", "d-badges"], "states")
     assert gold[("role", "Plain Name")] == ([], "states")  # no document states it
     assert gold[("colours", "O'Brien")] == (["d-badges"], "states")
-    assert gold[("colours", 'Zoë "Z" Ng')] == (["d-badges"], "states")  # one of two stated
+    # Badge 12's colour is stated, but no document says whose badge it is: a hole.
+    assert gold[("colours", 'Zoë "Z" Ng')] == ([], "states")
     assert gold[("owner", "red")] == (["d-badges"], "states")  # badge 10's person_id
     assert gold[("owner", "blue")] == ([], "states")
     assert gold[("count", "O'Brien")] == (None, None)  # a count is no stated cell
     counted = stats.overview().gold_groups
-    assert counted == {"states": 4, "holes": 4, "unknown": 2}
+    assert counted == {"states": 3, "holes": 5, "unknown": 2}
+    # Once a document says whose badge 12 is, it states one of Zoë's two badges whole.
+    lines = facts.read_text().splitlines()
+    badges = json.loads(lines[1])
+    badges["facts"].append({"table": "badge", "row_key": "12", "column": "person_id"})
+    facts.write_text("\n".join([lines[0], json.dumps(badges)]) + "\n")
+    records, _ = _dataset(people_db_url, sqls, gold_facts=facts, allow_multi=True)
+    zoe = next(
+        r for r in records if r.template_id == "colours" and r.bindings["person.name"] != "O'Brien"
+    )
+    assert (zoe.gold_ids, zoe.gold_kind) == (["d-badges"], "states")
 
 
 def test_a_fact_of_a_column_the_database_lacks_is_an_error(

@@ -316,8 +316,8 @@ def test_derived_facts_are_a_facts_file(tmp_path: Path) -> None:
     facts.write_text("".join(json.dumps(r) + "\n" for r in records))
     gold = FactGold(facts, introspect(Database(f"sqlite:///{db_path}")))
     city = AnswerFact(table="project", column="city")
-    assert gold(city, Group(bindings={}, answers=["Dubai"], keys=["Tower"])) == ["t"]
-    assert gold(city, Group(bindings={}, answers=["London"], keys=["Hub"])) == []
+    assert gold((city,), Group(bindings={}, answers=["Dubai"], keys=[("Tower",)])) == ["t"]
+    assert gold((city,), Group(bindings={}, answers=["London"], keys=[("Hub",)])) == []
 
 
 # --- measured on GRAMMAR's labelled Aurp reports -------------------------------------------

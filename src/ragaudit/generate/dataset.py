@@ -12,7 +12,7 @@ import collections
 import itertools
 import random
 from array import array
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -464,8 +464,17 @@ class GoldResolver:
 
 class FactGold:
     """Gold ids that mean "states the answer", from a file of the facts each document
-    states (``generate.gold_facts``): the documents stating the answer's fact (the answer
-    column of the answer's row, named by its primary key), [] when none does.
+    states (``generate.gold_facts``): the documents stating the facts the answer rests
+    on (:attr:`~ragaudit.generate.sql.instantiate.Plan.facts`: each foreign key of the
+    path from the asked row, then the answer's own cell, each named by its row's key),
+    [] when one of them is stated by no document (a hole).
+
+    Facts are taken from the asked row outward, and a fact that a document already
+    chosen states is not looked up again: the profile of the asked row that says "the
+    artist of X is Y" states both the foreign key and Y's name, so it alone is gold.
+    A foreign key of a table whose column the file records for no row at all (a file
+    that keeps only the cells a document writes verbatim, not the links) is left out:
+    the answer's own cell decides, as it did before links were followed.
 
     A record may also list the ``rows`` its document is about (``generate.gold_rows``
     writes them): then only those rows were checked, and a question about another row
@@ -474,6 +483,10 @@ class FactGold:
     def __init__(self, path: Path, schema: SchemaInfo) -> None:
         self.path = path
         self._docs: dict[tuple[str, str, str], list[str]] = {}
+        # Per document, the facts it states, to tell a fact a chosen document covers.
+        self._states: dict[str, set[tuple[str, str, str]]] = {}
+        # (table, column) of every fact the file records, for any row.
+        self._recorded: set[tuple[str, str]] = set()
         self._covered: set[tuple[str, str]] | None = None
         if not path.is_file():
             raise ConfigError(f"generate.gold_facts: {path}: no such file{looked_in(path)}")
@@ -497,9 +510,12 @@ class FactGold:
                         f"generate.gold_facts: {path}:{number}: the database has no column "
                         f"{table}.{column}"
                     )
-                docs = self._docs.setdefault((info.name, str(key), str(column).lower()), [])
+                cell = (info.name, str(key), str(column).lower())
+                docs = self._docs.setdefault(cell, [])
                 if doc not in docs:
                     docs.append(doc)
+                self._states.setdefault(doc, set()).add(cell)
+                self._recorded.add((info.name, cell[2]))
 
     def _cover(self, path: Path, number: int, rows: Any, schema: SchemaInfo) -> None:
         """Note the rows a document is about (the only rows whose facts were checked)."""
@@ -518,22 +534,48 @@ class FactGold:
             covered.add((info.name, str(entry["row_key"])))
         self._covered = covered
 
-    def __call__(self, fact: AnswerFact | None, group: Group) -> list[str] | None:
-        """The documents stating ``group``'s answer; None when that is not known (the
-        answer is no single stored fact, there is no value to state, or no document is
-        about its row when the file says which rows were checked)."""
-        if fact is None or group.keys is None or not group.answers or group.answers == [None]:
+    def __call__(
+        self,
+        facts: Sequence[AnswerFact],
+        group: Group,
+        stale: Collection[tuple[str, str, str, str]] = (),
+    ) -> list[str] | None:
+        """The documents stating the facts ``group``'s answer rests on; None when that is
+        not known (the answer is no stored fact, there is no value to state, or no
+        document is about a fact's row when the file says which rows were checked).
+        ``stale`` holds (document, table, row key, column lowered) of the facts a
+        document states that the database no longer holds (``generate --refresh``):
+        such a document states none of them."""
+        if not facts or group.keys is None or not group.answers or group.answers == [None]:
             return None
-        if self._covered is not None and not any(
-            (fact.table, str(key)) in self._covered for key in group.keys
-        ):
-            return None
-        column = fact.column.lower()
+        steps = [
+            (i, fact)
+            for i, fact in enumerate(facts)
+            if i == len(facts) - 1 or (fact.table, fact.column.lower()) in self._recorded
+        ]
         out: list[str] = []
-        for key in group.keys:
-            for doc in self._docs.get((fact.table, str(key), column), ()):
-                if doc not in out:
-                    out.append(doc)
+        for i, fact in steps:
+            column = fact.column.lower()
+            cells = [(fact.table, str(row[i]), column) for row in group.keys]
+            if self._covered is not None and not any(
+                (table, key) in self._covered for table, key, _ in cells
+            ):
+                return None
+            if any(
+                cell in self._states.get(doc, ()) and (doc, *cell) not in stale
+                for doc in out
+                for cell in cells
+            ):
+                continue  # a document already chosen states it
+            stated = [
+                doc
+                for cell in cells
+                for doc in self._docs.get(cell, ())
+                if (doc, *cell) not in stale
+            ]
+            if not stated:
+                return []  # a fact the answer needs is stated nowhere: a hole
+            out.extend(doc for doc in dict.fromkeys(stated) if doc not in out)
         return out
 
 
@@ -820,12 +862,17 @@ def generate(
 
 
 def group_gold(
-    group: Group, plan_: Plan, facts: FactGold | None, rules: GoldResolver
+    group: Group,
+    plan_: Plan,
+    facts: FactGold | None,
+    rules: GoldResolver,
+    stale: Collection[tuple[str, str, str, str]] = (),
 ) -> tuple[list[str] | None, GoldKind | None]:
     """A group's gold ids and what they mean: the documents that state its answer where
-    the facts are known, else the documents the gold-id rules name for its entity."""
+    the facts are known (none stating it by a fact in ``stale``, see :class:`FactGold`),
+    else the documents the gold-id rules name for its entity."""
     if facts is not None:
-        stated = facts(plan_.fact, group)
+        stated = facts(plan_.facts, group, stale)
         if stated is not None:
             return stated, "states"
     ids = rules(group.bindings)

@@ -585,19 +585,10 @@ class Refresher:
         )
 
     def _gold_of(self, known: _Template, group: Group) -> tuple[list[str] | None, Any]:
-        """A group's gold ids as ``generate`` gives them now, without the documents that
-        state the old value of its answer's fact (they are stale: none states the new)."""
-        gold_ids, gold_kind = group_gold(group, known.plan, self.facts, self.gold)
-        fact = known.plan.fact
-        if gold_ids and gold_kind == "states" and fact is not None and self.stale:
-            column = fact.column.lower()
-            keys = [str(k) for k in group.keys or []]
-            gold_ids = [
-                doc
-                for doc in gold_ids
-                if not any((doc, fact.table, key, column) in self.stale for key in keys)
-            ]
-        return gold_ids, gold_kind
+        """A group's gold ids as ``generate`` gives them now, no document stating a fact
+        by its old value (it is stale: it states none of the facts the answer rests on
+        now)."""
+        return group_gold(group, known.plan, self.facts, self.gold, self.stale)
 
     def _stale_of(self, gold_ids: list[str] | None) -> list[str]:
         """Of a group's old gold documents, those that state a fact no longer true."""
@@ -606,7 +597,7 @@ class Refresher:
     def _new_queries(self) -> Iterator[QueryRecord]:
         for known, gid, group in self._new:
             assert known.wordings is not None  # only worded templates' groups are noted
-            gold_ids, gold_kind = group_gold(group, known.plan, self.facts, self.gold)
+            gold_ids, gold_kind = self._gold_of(known, group)
             reference = Reference.from_values(group.answers)
             moved = _Moved("new", gid, known.template.id, dict(group.bindings), None, reference)
             self._moved[_key_of(gid)] = moved

@@ -506,7 +506,12 @@ def profiles(
                     said = named[other.table].get(other_key, shown(raw))
                     if other.name == (ref,):  # a text key: the column holds the name itself
                         facts.append(_fact(entity.table, key, column, said, _ask(column, title)))
-                    else:  # an id: the document states the name it points at
+                    else:
+                        # An id: the link itself (this row's foreign key, recorded as the
+                        # key it holds, which ``generate --refresh`` checks), which a
+                        # question along it asks, and the name it points at, which the
+                        # sentence writes: this document alone states "the X of this is Y".
+                        facts.append(_fact(entity.table, key, column, shown(raw), None))
                         facts.extend(name_facts(other, other_key))
                 else:
                     said = value(entity.table, column, raw)

@@ -62,9 +62,10 @@ def _sort_key(value: Scalar) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class AnswerFact:
-    """Which stored fact a template's answer is: a column of one row, named by the row's
-    key. A question for a row's key through a foreign key (the client *of* a project) asks
-    for the referencing row's foreign-key column, which is what a document states."""
+    """A stored fact a template's answer rests on: a column of one row, named by the
+    row's key. A question for a row's key through a foreign key (the client *of* a
+    project) asks for the referencing row's foreign-key column, which is what a document
+    states."""
 
     table: str
     column: str
@@ -78,11 +79,19 @@ class Plan:
     placeholders: tuple[Placeholder, ...]
     strategies: tuple[str, ...]  # per placeholder: "project" or "cross-join"
     count_sql: tuple[str, ...]  # per placeholder: COUNT(DISTINCT) of its column
-    # The answer as a stored fact, and ``sql`` with the key of the fact's row added after
-    # the answer; None for an answer that is no single cell (an aggregate, an expression,
-    # a table without a one-column primary key).
-    fact: AnswerFact | None = None
+    # The stored facts the answer rests on, from the asked row outward: each foreign key
+    # followed from it (a path of two hops is stated by both rows' documents), then the
+    # answer's own cell (left out where the answer is the last row's key, which the
+    # foreign key that led to it states). ``keyed_sql`` is ``sql`` with the key of each
+    # fact's row added after the answer. Empty for an answer that is no single cell (an
+    # aggregate, an expression, a table without a one-column primary key).
+    facts: tuple[AnswerFact, ...] = ()
     keyed_sql: str | None = None
+
+    @property
+    def fact(self) -> AnswerFact | None:
+        """The fact the answer's own value is (the last of :attr:`facts`), or None."""
+        return self.facts[-1] if self.facts else None
 
 
 @dataclass(slots=True)
@@ -91,7 +100,8 @@ class Group:
 
     bindings: dict[str, Scalar]
     answers: list[Scalar]
-    keys: list[Scalar] | None = None  # the answer rows' keys (Plan.fact), when asked for
+    # Per answer row, the keys of the rows of Plan.facts (one per fact), when asked for.
+    keys: list[tuple[Scalar, ...]] | None = None
 
     @property
     def is_multi(self) -> bool:
@@ -127,14 +137,19 @@ def _in_top_and_chain(node: exp.Expression, where: exp.Expression | None) -> boo
     return current is where
 
 
-def _answer_fact(
+def _answer_facts(
     tree: exp.Select, aliases: dict[str, str], schema: SchemaInfo
-) -> tuple[AnswerFact, exp.Column] | None:
-    """The answer's fact and the column that names its row (see :class:`AnswerFact`), from
-    the qualified template; None when the answer is not one cell of a keyed row."""
+) -> list[tuple[AnswerFact, exp.Column]]:
+    """The facts the answer rests on and, for each, the column that names its row (see
+    :attr:`Plan.facts`), from the qualified template: the answer's cell, then, walking
+    the equality joins back from its row, each foreign key that links one row of the path
+    to the next (the referencing row's column, whichever side of the join it is on),
+    ordered from the asked row outward. A join that is no foreign key, or a row without a
+    one-column primary key, ends the walk. Empty when the answer is not one cell of a
+    keyed row."""
     answer = tree.expressions[0].unalias()
     if not isinstance(answer, exp.Column) or answer.find(exp.AggFunc) is not None:
-        return None
+        return []
 
     def keyed(alias: str, column: str) -> tuple[AnswerFact, exp.Column] | None:
         table = schema.table(aliases.get(alias.lower(), ""))
@@ -146,27 +161,54 @@ def _answer_fact(
         fact = AnswerFact(table.name, info.name)
         return fact, exp.column(table.primary_key[0], table=alias, quoted=True)
 
+    def references(alias: str, column: str, other: str) -> bool:
+        """Whether ``alias.column`` is a one-column foreign key to ``other``'s table."""
+        table = schema.table(aliases.get(alias.lower(), ""))
+        target = aliases.get(other.lower(), "")
+        return table is not None and any(
+            len(fk.columns) == 1
+            and fk.columns[0].lower() == column.lower()
+            and fk.ref_table.lower() == target
+            for fk in table.foreign_keys
+        )
+
     found = keyed(answer.table, answer.name)
     if found is None:
-        return None
-    if found[1].name.lower() != answer.name.lower():
-        return found
-    # The answer is its row's own key: the fact is the foreign key that led to the row.
-    for eq in tree.find_all(exp.EQ):
-        left, right = eq.left, eq.right
-        if not (isinstance(left, exp.Column) and isinstance(right, exp.Column)):
-            continue
-        sides = [left, right]
-        for mine, other in (sides, sides[::-1]):
-            if (
-                mine.table.lower() == answer.table.lower()
-                and mine.name.lower() == answer.name.lower()
-                and other.table.lower() != answer.table.lower()
-            ):
-                via = keyed(other.table, other.name)
-                if via is not None:
-                    return via
-    return found
+        return []
+    own_key = found[1].name.lower() == answer.name.lower()
+    chain: list[tuple[AnswerFact, exp.Column]] = [] if own_key else [found]
+    joins = [
+        (eq.left, eq.right)
+        for eq in tree.find_all(exp.EQ)
+        if isinstance(eq.left, exp.Column) and isinstance(eq.right, exp.Column)
+    ]
+    here, seen = answer.table.lower(), {answer.table.lower()}
+    while True:
+        step = None
+        for left, right in joins:
+            for mine, other in ((left, right), (right, left)):
+                there = other.table.lower()
+                if mine.table.lower() != here or there in seen:
+                    continue
+                if references(other.table, other.name, mine.table):
+                    hop = keyed(other.table, other.name)  # the next row points here
+                elif references(mine.table, mine.name, other.table):
+                    hop = keyed(mine.table, mine.name)  # this row points at the next
+                else:
+                    continue
+                if hop is not None:
+                    step = (hop, there)
+                    break
+            if step is not None:
+                break
+        if step is None:
+            break
+        chain.append(step[0])
+        here = step[1]
+        seen.add(here)
+    if not chain:
+        return [found]  # a key reached by no foreign key: the key's own cell
+    return chain[::-1]
 
 
 def plan(template_sql: str, schema: SchemaInfo, *, dialect: str) -> Plan:
@@ -192,7 +234,7 @@ def plan(template_sql: str, schema: SchemaInfo, *, dialect: str) -> Plan:
     aliases = {t.alias_or_name.lower(): t.name.lower() for t in tree.find_all(exp.Table)}
     by_key = {ph.key.lower(): ph for ph in shape.placeholders}
     index = {ph: i for i, ph in enumerate(shape.placeholders)}
-    answer_fact = _answer_fact(tree, aliases, schema)
+    answer_facts = _answer_facts(tree, aliases, schema)
     projections: dict[int, exp.Expression] = {}
     strategies: dict[int, str] = {}
     for literal in list(tree.find_all(exp.Literal)):
@@ -265,12 +307,18 @@ def plan(template_sql: str, schema: SchemaInfo, *, dialect: str) -> Plan:
         tree.set("distinct", exp.Distinct())
     tree = tree.order_by(*[exp.Literal.number(i + 1) for i in range(k)], copy=False)
     keyed_sql = None
-    fact = None
-    if answer_fact is not None and not has_aggregate:
+    facts: tuple[AnswerFact, ...] = ()
+    if answer_facts and not has_aggregate:
         keyed = tree.copy()
-        keyed.set("expressions", [*keyed.expressions, exp.alias_(answer_fact[1], "__key")])
+        keyed.set(
+            "expressions",
+            [
+                *keyed.expressions,
+                *(exp.alias_(key, f"__key{i}") for i, (_, key) in enumerate(answer_facts)),
+            ],
+        )
         keyed_sql = keyed.sql(dialect=dialect)
-        fact = answer_fact[0] if keyed_sql else None
+        facts = tuple(fact for fact, _ in answer_facts)
     counts = []
     for ph in shape.placeholders:
         table, column = _actual(schema, ph)
@@ -282,7 +330,7 @@ def plan(template_sql: str, schema: SchemaInfo, *, dialect: str) -> Plan:
         placeholders=shape.placeholders,
         strategies=tuple(strategies[i] for i in range(k)),
         count_sql=tuple(counts),
-        fact=fact,
+        facts=facts,
         keyed_sql=keyed_sql,
     )
 
@@ -304,7 +352,11 @@ def _scalar(value: Any) -> Scalar:
 
 
 def _group(
-    keys: list[str], combo: Any, answers: list[Any], single: bool, rows: list[Any] | None = None
+    keys: list[str],
+    combo: Any,
+    answers: list[Any],
+    single: bool,
+    rows: list[tuple[Any, ...]] | None = None,
 ) -> Group:
     if single:
         bindings = {keys[0]: _scalar(combo)}
@@ -313,7 +365,7 @@ def _group(
     values = [_scalar(a) for a in answers]
     if len(values) > 1:
         values = sorted(set(values), key=_sort_key)
-    named = None if rows is None else [_scalar(r) for r in rows]
+    named = None if rows is None else [tuple(_scalar(k) for k in r) for r in rows]
     return Group(bindings=bindings, answers=values, keys=named)
 
 
@@ -329,9 +381,10 @@ def iter_groups(
     keys = [ph.key for ph in plan_.placeholders]
     single = k == 1
     with_key = keyed and plan_.keyed_sql is not None
+    width = len(plan_.facts)
     current: Any = None
     answers: list[Any] = []
-    rows: list[Any] | None = None
+    rows: list[tuple[Any, ...]] | None = None
     sql = plan_.keyed_sql if with_key and plan_.keyed_sql else plan_.sql
     for row in db.stream(sql, batch_size=batch_size):
         combo = row[0] if single else row[:k]
@@ -339,13 +392,13 @@ def iter_groups(
         if answers and combo == current:
             if answer not in answers:
                 answers.append(answer)
-            if rows is not None and row[k + 1] not in rows:
-                rows.append(row[k + 1])
+            if rows is not None and (named := tuple(row[k + 1 : k + 1 + width])) not in rows:
+                rows.append(named)
             continue
         if answers:
             yield _group(keys, current, answers, single, rows)
         current, answers = combo, [answer]
-        rows = [row[k + 1]] if with_key else None
+        rows = [tuple(row[k + 1 : k + 1 + width])] if with_key else None
     if answers:
         yield _group(keys, current, answers, single, rows)
 
