@@ -73,6 +73,56 @@ def test_a_passage_text_is_a_string_or_not_known_at_every_door() -> None:
             ra.evaluate([{**ROW, "contexts": [bad]}])
 
 
+# Every kind of value an answer may be, and the text it is recorded as (False: refused).
+ANSWERS: list[tuple[Any, str | None | bool]] = [
+    ("Paris.", "Paris."),
+    (None, None),  # a retrieval-only system gives none
+    (6, "6"),  # a figure the system computed
+    (2.5, "2.5"),
+    (True, False),
+    (float("nan"), False),
+    (["Paris"], False),
+    ({"x": 1}, False),
+    ((3.5, []), False),
+]
+
+
+@pytest.mark.parametrize(("value", "expected"), ANSWERS, ids=[repr(v) for v, _ in ANSWERS])
+def test_an_answer_is_read_alike_from_every_shape_a_system_returns_and_by_evaluate(
+    value: Any, expected: str | None | bool
+) -> None:
+    """ra.Answer, a dict and a tuple, and ra.evaluate's rows: one rule, never ``str``."""
+    shapes = [ra.Answer(value), {"answer": value}, (value, [])]
+    if expected is False:
+        for shape in shapes:
+            with pytest.raises(SystemFailure, match=r"^system fn returned the answer .* not an"):
+                to_answer(shape, "system fn")
+        if missing(value):  # a DataFrame's missing cell: a row without an answer
+            assert ra.evaluate([{**ROW, "answer": value}]).responses[0].response is None
+            return
+        with pytest.raises(ra.UserError, match=r"^row 1: answer: .* is not an answer's text"):
+            ra.evaluate([{**ROW, "answer": value}])
+        return
+    for shape in shapes:
+        assert to_answer(shape, "system fn").response == expected
+    assert ra.evaluate([{**ROW, "answer": value}]).responses[0].response == expected
+
+
+def test_a_dict_without_an_answer_contexts_past_the_ids_and_absurd_usage_are_failures() -> None:
+    """What a callable got wrong is that answer's error, never a silent null, a passage
+    dropped unread, or a count of 1e30 tokens."""
+    with pytest.raises(SystemFailure, match=r"without 'answer' .*'answr'"):
+        to_answer({"answr": "Paris"}, "system fn")
+    with pytest.raises(SystemFailure, match=r"2 contexts for 1 retrieved ids"):
+        to_answer(ra.Answer("x", retrieved_ids=["d1"], contexts=["a", "b"]), "system fn")
+    for bad in (1e30, -1, 2.5, "many", True):
+        with pytest.raises(SystemFailure, match=r"usage.prompt_tokens .* a count of tokens"):
+            to_answer({"answer": "x", "usage": {"prompt_tokens": bad}}, "system fn")
+    ok = to_answer({"answer": "x", "usage": {"prompt_tokens": 12.0}}, "system fn")
+    assert ok.usage.prompt_tokens == 12
+    assert to_answer({"answer": None}, "system fn").response is None
+
+
 def test_half_a_character_is_found_and_a_whole_one_written_in_two_halves_is_joined() -> None:
     assert unicode_text("plain") == ("plain", 0)
     assert unicode_text("cut \ud83d") == ("cut \ufffd", 1)

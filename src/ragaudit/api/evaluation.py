@@ -43,7 +43,14 @@ from ragaudit.records.models import (
     RetrievedItem,
     stable_id,
 )
-from ragaudit.records.values import document_id, missing, passage_text, row_name, unicode_text
+from ragaudit.records.values import (
+    answer_text,
+    document_id,
+    missing,
+    passage_text,
+    row_name,
+    unicode_text,
+)
 from ragaudit.rundir import RunDir
 from ragaudit.steps.analyze import run_analysis
 
@@ -273,7 +280,11 @@ def _records(
         values = _values(row["reference"], where) if has_reference else []
         if "answer" not in row and "response" not in row:
             raise UserError(f"{where}: answer: missing (the system's answer; null for none)")
-        answer = _text(row.get("answer", row.get("response")), where, "answer")
+        try:  # the answer rule every system's answer is read by
+            answer = answer_text(row["answer"] if "answer" in row else row["response"])
+        except ValueError as exc:
+            raise UserError(f"{where}: answer: {exc}") from None
+        answer = _text(answer, where, "answer")
         error = _text(row.get("error"), where, "error")
         who = _name(row.get("system"), where, "system") or system
         given_id = _name(row.get("query_id"), where, "query_id")

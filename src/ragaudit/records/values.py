@@ -136,6 +136,32 @@ def passage_text(value: Any) -> str | None:
     )
 
 
+def answer_text(value: Any) -> str | None:
+    """``value`` as the text of a system's answer: a string as it is, None where the
+    system gave none (a retrieval-only system), an integer or a finite float (a figure a
+    system computed: ``6``, ``2.5``) as its digits. Anything else (a bool, a list, a
+    dict of a JSON path that stops one level short, a tuple, NaN) is a ValueError rather
+    than its ``str``, which would be judged as what the system said.
+
+    >>> answer_text("Paris"), answer_text(None), answer_text(6), answer_text(2.5)
+    ('Paris', None, '6', '2.5')
+    >>> answer_text({"x": 1})
+    Traceback (most recent call last):
+    ...
+    ValueError: {'x': 1} of type dict is not an answer's text (a string, a number, or null)
+    """
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float) and math.isfinite(value):
+        return repr(value)
+    raise ValueError(
+        f"{_shown(value)} of type {type(value).__name__} is not an answer's text "
+        "(a string, a number, or null)"
+    )
+
+
 # A UTF-16 surrogate: in a Python string it is half of a character, which no UTF-8 file,
 # hash, SQLite text or terminal can hold. JSON's "\ud83d" escape gives one (an emoji cut in
 # two by a server that truncated its reply), and so can Python code.

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import math
 import os
 import re
 import sys
@@ -15,7 +16,7 @@ from pydantic import Field, field_validator
 
 from ragaudit.errors import ConfigError
 from ragaudit.records.models import RetrievedItem, TokenUsage
-from ragaudit.records.values import document_id, passage_text
+from ragaudit.records.values import answer_text, document_id, passage_text
 from ragaudit.secrets import register_secret
 from ragaudit.systems.base import Answer, SystemAnswer, SystemFailure, SystemOptions
 
@@ -93,6 +94,38 @@ def _text(value: Any, source: str, i: int) -> str | None:
         raise SystemFailure(f"{source} returned contexts[{i}] {exc}") from None
 
 
+def _answer(value: Any, source: str) -> str | None:
+    """The answer's text ``source`` returned, by the one answer rule
+    (:func:`~ragaudit.records.values.answer_text`); another value is that answer's
+    failure, in one line."""
+    try:
+        return answer_text(value)
+    except ValueError as exc:
+        raise SystemFailure(f"{source} returned the answer {exc}") from None
+
+
+# The most tokens one answer may report using: more is no count of a real call.
+MAX_REPORTED_TOKENS = 10**9
+
+
+def _tokens(usage: Any, name: str, source: str) -> int:
+    """``usage[name]`` a system reported: a whole number from 0 to
+    :data:`MAX_REPORTED_TOKENS`, 0 where it gave none; another value is that answer's
+    failure."""
+    value = usage.get(name, 0) if isinstance(usage, dict) else 0
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not (isinstance(value, int) or (math.isfinite(value) and value.is_integer()))
+        or not 0 <= value <= MAX_REPORTED_TOKENS
+    ):
+        raise SystemFailure(
+            f"{source} returned usage.{name} {value!r:.60}: a count of tokens is a whole "
+            f"number from 0 to {MAX_REPORTED_TOKENS:,}"
+        )
+    return int(value)
+
+
 def _score(value: Any, source: str, i: int) -> float | None:
     """Item ``i`` of the scores ``source`` returned: a number (or its text), or None."""
     if value is None:
@@ -109,6 +142,11 @@ def _items(ids: Any, texts: Any = None, scores: Any = None, *, source: str) -> l
     """The retrieved items of ``source``'s answer (``system <name>``): its ids (each by
     the one id rule), with their texts and scores where given."""
     id_list, text_list, score_list = _as_list(ids), _as_list(texts), _as_list(scores)
+    if id_list and len(text_list) > len(id_list):
+        raise SystemFailure(
+            f"{source} returned {len(text_list)} contexts for {len(id_list)} retrieved ids: "
+            "give one context per id (or none), so that no passage is dropped unread"
+        )
     if not id_list and text_list:
         # Contexts without ids: number them so that they still show in the report.
         id_list = [f"context-{i}" for i in range(1, len(text_list) + 1)]
@@ -132,7 +170,7 @@ def to_answer(value: Any, source: str) -> SystemAnswer:
         return value
     if isinstance(value, Answer):
         return SystemAnswer(
-            response=value.text,
+            response=_answer(value.text, source),
             retrieved=_items(value.retrieved_ids, value.contexts, source=source),
         )
     if value is None or isinstance(value, str):
@@ -140,14 +178,18 @@ def to_answer(value: Any, source: str) -> SystemAnswer:
     if isinstance(value, tuple) and 1 <= len(value) <= 3:
         answer, ids, texts = [*value, None, None][:3]
         return SystemAnswer(
-            response=None if answer is None else str(answer),
-            retrieved=_items(ids, texts, source=source),
+            response=_answer(answer, source), retrieved=_items(ids, texts, source=source)
         )
     if isinstance(value, dict):
-        answer = value.get("answer", value.get("response"))
+        if "answer" not in value and "response" not in value:
+            keys = ", ".join(map(repr, list(value)[:5])) or "none"
+            raise SystemFailure(
+                f"{source} returned a dict without 'answer' (or 'response'); its keys: {keys}"
+            )
+        answer = value["answer"] if "answer" in value else value["response"]
         usage = value.get("usage") or {}
         return SystemAnswer(
-            response=None if answer is None else str(answer),
+            response=_answer(answer, source),
             retrieved=_items(
                 value.get("retrieved_ids", value.get("ids")),
                 value.get("contexts"),
@@ -155,8 +197,8 @@ def to_answer(value: Any, source: str) -> SystemAnswer:
                 source=source,
             ),
             usage=TokenUsage(
-                prompt_tokens=int(usage.get("prompt_tokens", 0)),
-                completion_tokens=int(usage.get("completion_tokens", 0)),
+                prompt_tokens=_tokens(usage, "prompt_tokens", source),
+                completion_tokens=_tokens(usage, "completion_tokens", source),
             ),
         )
     raise SystemFailure(

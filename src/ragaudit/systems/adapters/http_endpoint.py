@@ -15,7 +15,7 @@ from pydantic import Field, field_validator
 from ragaudit.errors import ConfigError
 from ragaudit.records.models import QueryRecord
 from ragaudit.secrets import mask_secret_fields, redact, register_header_secrets
-from ragaudit.systems.adapters.common import _items, _no_k, expand_env
+from ragaudit.systems.adapters.common import _answer, _items, _no_k, expand_env
 from ragaudit.systems.base import SystemAnswer, SystemFailure, SystemOptions
 from ragaudit.systems.jsonpath import JSONPathError, extract, parse_path
 
@@ -210,10 +210,9 @@ class HTTPSystem:
             texts = extract(data, self.contexts_path) if self.contexts_path else None
         except JSONPathError as exc:
             raise SystemFailure(str(exc)) from None
-        if answer is not None and not isinstance(answer, str):
-            answer = json.dumps(answer, ensure_ascii=False)
+        source = f"system {self.name}"
         return SystemAnswer(
-            response=answer, retrieved=_items(ids, texts, source=f"system {self.name}")
+            response=_answer(answer, source), retrieved=_items(ids, texts, source=source)
         )
 
     async def aclose(self) -> None:
