@@ -108,3 +108,31 @@ def test_tables_for_any_other_tool(tmp_path: Path) -> None:
         project.export_tables(tmp_path / "x", fmt="xlsx")  # type: ignore[arg-type]
     bad = ragaudit("export", "tables", str(tmp_path / "y"), "--format", "xlsx", cwd=tmp_path)
     assert bad.returncode == 2 and "'xlsx' is not one of 'csv', 'parquet'" in bad.stderr
+
+
+def test_a_tracking_uri_that_cannot_be_reached_is_named_without_its_secrets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An MLflow server that refuses the connection: one line naming the URI with its
+    password and token masked (MLflow's own message quotes the URI, and is masked too),
+    through the CLI as through Python."""
+    pytest.importorskip("mlflow", reason="the export to MLflow needs ragaudit[mlflow]")
+    import socket
+
+    project = _analyzed(tmp_path)
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    uri = f"http://bob:pw-TrackSecret42@127.0.0.1:{port}/?token=tq-Secret77"
+    env = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0"}  # the leak is tested, not the waits
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    with pytest.raises(ra.UserError) as caught:
+        project.export_mlflow(tracking_uri=uri, experiment="e")
+    message = str(caught.value)
+    assert message.startswith(f"MLflow (http://bob:***@127.0.0.1:{port}/?token=***)")
+    assert "TrackSecret42" not in message and "Secret77" not in message
+    result = ragaudit("export", "mlflow", "--tracking-uri", uri, cwd=tmp_path, env=env)
+    assert result.returncode != 0
+    assert "TrackSecret42" not in result.stderr + result.stdout
+    assert "Secret77" not in result.stderr + result.stdout
+    assert "Traceback" not in result.stderr and "***" in result.stderr

@@ -15,9 +15,12 @@ delete a metric and an undefined figure must not stand as a number."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
@@ -26,6 +29,7 @@ import yaml
 
 from ragaudit.errors import UserError
 from ragaudit.rundir import RunDir
+from ragaudit.secrets import mask_url, redact
 
 if TYPE_CHECKING:
     from ragaudit.analysis.summary import Summary
@@ -175,94 +179,126 @@ def export_mlflow(
     report.html, summary.json and answers.parquet; an earlier export of the same run with
     the same configuration is updated."""
     try:
-        from mlflow.entities import Metric, Param, RunTag
         from mlflow.exceptions import MlflowException
-        from mlflow.tracking import MlflowClient
     except ImportError:
         raise UserError(
             "export to MLflow needs the mlflow extra: pip install 'ragaudit[mlflow]'"
         ) from None
-    import time
 
     summary = _summary(run)
     params = _params(run)
     key = str(run.root.resolve())
+    # The URI as it may be shown: its password and token parameters masked (and known as
+    # secrets, so that MLflow's own messages quoting it are masked too).
+    where = mask_url(tracking_uri) if tracking_uri else "its default tracking URI"
     try:
-        client = MlflowClient(tracking_uri=tracking_uri)
-        found = client.get_experiment_by_name(experiment)
-        experiment_id = found.experiment_id if found else client.create_experiment(experiment)
-        earlier = client.search_runs(
-            [experiment_id],
-            filter_string=f"tags.`{RUN_TAG}` = '{key}'",
-            order_by=["attributes.start_time DESC"],
-        )
-        current = [r for r in earlier if SUPERSEDED_TAG not in r.data.tags]
-        now = int(time.time() * 1000)
-        metrics: list[Metric] = []
-        undefined: list[str] = []
-        undefined_tags: list[RunTag] = []
-        for row in figure_rows(summary):
-            if row.value is None:
-                # Never NaN: an undefined figure is not logged, it is tagged with why.
-                undefined.append(row.name)
-                undefined_tags.append(
-                    RunTag(_name(UNDEFINED_TAG + row.name), row.undefined or "undefined")
-                )
-                continue
-            for suffix, number in (("", row.value), ("_low", row.low), ("_high", row.high)):
-                if number is not None:
-                    metrics.append(Metric(_name(row.name + suffix), float(number), now, 0))
-        logged = {m.key for m in metrics}
-        reuse = current[0] if current and current[0].data.params == params else None
-        why_new = None
-        if current and reuse is None:
-            before = current[0].data.params
-            changed = sorted(k for k in {*before, *params} if before.get(k) != params.get(k))
-            why_new = (
-                f"the run's configuration changed since its last export ({changed[0]}"
-                + (f" and {len(changed) - 1} more" if len(changed) > 1 else "")
-                + "; MLflow never changes a logged parameter)"
-            )
-        if reuse is not None:
-            # A metric of the earlier export that is not logged now would stand at its old
-            # value (MLflow cannot delete one): the figures go to a new MLflow run.
-            left = sorted(set(reuse.data.metrics) - logged)
-            if left:
-                why_new = f"{left[0]} is no longer a figure of this run (undefined, or gone)"
-                reuse = None
-        superseded = None
-        if reuse is not None:
-            run_id = reuse.info.run_id
-            client.update_run(run_id, status="RUNNING")
-            undefined_now = {t.key for t in undefined_tags}
-            for tag in reuse.data.tags:
-                if tag.startswith(UNDEFINED_TAG) and tag not in undefined_now:
-                    client.delete_tag(run_id, tag)  # defined again
-        else:
-            made = client.create_run(experiment_id, run_name=run.root.name, tags={RUN_TAG: key})
-            run_id = made.info.run_id
-            if current:
-                superseded = current[0].info.run_id
-                client.set_tag(superseded, SUPERSEDED_TAG, run_id)
-                client.set_tag(run_id, SUPERSEDES_TAG, f"{superseded}: {why_new}")
-        # MLflow takes at most 1000 metrics and 100 parameters (or tags) per batch.
-        if reuse is None:
-            items = [Param(k, v) for k, v in params.items()]
-            for start in range(0, len(items), 100):
-                client.log_batch(run_id, params=items[start : start + 100])
-        for start in range(0, len(metrics), 1000):
-            client.log_batch(run_id, metrics=metrics[start : start + 1000])
-        tags = [RunTag("ragaudit.undefined_figures", str(len(undefined))), *undefined_tags]
-        for start in range(0, len(tags), 100):
-            client.log_batch(run_id, tags=tags[start : start + 100])
-        artifacts = _log_artifacts(client, run_id, run)
-        client.set_terminated(run_id)
+        with _few_retries():
+            return _log_to_mlflow(run, summary, params, key, tracking_uri, experiment)
     except MlflowException as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        where = tracking_uri or "its default tracking URI"
-        raise UserError(f"MLflow ({where}): {first}") from None
+        raise UserError(redact(f"MLflow ({where}): {first}")) from None
+
+
+@contextlib.contextmanager
+def _few_retries() -> Iterator[None]:
+    """MLflow's HTTP client retries a refused connection for minutes (7 retries with
+    backoff) while the run's lock is held: two retries, unless the user set their own."""
+    name = "MLFLOW_HTTP_REQUEST_MAX_RETRIES"
+    before = os.environ.get(name)
+    if before is None:
+        os.environ[name] = "2"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+
+
+def _log_to_mlflow(
+    run: RunDir,
+    summary: Summary,
+    params: dict[str, str],
+    key: str,
+    tracking_uri: str | None,
+    experiment: str,
+) -> MlflowExport:
+    """:func:`export_mlflow`'s work, MLflow's errors left to it."""
+    import time
+
+    from mlflow.entities import Metric, Param, RunTag
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=tracking_uri)
+    found = client.get_experiment_by_name(experiment)
+    experiment_id = found.experiment_id if found else client.create_experiment(experiment)
+    earlier = client.search_runs(
+        [experiment_id],
+        filter_string=f"tags.`{RUN_TAG}` = '{key}'",
+        order_by=["attributes.start_time DESC"],
+    )
+    current = [r for r in earlier if SUPERSEDED_TAG not in r.data.tags]
+    now = int(time.time() * 1000)
+    metrics: list[Metric] = []
+    undefined: list[str] = []
+    undefined_tags: list[RunTag] = []
+    for row in figure_rows(summary):
+        if row.value is None:
+            # Never NaN: an undefined figure is not logged, it is tagged with why.
+            undefined.append(row.name)
+            undefined_tags.append(
+                RunTag(_name(UNDEFINED_TAG + row.name), row.undefined or "undefined")
+            )
+            continue
+        for suffix, number in (("", row.value), ("_low", row.low), ("_high", row.high)):
+            if number is not None:
+                metrics.append(Metric(_name(row.name + suffix), float(number), now, 0))
+    logged = {m.key for m in metrics}
+    reuse = current[0] if current and current[0].data.params == params else None
+    why_new = None
+    if current and reuse is None:
+        before = current[0].data.params
+        changed = sorted(k for k in {*before, *params} if before.get(k) != params.get(k))
+        why_new = (
+            f"the run's configuration changed since its last export ({changed[0]}"
+            + (f" and {len(changed) - 1} more" if len(changed) > 1 else "")
+            + "; MLflow never changes a logged parameter)"
+        )
+    if reuse is not None:
+        # A metric of the earlier export that is not logged now would stand at its old
+        # value (MLflow cannot delete one): the figures go to a new MLflow run.
+        left = sorted(set(reuse.data.metrics) - logged)
+        if left:
+            why_new = f"{left[0]} is no longer a figure of this run (undefined, or gone)"
+            reuse = None
+    superseded = None
+    if reuse is not None:
+        run_id = reuse.info.run_id
+        client.update_run(run_id, status="RUNNING")
+        undefined_now = {t.key for t in undefined_tags}
+        for tag in reuse.data.tags:
+            if tag.startswith(UNDEFINED_TAG) and tag not in undefined_now:
+                client.delete_tag(run_id, tag)  # defined again
+    else:
+        made = client.create_run(experiment_id, run_name=run.root.name, tags={RUN_TAG: key})
+        run_id = made.info.run_id
+        if current:
+            superseded = current[0].info.run_id
+            client.set_tag(superseded, SUPERSEDED_TAG, run_id)
+            client.set_tag(run_id, SUPERSEDES_TAG, f"{superseded}: {why_new}")
+    # MLflow takes at most 1000 metrics and 100 parameters (or tags) per batch.
+    if reuse is None:
+        items = [Param(k, v) for k, v in params.items()]
+        for start in range(0, len(items), 100):
+            client.log_batch(run_id, params=items[start : start + 100])
+    for start in range(0, len(metrics), 1000):
+        client.log_batch(run_id, metrics=metrics[start : start + 1000])
+    tags = [RunTag("ragaudit.undefined_figures", str(len(undefined))), *undefined_tags]
+    for start in range(0, len(tags), 100):
+        client.log_batch(run_id, tags=tags[start : start + 100])
+    artifacts = _log_artifacts(client, run_id, run)
+    client.set_terminated(run_id)
     return MlflowExport(
-        tracking_uri=str(client.tracking_uri),
+        tracking_uri=mask_url(str(client.tracking_uri)),
         experiment=experiment,
         run_id=run_id,
         updated=reuse is not None,
