@@ -530,6 +530,32 @@ def test_judgements_under_several_rules_are_said_in_either_engine(
         )
 
 
+@pytest.mark.parametrize("engine", ["memory", "sql"])
+def test_where_the_rule_does_not_fit_is_counted_over_the_answers_as_they_are_now(
+    world_project: Path, tmp_path: Path, engine: str
+) -> None:
+    """Judged, then cut to every third response and judgement: the warning that
+    all_gold cannot be met (one document retrieved, two gold) counts the answers left,
+    as a count by hand over the JSON Lines says, not those the judge saw."""
+    project, run, truth, _, _ = _world_with_several_gold(world_project, tmp_path)
+    project.run([ra.system(_good(truth, first_gold_only=True), name="rag")])
+    project.judge(llm=None)
+    for path in (run.responses("rag"), run.judgements("rag")):
+        path.write_text("\n".join(path.read_text().splitlines()[::3]) + "\n")
+    gold = {q.query_id: q.gold_ids for q in truth.values()}
+    kept = [json.loads(line) for line in run.responses("rag").read_text().splitlines()]
+    judged = [r for r in kept if gold.get(r["query_id"])]
+    short = [r for r in judged if len(set(gold[r["query_id"]])) > len(r["retrieved"])]
+    assert short, "the cut must keep a question with several gold documents"
+    summary = project.analyze(engine=engine)  # type: ignore[arg-type]  # the two engines
+    fit = [w for w in summary.warnings if w.startswith("retrieval rule all_gold")]
+    assert fit == [
+        f"retrieval rule all_gold: rag: in {len(short)} of {len(judged)} queries fewer "
+        "documents retrieved than the gold ids name, so retrieval could never be correct; "
+        "use any_hit, or ask the system for more documents"
+    ]
+
+
 def test_a_judge_stopped_half_way_leaves_stats_true_of_the_systems_it_finished(
     world_project: Path, tmp_path: Path
 ) -> None:
@@ -688,6 +714,46 @@ def test_a_summary_of_neutral_files_is_never_fingerprinted_as_current(
     assert result.returncode == 2, result.stdout
     assert "ragaudit analyze --neutral neutral.jsonl --system neu" in result.stderr
     assert not (tmp_path / "t" / "figures.csv").exists()
+
+
+def test_a_failed_analyze_lends_no_options_to_the_summary_made_again(
+    judged: Path, tmp_path: Path
+) -> None:
+    """analyze --retrieval-rule any_hit fails on a broken dataset line; the line is put
+    right, the manifest is gone: the summary made again uses the options of the last
+    analyze that was done (all_gold), never those of the one that failed, and
+    provenance.json says how each ended."""
+    project = _copy(judged, tmp_path)
+    run = RunDir(project.run_dir)
+    project.analyze()
+    good = run.dataset.read_text()
+    run.dataset.write_text(good.replace("\n", "\n{broken\n", 1))
+    result = ragaudit("analyze", "--retrieval-rule", "any_hit", cwd=tmp_path)
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    run.dataset.write_text(good)
+    run.manifest.unlink()
+    with pytest.warns(RunNotice):
+        project.report()
+    assert json.loads(run.summary.read_text())["retrieval_rule"] == "all_gold"
+    steps = json.loads(run.provenance.read_text())["steps"]
+    analyzes = [s for s in steps if s["step"] == "analyze"]
+    assert [s["status"] for s in analyzes[-2:]] == ["done", "failed"]
+
+
+def test_analyze_system_without_neutral_files_is_refused_not_ignored(
+    judged: Path, tmp_path: Path
+) -> None:
+    """--system names the system of --neutral files: alone it would analyze every system
+    while the user asked for one, so it is a one-line error and the summary stays."""
+    project = _copy(judged, tmp_path)
+    run = RunDir(project.run_dir)
+    before = run.summary.read_bytes()
+    result = ragaudit("analyze", "--system", "rag", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert "--neutral" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    with pytest.raises(UserError, match="--neutral"):
+        project.analyze(system="rag")
+    assert run.summary.read_bytes() == before
 
 
 def test_an_edit_of_any_file_of_the_summary_is_seen(judged: Path, tmp_path: Path) -> None:

@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Literal
 
 import yaml
 
@@ -360,12 +360,21 @@ class RunDir:
         """Per step: the ragaudit version, when, and the configuration it ran with."""
         return self.root / "provenance.json"
 
-    def record_step(self, config: Config, step: str, options: dict[str, Any] | None = None) -> Path:
+    def record_step(
+        self,
+        config: Config,
+        step: str,
+        options: dict[str, Any] | None = None,
+        *,
+        status: Literal["running", "done"] = "running",
+    ) -> Path:
         """Say how this run directory was made: ``ragaudit.yaml`` becomes the configuration
         ``step`` runs with (secrets masked), and ``provenance.json`` gets one more entry
         (steps are appended, never replaced): the step, the ragaudit version, the time,
         that configuration and the command's ``options`` (flags that change the figures),
-        so that every figure can be traced to the settings that made it."""
+        so that every figure can be traced to the settings that made it. ``status``:
+        ``running`` for a step about to run (:meth:`end_step` says how it ended), ``done``
+        for one recorded once its work is done."""
         from ragaudit.version import __version__
 
         masked = config.masked_dict()
@@ -386,10 +395,28 @@ class RunDir:
                 "at": datetime.now(UTC).isoformat(timespec="seconds"),
                 "options": {k: v for k, v in (options or {}).items() if v is not None},
                 "config": masked,
+                "status": status,
             }
         )
         atomic_write_json(self.provenance, {"steps": steps})
         return self.config
+
+    def end_step(self, step: str, status: Literal["done", "failed"]) -> None:
+        """Say how ``step``'s last entry in ``provenance.json`` (still ``running``) ended:
+        a step that failed wrote nothing its options can be read from, so whoever
+        recomputes a figure with the options of "the last analyze" reads those of the
+        last one that was ``done``. A provenance that cannot be read is left as it is."""
+        try:
+            data = json.loads(self.provenance.read_text(encoding="utf-8"))
+            steps = list(data["steps"])
+        except (ValueError, OSError, KeyError, TypeError):
+            return
+        for item in reversed(steps):
+            if isinstance(item, dict) and item.get("step") == step:
+                if item.get("status") == "running":
+                    item["status"] = status
+                    atomic_write_json(self.provenance, {**data, "steps": steps})
+                return
 
 
 def release_locks() -> None:

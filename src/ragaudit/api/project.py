@@ -185,7 +185,12 @@ class Project:
         run = self._run().create() if create else self._run()
         with run.holding(name):
             run.record_step(config or self.config, name, options)
-            yield run
+            try:
+                yield run
+            except BaseException:
+                run.end_step(name, "failed")
+                raise
+            run.end_step(name, "done")
 
     @contextlib.contextmanager
     def _session(
@@ -491,7 +496,7 @@ class Project:
         run = self._run().create()
         with run.holding("generate"):
             stats = import_questions(self.config, run, Path(path))
-            run.record_step(self.config, "generate", {"import": str(path)})
+            run.record_step(self.config, "generate", {"import": str(path)}, status="done")
         return stats
 
     @step
@@ -792,7 +797,7 @@ class Project:
         self,
         *,
         neutral: list[str | Path] | None = None,
-        system: str = "external",
+        system: str | None = None,
         retrieval_rule: RetrievalRule | None = None,
         seed: int = 0,
         llm_only: str | None = None,
@@ -868,7 +873,7 @@ class Project:
         run = self._run()
         with run.holding("report"):
             path = report_run(run)
-            run.record_step(self.config, "report")
+            run.record_step(self.config, "report", status="done")
         return path
 
     @step
@@ -942,7 +947,7 @@ class Project:
                 seed=seed,
                 rule=retrieval_rule,
             )
-            run.record_step(self.config, "compare", options)
+            run.record_step(self.config, "compare", options, status="done")
         return study
 
     @step

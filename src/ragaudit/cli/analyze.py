@@ -36,8 +36,11 @@ def analyze_cmd(
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap and permutation seed.")] = 0,
     system: Annotated[
-        str, typer.Option("--system", help="Name of the system in --neutral files.")
-    ] = "external",
+        str | None,
+        typer.Option(
+            "--system", help="Name of the system in --neutral files (default: external)."
+        ),
+    ] = None,
     llm_only: Annotated[
         str | None,
         typer.Option(

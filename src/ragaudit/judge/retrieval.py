@@ -70,8 +70,15 @@ def unreachable(rule: RetrievalRule, retrieved: Sequence[str], gold: Sequence[st
     fewer retrieved; ``recall@K`` with K, or the documents retrieved within it, fewer than
     the gold ids. Chunks of one document count once; a retrieval of nothing is a plain
     miss."""
-    want = len(set(gold))
-    got = len(set(retrieved))
+    cut = int(rule[7:]) if rule.startswith("recall@") else None
+    within = len(set(retrieved[:cut])) if cut is not None else len(set(retrieved))
+    return unreachable_by_counts(rule, len(set(retrieved)), len(set(gold)), within)
+
+
+def unreachable_by_counts(rule: RetrievalRule, got: int, want: int, within: int) -> str | None:
+    """:func:`unreachable` from counts alone: the distinct documents retrieved (``got``),
+    the distinct gold ids (``want``) and the distinct documents within ``recall@K``'s K
+    (``within``), as an aggregate over a table gives them."""
     if not want or not got or rule == "any_hit":
         return None
     if rule == "same_set":
@@ -84,7 +91,7 @@ def unreachable(rule: RetrievalRule, retrieved: Sequence[str], gold: Sequence[st
         cut = int(rule[7:])
         if cut < want:
             return f"K = {cut} is smaller than the number of gold ids"
-        got = len(set(retrieved[:cut]))
+        got = within
     if got < want:
         return "fewer documents retrieved than the gold ids name"
     return None
@@ -107,6 +114,16 @@ class RuleFit:
         why = unreachable(self.rule, retrieved, gold)
         if why is not None:
             self.misfits[(system, why)] += 1
+
+    def add_counts(self, system: str, got: int, want: int, within: int, n: int = 1) -> None:
+        """Note ``n`` retrievals of ``system`` alike in their counts
+        (:func:`unreachable_by_counts`); those without gold documents are skipped."""
+        if not want:
+            return
+        self.judged[system] += n
+        why = unreachable_by_counts(self.rule, got, want, within)
+        if why is not None:
+            self.misfits[(system, why)] += n
 
     def warnings(self) -> list[str]:
         """One line per system and reason, with counts and what to use instead."""

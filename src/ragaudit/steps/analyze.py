@@ -330,6 +330,12 @@ def run_analysis(
     them later computes them again, with the same options, once an input has changed
     (:func:`current_summary`). Nothing is written where the analysis fails."""
     check_seed(seed)
+    if system is not None and not neutral:
+        raise UserError(
+            f"analyze --system {system}: names the system of --neutral files, and no "
+            "--neutral file is given (the run's own systems are all analyzed; "
+            "compare --system or gate --system pick some)"
+        )
     targets = checked_lambda(lambda_targets, lambda_draws)
     given = neutral or []
     neutral = expand_folders(given)
@@ -679,9 +685,12 @@ def _analysis(
         assert rule is not None
         warnings += rule_warnings([*examples, *failed] if rejudge else examples, rule)
     else:
-        # The judgements hold the verdicts: their rule, and its warnings, are the judge's.
+        # The judgements hold the verdicts: their rule is the judge's; where it does not
+        # fit the retrievals is counted over the answers as they are now.
         rule = judged_rule
         warnings += judged_warnings
+        if _one_rule(judged_rule):
+            warnings += rule_warnings([*examples, *failed], judged_rule)
     if not neutral and outcome == "answer":
         warnings += _unjudged(run, {*analysis.systems, *undecided}, partly=True)
         warnings += _unjudged_repeats(run)
@@ -784,6 +793,8 @@ def sql_analysis(
             systems = system_figures(found.groups, found.sides, llm_only)
             check_llm_only(llm_only, systems)
             rule, warnings = _judge_rule(run, judged)
+            if _one_rule(rule):
+                warnings += answer_sql.rule_fit(con, rule).warnings()
             warnings += _unjudged(run, {*systems, *found.judge_failed}, partly=True)
             warnings += _unjudged_repeats(run)
             note = robustness_note(systems)
@@ -978,17 +989,17 @@ def _judge_rule(run: RunDir, judged: set[str] | None = None) -> tuple[str, list[
     the judgements themselves record (``judged``: each one's ``judged_under``) decide it:
     a judge killed before it wrote judge.stats.json, or an older stats file put back,
     leaves stats that no longer say which rule gave the verdicts. judge.stats.json gives
-    the rule where no judgement records one, and the rule's warnings where it agrees;
-    :data:`UNRECORDED_RULE` where neither says (never analyze's own rule, which did not
-    decide them). Judgements given under several rules are said in a warning."""
+    the rule where no judgement records one; :data:`UNRECORDED_RULE` where neither says
+    (never analyze's own rule, which did not decide them). Judgements given under
+    several rules are said in a warning. Where the rule does not fit the retrievals
+    (:func:`rule_warnings`) is counted by the caller over the answers as they are now,
+    never taken from the stats, which count those the judge saw."""
     stats = read_judge_stats(run.judge_stats) if run.judge_stats.exists() else {}
     stated = sorted({e.retrieval_rule for e in stats.values() if e.retrieval_rule})
-    warnings = [w for e in stats.values() for w in e.rule_warnings]
+    warnings: list[str] = []
     if not judged:
         return (" and ".join(stated) if stated else UNRECORDED_RULE), warnings
     rules = sorted(judged)
-    if rules != stated:
-        warnings = []  # the stats' warnings are those of another rule than the verdicts'
     if len(rules) > 1:
         warnings.append(
             f"the judgements were given under several retrieval rules ({', '.join(rules)}): "
@@ -996,6 +1007,12 @@ def _judge_rule(run: RunDir, judged: set[str] | None = None) -> tuple[str, list[
             "to apply one to every answer"
         )
     return " and ".join(rules), warnings
+
+
+def _one_rule(rule: str) -> bool:
+    """Whether ``rule`` (as :func:`_judge_rule` says it) names one retrieval rule: not
+    several, nor :data:`UNRECORDED_RULE`."""
+    return rule != UNRECORDED_RULE and " and " not in rule
 
 
 def _rules_of(under: set[str]) -> set[str]:

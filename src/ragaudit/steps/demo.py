@@ -156,8 +156,6 @@ def demo_dataset(
     step."""
     import json
 
-    from ragaudit.steps.generate import generate_dataset
-    from ragaudit.steps.templates import make_sql_templates
     from ragaudit.world.build import build_world
 
     timings = {} if timings is None else timings
@@ -173,25 +171,45 @@ def demo_dataset(
     # to the command line.
     with run.holding("demo"):
         run.record_step(config, "demo")
-        note = "SQL by the schema enumerator; text by LLM (short) + verbalizer, verified"
-        with _stage(
-            progress, timings, "templates", note if use_llm else "SQL by the enumerator; text"
-        ):
-            if not run.templates_sql.exists():
-                make_sql_templates(config, run)
-                _keep_project_templates(run, templates)
-            if not run.dataset.exists():  # words what is missing; a finished file asks nothing
-                with (
-                    Session(config, run, hooks) as session,
-                    session.llm("templates", use_llm) as client,
-                ):
-                    _text_templates(config, run, client)
-        with _stage(progress, timings, "generate", "balanced dataset"):
-            if not run.dataset.exists():
-                generate_dataset(config, run, config.generate)
-        if use_llm:
-            _document_half(config, run, hooks, progress, timings)
+        try:
+            _demo_steps(config, run, templates, hooks, progress, timings, use_llm=use_llm)
+        except BaseException:
+            run.end_step("demo", "failed")
+            raise
+        run.end_step("demo", "done")
     return config, run
+
+
+def _demo_steps(
+    config: Config,
+    run: RunDir,
+    templates: int,
+    hooks: SessionHooks | None,
+    progress: Progress,
+    timings: Timings,
+    *,
+    use_llm: bool,
+) -> None:
+    """The demo's stages, in its run folder (held)."""
+    from ragaudit.steps.generate import generate_dataset
+    from ragaudit.steps.templates import make_sql_templates
+
+    note = "SQL by the schema enumerator; text by LLM (short) + verbalizer, verified"
+    with _stage(progress, timings, "templates", note if use_llm else "SQL by the enumerator; text"):
+        if not run.templates_sql.exists():
+            make_sql_templates(config, run)
+            _keep_project_templates(run, templates)
+        if not run.dataset.exists():  # words what is missing; a finished file asks nothing
+            with (
+                Session(config, run, hooks) as session,
+                session.llm("templates", use_llm) as client,
+            ):
+                _text_templates(config, run, client)
+    with _stage(progress, timings, "generate", "balanced dataset"):
+        if not run.dataset.exists():
+            generate_dataset(config, run, config.generate)
+    if use_llm:
+        _document_half(config, run, hooks, progress, timings)
 
 
 def _document_half(

@@ -29,6 +29,7 @@ from ragaudit.analysis.group_counts import COUNTS, GroupCounts, SideCounts
 from ragaudit.analysis.metrics import blame_rule
 from ragaudit.analysis.retrieval_metrics import Shape
 from ragaudit.analysis.summary import SOURCES, Blame
+from ragaudit.judge.retrieval import RuleFit
 
 if TYPE_CHECKING:
     import duckdb
@@ -210,6 +211,30 @@ def _prepare(con: duckdb.DuckDBPyConnection, paths: Sequence[Path]) -> None:
         LEFT JOIN same_context s ON a.system = s.system AND a.query_id = s.query_id
         WHERE a.correct IS NOT NULL"""
     )
+
+
+def rule_fit(con: duckdb.DuckDBPyConnection, rule: str) -> RuleFit:
+    """Where ``rule`` does not fit the judged first askings' retrievals (after
+    :func:`aggregate` prepared them), counted as the in-memory path counts them: every
+    answer with a judgement (the judge's failures too) that did not fail and has
+    retrieved ids, by its distinct documents retrieved, within recall@K's K, and gold."""
+    fit = RuleFit(rule)
+    cut = int(rule[7:]) if rule.startswith("recall@") else None
+    within = (
+        f"len(list_distinct(list_slice(retrieved_ids, 1, {cut})))"
+        if cut is not None
+        else "len(list_distinct(retrieved_ids))"
+    )
+    rows = con.execute(
+        f"""SELECT system, len(list_distinct(retrieved_ids)) AS got,
+                   len(list_distinct(gold_ids)) AS want, {within} AS within, count(*) AS n
+            FROM answers
+            WHERE NOT errored AND retrieved_ids IS NOT NULL AND gold_ids IS NOT NULL
+            GROUP BY ALL"""
+    ).fetchall()
+    for system, got, want, inside, n in rows:
+        fit.add_counts(system, int(got), int(want), int(inside), int(n))
+    return fit
 
 
 def _ints(values: Any) -> np.ndarray:

@@ -557,11 +557,12 @@ def fingerprint_existing(manifest: Manifest, *, unreadable: bool = False) -> lis
 
 
 def provenance_options(run: RunDir, step: str) -> dict[str, Any]:
-    """The options of ``step``'s last entry in the run's provenance.json (none when it has
-    no such entry or cannot be read)."""
-    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+    """The options of ``step``'s last entry in the run's provenance.json that did not fail
+    (``status`` done, or none: an entry written before steps said how they ended); none
+    when it has no such entry or cannot be read."""
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError, AttributeError):
         steps = json.loads(run.provenance.read_text(encoding="utf-8"))["steps"]
         for item in reversed(steps):
-            if item.get("step") == step:
+            if item.get("step") == step and item.get("status", "done") == "done":
                 return dict(item.get("options") or {})
     return {}
