@@ -74,7 +74,7 @@ def test_a_passage_text_is_a_string_or_not_known_at_every_door() -> None:
 
 
 # Every kind of value an answer may be, and the text it is recorded as (False: refused).
-ANSWERS: list[tuple[Any, str | None | bool]] = [
+ANSWERS: list[tuple[Any, str | bool | None]] = [
     ("Paris.", "Paris."),
     (None, None),  # a retrieval-only system gives none
     (6, "6"),  # a figure the system computed
@@ -89,7 +89,7 @@ ANSWERS: list[tuple[Any, str | None | bool]] = [
 
 @pytest.mark.parametrize(("value", "expected"), ANSWERS, ids=[repr(v) for v, _ in ANSWERS])
 def test_an_answer_is_read_alike_from_every_shape_a_system_returns_and_by_evaluate(
-    value: Any, expected: str | None | bool
+    value: Any, expected: str | bool | None
 ) -> None:
     """ra.Answer, a dict and a tuple, and ra.evaluate's rows: one rule, never ``str``."""
     shapes = [ra.Answer(value), {"answer": value}, (value, [])]
