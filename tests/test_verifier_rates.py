@@ -98,7 +98,9 @@ _installed = importlib.util.find_spec("xllamacpp") and importlib.util.find_spec(
 
 @pytest.mark.local_model
 @pytest.mark.timeout(900)
-def test_the_real_model_on_a_twenty_eighth_of_the_set(grammar_reference: Path, tmp_path: Path) -> None:
+def test_the_real_model_on_a_twenty_eighth_of_the_set(
+    grammar_reference: Path, tmp_path: Path
+) -> None:
     if not _installed:
         if IN_CI:
             pytest.fail("CI must test the embedded model: install ragaudit[local]")
