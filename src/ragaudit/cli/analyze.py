@@ -37,9 +37,7 @@ def analyze_cmd(
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap and permutation seed.")] = 0,
     system: Annotated[
         str | None,
-        typer.Option(
-            "--system", help="Name of the system in --neutral files (default: external)."
-        ),
+        typer.Option("--system", help="Name of the system in --neutral files (default: external)."),
     ] = None,
     llm_only: Annotated[
         str | None,
