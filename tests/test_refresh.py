@@ -408,7 +408,8 @@ def _as_generate_makes_it(project: ra.Project) -> None:
     on the same data under the dataset's options (checked by generating it again)."""
     run = RunDir(project.run_dir)
     refreshed = _groups(run)
-    options = json.loads(run.dataset_stats.read_text())["options"]
+    recounted = json.loads(run.dataset_stats.read_text())
+    options = recounted["options"]
     project.generate(
         unverified=True,
         include_null=options["include_null"],
@@ -416,6 +417,14 @@ def _as_generate_makes_it(project: ra.Project) -> None:
         allow_multi=options["allow_multi"],
     )
     assert refreshed == _groups(run)
+    # dataset.stats.json was recounted by the refresh: the counts generate gives now.
+    generated = json.loads(run.dataset_stats.read_text())
+    for name in ("semantic_groups", "text_queries", "gold_groups"):
+        assert recounted["overview"][name] == generated["overview"][name], name
+    assert recounted["overview"]["semantic_groups"] == len(refreshed)
+    for before, now in zip(recounted["tables"], generated["tables"], strict=True):
+        for name in ("semantic_groups", "text_queries"):
+            assert before[name] == now[name], (before["table"], name)
 
 
 @pytest.mark.parametrize("include_unanswerable", [False, True])

@@ -12,7 +12,7 @@ import collections
 import itertools
 import random
 from array import array
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -324,6 +324,85 @@ def table_stats(
                 why=why,
             )
         )
+    return out
+
+
+def gold_part(gold_ids: Sequence[str] | None, gold_kind: str | None) -> str:
+    """What a group's gold ids say, as ``gold_groups`` counts it: ``unknown`` (none
+    known), ``holes`` (no document states the answer), else the kind (``states``,
+    ``entity``)."""
+    if gold_kind is None:
+        return "unknown"
+    return gold_kind if gold_ids or gold_kind == "entity" else "holes"
+
+
+# What a dataset.stats.json recounted after ``generate --refresh`` says of itself.
+RECOUNTED = (
+    "the dataset's counts (templates asked, groups, questions, gold ids, per table) were "
+    "recounted after generate --refresh; what generation saw (combinations, multi-answer, "
+    "NULL and unanswered groups, wordings, skipped templates) is generate's"
+)
+
+
+def recounted(
+    data: dict[str, Any], records: Iterable[QueryRecord], tables_of: Mapping[str, Sequence[str]]
+) -> dict[str, Any]:
+    """A dataset.stats.json's content (``data``) with the counts that describe the dataset
+    as it is now recounted from its ``records`` (``generate --refresh`` changed, removed
+    and added groups): the overview's SQL templates asked, groups, questions per style
+    and gold groups, and each table's templates, groups and questions (``tables_of``:
+    template id -> the tables it reads). What generation saw (combinations, the
+    multi-answer, NULL and unanswered groups it met, wordings, skipped templates) is
+    kept, and the overview says so (:data:`RECOUNTED`). Pure."""
+    groups: dict[str, QueryRecord] = {}
+    questions: collections.Counter[tuple[str, str]] = collections.Counter()
+    for q in records:
+        if q.source != "sql" or q.template_id is None:
+            continue
+        groups.setdefault(q.group_id, q)
+        questions[q.template_id, q.variant] += 1
+    per_template: collections.Counter[str] = collections.Counter(
+        q.template_id for q in groups.values() if q.template_id is not None
+    )
+    gold: collections.Counter[str] = collections.Counter()
+    for q in groups.values():
+        gold[gold_part(q.gold_ids, q.gold_kind)] += 1
+    out = dict(data)
+    overview = dict(out.get("overview") or {})
+    styles: collections.Counter[str] = collections.Counter()
+    for (_, style), n in questions.items():
+        styles[style] += n
+    overview.update(
+        sql_templates=len(per_template),
+        semantic_groups=len(groups),
+        text_queries=dict(styles),
+        gold_groups=dict(gold),
+        warnings=[*(w for w in overview.get("warnings", []) if w != RECOUNTED), RECOUNTED],
+    )
+    out["overview"] = overview
+    if isinstance(out.get("tables"), list):
+        rows = []
+        for entry in out["tables"]:
+            name = str(entry.get("table", "")).lower()
+            reading = [t for t, read in tables_of.items() if name in (n.lower() for n in read)]
+            asked = [t for t in reading if per_template[t]]
+            by_style: collections.Counter[str] = collections.Counter()
+            for (tid, style), n in questions.items():
+                if tid in reading:
+                    by_style[style] += n
+            why = entry.get("why")
+            if not sum(by_style.values()) and why is None:
+                why = "its questions left the dataset at generate --refresh"
+            rows.append(
+                {
+                    **entry,
+                    "sql_templates": len(asked),
+                    "semantic_groups": sum(per_template[t] for t in reading),
+                    "text_queries": dict(by_style),
+                    "why": why,
+                }
+            )
+        out["tables"] = rows
     return out
 
 
@@ -837,13 +916,7 @@ def generate(
         for group in kept:
             tstats.kept_groups += 1
             gold_ids, gold_kind = group_gold(group, plan_, facts, gold)
-            part = (
-                "unknown"
-                if gold_kind is None
-                else gold_kind
-                if gold_ids or gold_kind == "entity"
-                else "holes"
-            )
+            part = gold_part(gold_ids, gold_kind)
             tstats.gold[part] = tstats.gold.get(part, 0) + 1
             reference = Reference.from_values(group.answers)
             for record in wordings.queries(

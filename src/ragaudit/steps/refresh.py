@@ -18,6 +18,7 @@ from collections.abc import Iterator
 
 from ragaudit.config import Config, GenerateOptions
 from ragaudit.errors import UserError
+from ragaudit.generate.dataset import recounted
 from ragaudit.generate.refresh import (
     VALUE_GONE,
     Refresher,
@@ -26,7 +27,7 @@ from ragaudit.generate.refresh import (
     stale_cells,
     stale_documents,
 )
-from ragaudit.generate.sql.templates import TemplateFileError, load_templates
+from ragaudit.generate.sql.templates import SqlTemplate, TemplateFileError, load_templates
 from ragaudit.generate.text.templates import load_text_templates
 from ragaudit.progress import SILENT, Progress
 from ragaudit.records.io import (
@@ -144,6 +145,7 @@ def refresh_dataset(
         partial.unlink(missing_ok=True)
         db.dispose()
     moved = refresher.moved
+    _recount(run, templates)
     write_jsonl_atomic(run.refresh_log, [*moved, *stale])
     report = _report(refresher.tally, moved, stale, retired, new)
     report.notes.extend(stale_notes)
@@ -151,6 +153,25 @@ def refresh_dataset(
     # answers.parquet is not built here: its fingerprint no longer matches the dataset, so
     # the next reader (or run, or judge) builds it, as after generate.
     return report
+
+
+def _recount(run: RunDir, templates: list[SqlTemplate]) -> None:
+    """dataset.stats.json's counts of the dataset recounted from it as the refresh left
+    it (:func:`~ragaudit.generate.dataset.recounted`), so that no reader (the report, the
+    overview) shows the groups and questions the dataset had before. A stats file that
+    cannot be read is left as it is: nothing is made up in its place."""
+    if not run.dataset_stats.is_file():
+        return
+    try:
+        data = json.loads(run.dataset_stats.read_text(encoding="utf-8"))
+    except (ValueError, OSError):
+        return
+    if not isinstance(data, dict):
+        return
+    tables_of = {t.id: list(t.tables) for t in templates}
+    atomic_write_json(
+        run.dataset_stats, recounted(data, read_jsonl(run.dataset, QueryRecord), tables_of)
+    )
 
 
 def _groups(n: int, kind: str = "") -> str:
