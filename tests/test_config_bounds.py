@@ -484,3 +484,33 @@ def test_a_lambda_target_that_is_no_share_is_one_line(tmp_path: Path, value: str
     assert "--lambda-target: " in result.stderr and "Traceback" not in result.stderr
     if value == "nan":
         assert "is not a number" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        (["judge", "--samples", "1000000", "--dry-run"], "judge --samples 1000000: give a whole"),
+        (["judge", "--retrieval-rule", "recall@99999999999999999999"], "K is a whole number"),
+        (["analyze", "--seed", "99999999999"], "seed must be a whole number from 0 to"),
+    ],
+)
+def test_a_count_no_run_could_use_is_one_line_before_anything_runs(
+    tmp_path: Path, args: list[str], why: str
+) -> None:
+    """Flags beside the configuration have its bounds: a vote of a million verdicts, a
+    recall@K past any retrieval, a seed past 2**31 - 1 are refused in one line, at once."""
+    import ragaudit as ra
+
+    ra.Project.example(root=tmp_path, progress="none")
+    (tmp_path / "ragaudit.yaml").write_text("database:\n  url: example\n")
+    result = ragaudit(*args, cwd=tmp_path, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert why in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("value", ["true", "null", "{count: true}", "yes"])
+def test_per_kind_takes_numbers_or_all_never_a_flag(value: str) -> None:
+    """``templates.per_kind`` is a number for every kind, 'all' or a number per kind: a
+    YAML flag (true, yes) or null is a one-line error, never read as 1."""
+    with pytest.raises(ConfigError, match="per_kind"):
+        parse_config(f"templates:\n  per_kind: {value}\n")

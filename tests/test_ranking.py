@@ -252,3 +252,22 @@ def test_the_tau_interval_covers_the_systems_true_agreement() -> None:
         percentile += low <= true_tau <= high
     assert basic / trials >= 0.75, basic
     assert percentile / trials <= 0.2, percentile
+
+
+def test_a_system_right_or_wrong_everywhere_on_a_small_set_has_no_point_interval() -> None:
+    """Every resample of five groups gives 0 (or 1): the bootstrap interval would be the
+    point [0, 0]; the interval is Wilson's over the five groups scored instead, which
+    covers what five groups cannot rule out, and a system in between keeps its
+    bootstrap interval."""
+    from ragaudit.analysis.metrics import wilson
+
+    num = np.array([[0.0] * 5, [1.0] * 5, [1.0, 0.0, 1.0, 0.0, 1.0]])
+    scores = SetScores("imported", ["none", "all", "some"], [f"g{i}" for i in range(5)],
+                       num, np.ones((3, 5)))  # fmt: skip
+    study = rank_sets({"imported": scores}, metric="accuracy", n_boot=200, n_perm=100)
+    (ranking,) = study.sets
+    by = {r.system: r for r in ranking.systems}
+    assert by["none"].ci95 == pytest.approx(wilson(0, 5)) and by["none"].ci95[1] > 0.4
+    assert by["all"].ci95 == pytest.approx(wilson(5, 5)) and by["all"].ci95[0] < 0.6
+    low, high = by["some"].ci95
+    assert low < 0.6 < high and (low, high) != pytest.approx(wilson(3, 5))

@@ -256,3 +256,24 @@ def test_the_command_line_and_python_take_the_same_names(tmp_path: Path) -> None
         "for a table must tell every row apart"
     ]
     assert not (tmp_path / "w3").exists()
+
+
+def test_a_column_named_twice_or_a_table_without_rows_is_refused_in_one_line(
+    tmp_path: Path,
+) -> None:
+    """``--name Playlist=Name+Name`` would title each row by its name written twice;
+    ``--name`` on an empty table has nothing to name: each is one line, no world."""
+    url = _store(tmp_path / "music.sqlite")
+    conn = sqlite3.connect(tmp_path / "music.sqlite")
+    conn.execute("CREATE TABLE Ghost (GhostId INTEGER PRIMARY KEY, Name TEXT)")
+    conn.commit()
+    conn.close()
+    for name, why in (
+        ("Playlist=Name+Name", "Playlist.Name is named twice"),
+        ("Ghost=Name", "Ghost has no rows"),
+    ):
+        done = ragaudit("world", "w", "--from-db", url, "--name", name, cwd=tmp_path)
+        errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert len(errors) == 1 and why in errors[0], errors
+        assert not (tmp_path / "w").exists()

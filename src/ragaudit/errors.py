@@ -174,10 +174,14 @@ def _escaped(match: re.Match[str]) -> str:
 
 
 def check_seed(seed: int) -> None:
-    """A resampling seed is a whole number of at least 0 (numpy's rule), said in one line
-    naming the option rather than numpy's "expected non-negative integer"."""
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise UserError(f"seed must be a whole number of at least 0, not {seed!r}")
+    """A resampling seed is a whole number from 0 to
+    :data:`~ragaudit.options.MAX_SEED` (numpy's rule, and the configuration's bound),
+    said in one line naming the option rather than numpy's "expected non-negative
+    integer"."""
+    from ragaudit.options import MAX_SEED
+
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise UserError(f"seed must be a whole number from 0 to {MAX_SEED:,}, not {seed!r}")
 
 
 def looked_in(path: PathLike[str] | str) -> str:

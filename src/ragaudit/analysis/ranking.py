@@ -35,7 +35,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragaudit.analysis.metrics import Example, proportion
+from ragaudit.analysis.metrics import Example, proportion, wilson_share
 from ragaudit.analysis.retrieval_metrics import (
     is_ranked,
     ndcg_at_k,
@@ -305,7 +305,10 @@ class RankedSystem(_Model):
 
     system: str = Field(description="the system")
     value: float = Field(description="the metric over the set")
-    ci95: Interval = Field(description="95% percentile interval over the group resamples")
+    ci95: Interval = Field(
+        description="95% percentile interval over the group resamples (Wilson's over the "
+        "groups scored where every resample gives the same value)"
+    )
     rank: float = Field(description="1 is best; tied systems share the mean of their ranks")
     groups: int = Field(ge=0, description="groups the system scored a query of")
     queries: int = Field(ge=0, description="queries scored")
@@ -488,13 +491,21 @@ def _ranking(scores: SetScores, boot: np.ndarray) -> SetRanking:
     for rank, i in zip(ranks, defined, strict=True):
         value = values[i]
         assert value is not None
+        groups = int((scores.den[i] > 0).sum())
+        interval = _interval(boot[:, i]) or (value, value)
+        if interval[0] == interval[1] and 0.0 <= value <= 1.0:
+            # Every resample gives the same value (all right, or all wrong): the bootstrap
+            # says nothing of the uncertainty, which is widest on a small set. Wilson's
+            # interval over the groups scored (a conservative one for the mean of scores
+            # in [0, 1], see wilson_share) is never a point.
+            interval = wilson_share(value, groups)
         rows.append(
             RankedSystem(
                 system=scores.systems[i],
                 value=value,
-                ci95=_interval(boot[:, i]) or (value, value),
+                ci95=interval,
                 rank=rank,
-                groups=int((scores.den[i] > 0).sum()),
+                groups=groups,
                 queries=int(scores.den[i].sum()),
             )
         )

@@ -695,9 +695,10 @@ class Project:
         (``--retry-failed``). ``dry_run``: nothing is asked or written; returns the
         requests, tokens and cost judging would spend, the requests the cache holds
         counted apart (a :class:`~ragaudit.llm.estimate.DryRun`)."""
-        from ragaudit.steps.judge import judge_run, require_judged
+        from ragaudit.steps.judge import check_counts, judge_run, require_judged
 
         check_rule(retrieval_rule)
+        check_counts(samples=samples, audit=audit)
         judge = self
         if llm is not None and llm is not PROJECT_LLM:
             judge = Project(

@@ -278,6 +278,13 @@ def chosen_naming(db: Database, table: TableInfo, columns: Sequence[str]) -> Nam
         if column is None:
             known = ", ".join(c.name for c in table.columns)
             raise ValueError(f"{table.name} has no column {name!r} (it has {known})")
+        if column.name in found:
+            raise ValueError(
+                f"{table.name}.{column.name} is named twice: name a table by one column, "
+                "or by two different ones (first and last name)"
+            )
+        if not table.row_count:
+            raise ValueError(f"{table.name} has no rows: there is nothing to name")
         if _null_fraction(column, table) > MAX_NULL_FRACTION_KEY:
             raise ValueError(
                 f"{table.name}.{column.name} is {_null_fraction(column, table):.0%} NULL: "

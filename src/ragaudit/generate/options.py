@@ -55,6 +55,15 @@ class TemplatesConfig(StrictOptions):
             return dict.fromkeys(KINDS, MAX_PER_KIND)
         if isinstance(value, int) and not isinstance(value, bool):
             return dict.fromkeys(KINDS, value)
+        if value is None or isinstance(value, bool | str | list):
+            raise ValueError(
+                f"{value!r}: give a number for every kind, 'all', or a number per kind "
+                "(lookup: 6, count: 2, ...)"
+            )
+        if isinstance(value, dict):
+            for kind, n in value.items():
+                if isinstance(n, bool):  # YAML's yes/no, never a count of templates
+                    raise ValueError(f"{kind}: {n!r} is no number of templates (1 to 1000)")
         return value
 
     per_style: int = Field(3, ge=1, le=50, description="Text templates per SQL template and style.")

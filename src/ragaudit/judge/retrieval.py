@@ -22,6 +22,9 @@ RetrievalRule = str  # same_set | any_hit | all_gold | recall@K
 # the mean over queries is the Recall@k a user expects.
 DEFAULT_RULE = "all_gold"
 
+# recall@K's largest K: far more documents than any retriever returns for one question.
+MAX_RECALL_K = 10_000
+
 RULE_HELP = "all_gold (default), any_hit, same_set (the GRAMMAR paper's) or recall@K"
 
 
@@ -29,8 +32,13 @@ def check_rule(rule: str) -> str:
     """``rule`` if it names a retrieval rule, else a one-line error."""
     if rule in ("same_set", "any_hit", "all_gold"):
         return rule
-    if rule.startswith("recall@") and rule[7:].isdigit() and int(rule[7:]) > 0:
-        return rule
+    if rule.startswith("recall@") and rule[7:].isdigit():
+        if 0 < int(rule[7:]) <= MAX_RECALL_K:
+            return rule
+        raise UserError(
+            f"retrieval rule {rule!r}: K is a whole number from 1 to {MAX_RECALL_K:,} "
+            "(the documents retrieved within which every gold document must be)"
+        )
     raise UserError(f"retrieval rule {rule!r}: use all_gold, any_hit, same_set or recall@K")
 
 

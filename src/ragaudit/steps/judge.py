@@ -144,6 +144,24 @@ def read_judge_stats(path: Path) -> dict[str, JudgeEntry]:
         raise UserError(f"{path}: {where}: {err['msg']}") from None
 
 
+# The most LLM verdicts one answer may be given for a majority vote (``--samples``), and
+# the most deterministic decisions re-judged by the LLM (``--audit``).
+MAX_SAMPLES = 25
+MAX_AUDIT = 1_000_000
+
+
+def check_counts(*, samples: int, audit: int) -> None:
+    """``judge --samples`` from 1 to :data:`MAX_SAMPLES` and ``--audit`` from 0 to
+    :data:`MAX_AUDIT`, or a one-line error naming the option: a vote of a million
+    verdicts per answer is no option a run can use (its dry run alone would not end)."""
+    for name, value, low, high in (
+        ("samples", samples, 1, MAX_SAMPLES),
+        ("audit", audit, 0, MAX_AUDIT),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise UserError(f"judge --{name} {value!r}: give a whole number from {low} to {high:,}")
+
+
 def judge_run(
     session: Session,
     *,
