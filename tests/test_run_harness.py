@@ -336,3 +336,27 @@ def test_an_answer_cut_inside_a_character_is_kept_with_the_replacement_and_a_not
     assert sorted(verdicts) == ["q0000", "q0001", "q0002"]
     # Judged as it reads: "answer 0 <U+FFFD>" still gives the reference "answer 0".
     assert verdicts["q0000"].correct is (source != "http")
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_system_that_calls_sys_exit_fails_that_answer_and_the_run_goes_on(
+    tmp_path: Path, kind: str
+) -> None:
+    """sys.exit() in a system's code (a script turned into a function) is that answer's
+    error: the run records it and asks the other questions, never exits with its code."""
+
+    def sync(question: str) -> str:
+        if "quit" in question:
+            sys.exit(3)
+        return f"re: {question}"
+
+    async def asynchronous(question: str) -> str:
+        return sync(question)
+
+    system = CallableSystem("exits", sync if kind == "sync" else asynchronous, threads=2)
+    qs = queries(["fine one", "quit now", "fine two"])
+    stats = aio.run(run_system(system, qs, tmp_path / "r.jsonl", concurrency=2))
+    by_id = {r.query_id: r for r in _records(tmp_path / "r.jsonl")}
+    assert by_id["q0001"].error is not None and "sys.exit(3)" in by_id["q0001"].error
+    assert by_id["q0000"].response == "re: fine one" and by_id["q0002"].response == "re: fine two"
+    assert stats.asked == 3 and stats.errors == 1

@@ -6,6 +6,7 @@ identify them (a person's first and last name; never a postal code or a job titl
 from __future__ import annotations
 
 import datetime as dt
+import sqlite3
 import statistics
 from collections import Counter
 from pathlib import Path
@@ -291,11 +292,26 @@ def test_the_coverage_report_says_what_reaches_each_column_and_why_not(tmp_path:
     again = project.templates_sql().coverage
     assert again is not None
     assert again.tables["member"].columns["city"].why == NOT_IN_FILE
+    # A table that nothing names (no key, no naming column), added to the database.
+    conn = sqlite3.connect(tmp_path / "library.sqlite")
+    conn.execute("CREATE TABLE shelf_note (remark TEXT, weight INTEGER)")
+    conn.executemany("INSERT INTO shelf_note VALUES (?, ?)", [("dusty", 1), ("dusty", 2)])
+    conn.commit()
+    conn.close()
+    again = project.templates_sql().coverage
+    assert again is not None and again.tables["shelf_note"].why is not None
     shown = ragaudit("templates", "sql", "--db", url, cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
     assert "Coverage of the schema" in shown.stdout
     assert f"not asked: member.city: {NOT_IN_FILE}" in shown.stderr
     assert "book.book_id" not in shown.stderr  # a key is never asked: not listed
+    # Every other column no template reaches is listed with why, those of a table that
+    # nothing names too (the Python coverage lists each).
+    for name, table in again.tables.items():
+        for column, reached in table.columns.items():
+            if reached.why is not None and reached.why != ID_LIKE:
+                assert f"not asked: {name}.{column}: {reached.why}" in shown.stderr
+    assert "not asked: shelf_note.remark:" in shown.stderr
 
 
 _TABLES = [(t.split("(")[0].split()[-1],) for t in DDL]

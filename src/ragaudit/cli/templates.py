@@ -114,8 +114,6 @@ def _print_coverage(result: SqlTemplatesResult) -> None:
         )
     console.print(table)
     for name, t in coverage.tables.items():
-        if t.why is not None:
-            continue  # said above, once for the table
         for column, c in t.columns.items():
             if c.why is not None and c.why != ID_LIKE:  # a key is never asked: no news
                 err_console.print(f"not asked: {name}.{column}: {c.why}", markup=False)

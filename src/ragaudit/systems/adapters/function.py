@@ -14,7 +14,7 @@ from typing import Any, Literal
 from ragaudit.errors import ConfigError
 from ragaudit.records.models import QueryRecord
 from ragaudit.systems.adapters.common import TargetOptions, _no_k, load_target, to_answer
-from ragaudit.systems.base import SystemAnswer
+from ragaudit.systems.base import SystemAnswer, SystemFailure
 
 
 class CallableSystemConfig(TargetOptions):
@@ -57,13 +57,25 @@ class CallableSystem:
         if self.k is not None:
             kwargs["k"] = self.k
         if self._async:
-            value = await self.fn(query.query, **kwargs)
+            try:
+                value = await self.fn(query.query, **kwargs)
+            except SystemExit as exc:
+                raise _exited(self.name, exc) from None
         else:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=self._threads)
             loop = asyncio.get_running_loop()
-            value = await loop.run_in_executor(self._pool, lambda: self.fn(query.query, **kwargs))
+            value = await loop.run_in_executor(self._pool, lambda: self._call(query, kwargs))
         return to_answer(value, f"system {self.name}")
+
+    def _call(self, query: QueryRecord, kwargs: dict[str, Any]) -> Any:
+        """The function called in a worker thread, a ``sys.exit()`` in it made that
+        answer's failure: raised as it is, it would end the whole run (asyncio lets no
+        task swallow SystemExit)."""
+        try:
+            return self.fn(query.query, **kwargs)
+        except SystemExit as exc:
+            raise _exited(self.name, exc) from None
 
     async def aclose(self) -> None:
         """Stop the worker threads (a call still running in one is abandoned); a later
@@ -78,3 +90,8 @@ def build(sc: CallableSystemConfig, *, concurrency: int) -> CallableSystem:
     return CallableSystem(
         sc.name, load_target(sc.target, f"systems.{sc.name}"), threads=concurrency, k=sc.k
     )
+
+
+def _exited(name: str, exc: SystemExit) -> SystemFailure:
+    """The failure of an answer whose code called ``sys.exit()``."""
+    return SystemFailure(f"system {name} called sys.exit({exc.code!r}) while answering")
