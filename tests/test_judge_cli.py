@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from ragaudit.errors import UserError
 from ragaudit.records import (
     Judgement,
     QueryRecord,
@@ -586,3 +587,24 @@ def test_a_response_that_only_repeats_its_question_is_never_credited(
         verdict = judged("Retail")
         assert (verdict.correct, verdict.method) == (True, "llm")
         assert llm_server.request_count == 1
+
+
+def test_a_judge_whose_llm_failed_everywhere_says_the_matchers_verdicts_are_kept() -> None:
+    """The LLM judge failed on every answer it was asked about while the matchers decided
+    55: the error says those are written, not that nothing was judged at all."""
+    from ragaudit.judge.cascade import JudgeFailure
+    from ragaudit.steps.judge import JudgeEntry, JudgeReport, require_judged
+
+    failure = JudgeFailure(query_id="q1", reason="not JSON")
+    entry = JudgeEntry(
+        judged_now=60, already_judged=0, methods={"match:exact": 55, "judge-failed": 5},
+        llm_sample_agreement=None, judge_failed=5, judge_failures=[failure],
+    )  # fmt: skip
+    with pytest.raises(UserError) as caught:
+        require_judged(JudgeReport(systems={"rag": entry}))
+    said = str(caught.value)
+    assert "failed on all 5 answers" in said and "the matchers' 55 verdicts are written" in said
+    entry = entry.model_copy(update={"methods": {"judge-failed": 5}})
+    with pytest.raises(UserError) as caught:
+        require_judged(JudgeReport(systems={"rag": entry}))
+    assert "matchers" not in str(caught.value)

@@ -590,7 +590,19 @@ def require_judged(report: JudgeReport) -> None:
             ),
             "no reason recorded",
         )
+        matched = sum(
+            n
+            for e in report.systems.values()
+            for m, n in e.methods.items()
+            if m.startswith("match")
+        )
+        kept = (
+            f"; the matchers' {matched} verdicts are written, and a rerun asks the LLM only "
+            "about the rest"
+            if matched
+            else ""
+        )
         raise UserError(
             f"the LLM judge failed on all {failed} answers it was asked about "
-            f"(first: {first}); nothing was judged by the LLM"
+            f"(first: {first}); nothing was judged by the LLM{kept}"
         )
