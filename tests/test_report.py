@@ -410,3 +410,46 @@ def test_the_metrics_table_fits_1280_pixels_and_explains_its_terms(
             assert re.search(rf"(^|\n){re.escape(term)}\b.*: ", legend), term
     finally:
         driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def test_report_shows_the_coverage_of_the_schema_while_its_templates_are_the_runs(
+    tmp_path: Path,
+) -> None:
+    """templates sql counts what its templates reach; the report shows it per table, with
+    every unreached column a user could ask about and why, as the Python coverage says;
+    once templates/sql.yaml is edited the coverage is no longer shown as current."""
+    import ragaudit as ra
+    from ragaudit.generate.sql.coverage import ID_LIKE
+    from ragaudit.rundir import RunDir
+
+    project = ra.Project.example(root=tmp_path, progress="none")
+    project.config.templates.per_kind = 1  # type: ignore[assignment]  # a sample leaves some out
+    coverage = project.templates_sql().coverage
+    assert coverage is not None
+    project.templates_text(verify=False)
+    dataset = project.generate(unverified=True)
+    truth = {q.query: q.reference.display for q in dataset}
+    project.run([ra.system(lambda q: truth[q], name="rag")])
+    project.judge(llm=None)
+    project.analyze()
+    html = project.report().read_text()
+    section = html.split('id="schema-coverage"', 1)[1].split("</table>", 1)[0]
+    for name, table in coverage.tables.items():
+        assert f"<td>{name}</td>" in section
+        assert f"{table.reached} of {len(table.columns)}" in section
+    unreached = [
+        f"{name}.{column}: {c.why}"
+        for name, t in coverage.tables.items()
+        for column, c in t.columns.items()
+        if c.why is not None and c.why != ID_LIKE
+    ]
+    assert unreached, "the example has columns no template reaches"
+    shown = html.split('id="schema-coverage"', 1)[1].split("</ul>", 1)[0]
+    for line in unreached:
+        assert f"not asked: {line}" in html.replace("&#39;", "'"), line
+    assert len(shown.split("<li>")) - 1 == len(unreached)
+    sql = RunDir(project.run_dir).templates_sql
+    sql.write_text(sql.read_text() + "\n# edited by hand\n")
+    html = project.report().read_text()
+    assert 'id="schema-coverage"' not in html
+    assert "templates/sql.yaml changed since its coverage was counted" in html

@@ -86,6 +86,12 @@ class RunDir:
         return self.root / "templates" / "text.yaml"
 
     @property
+    def templates_coverage(self) -> Path:
+        """What templates/sql.yaml reaches of the schema, per table and column
+        (``templates sql`` writes it; the report shows it)."""
+        return self.root / "templates" / "coverage.json"
+
+    @property
     def dataset(self) -> Path:
         return self.root / "dataset.jsonl"
 

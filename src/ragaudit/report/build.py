@@ -71,7 +71,7 @@ from ragaudit.report.text import (
     verdict_lines,
 )
 from ragaudit.rundir import RunDir
-from ragaudit.store.files import DrilldownRow, read_drilldown, read_usage
+from ragaudit.store.files import DrilldownRow, read_coverage, read_drilldown, read_usage
 from ragaudit.store.manifest import corpus_folder, notify, open_manifest
 from ragaudit.store.records import read_dataset, read_refresh_log, read_responses
 from ragaudit.world.build import WorldRewrite, read_world_file
@@ -299,6 +299,8 @@ class ReportData:
     # A dataset.stats.json written before the per-table counts were kept: the report says
     # so, rather than leave a user to guess why the view is missing.
     per_table_absent: bool = False
+    coverage: CoverageSection | None = None
+    coverage_note: str | None = None  # why the coverage is not shown, where it is not
 
 
 @dataclass(frozen=True)
@@ -350,6 +352,37 @@ def _lambda_section(study: LambdaStudy | None) -> LambdaSection | None:
         rows=lambda_rows(study),
         note=lambda_note(study),
     )
+
+
+@dataclass(frozen=True)
+class CoverageSection:
+    """What templates/sql.yaml reaches of the schema (templates/coverage.json): a row per
+    table (its rows, the columns reached of its columns, the kinds that reach it, why
+    none does) and each column no template reaches that a user could ask about, with
+    why (keys and ids are never asked, and not listed)."""
+
+    rows: list[list[str]]
+    unreached: list[str]
+
+
+def _coverage(run: RunDir) -> tuple[CoverageSection | None, str | None]:
+    """The report's coverage section, or why it cannot be shown."""
+    from ragaudit.generate.sql.coverage import ID_LIKE
+
+    coverage, why = read_coverage(run)
+    if coverage is None:
+        return None, why
+    rows = [
+        [name, str(t.rows), f"{t.reached} of {len(t.columns)}", ", ".join(t.kinds), t.why or ""]
+        for name, t in coverage.tables.items()
+    ]
+    unreached = [
+        f"{name}.{column}: {c.why}"
+        for name, t in coverage.tables.items()
+        for column, c in t.columns.items()
+        if c.why is not None and c.why != ID_LIKE
+    ]
+    return CoverageSection(rows=rows, unreached=unreached), None
 
 
 @dataclass(frozen=True)
@@ -1075,8 +1108,11 @@ def collect(run: RunDir) -> ReportData:
                 rows=table_stats_rows(tables, dataset),
                 uncovered=[t.table for t in tables if t.why],
             )
+    coverage, coverage_note = _coverage(run)
     return ReportData(
         title=f"ragaudit report: {run.root.name}",
+        coverage=coverage,
+        coverage_note=coverage_note,
         outcome=summary.outcome,
         headlines=headlines,
         other_verdicts=rest,

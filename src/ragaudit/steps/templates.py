@@ -51,6 +51,7 @@ from ragaudit.judge.matchers import gives_answer
 from ragaudit.llm.client import LLMClient
 from ragaudit.progress import SILENT, Progress
 from ragaudit.rundir import RunDir
+from ragaudit.store.files import write_coverage
 
 
 def open_database(config: Config) -> tuple[Database, SchemaInfo]:
@@ -187,6 +188,7 @@ def make_sql_templates(
     if path.exists() and not overwrite:
         kept_file = load_templates(path).templates
         file_notes, file_coverage = _file_notes(config, kept_file)
+        write_coverage(run, file_coverage)
         return SqlTemplatesResult(path, False, kept_file, [], file_notes, file_coverage)
     db, schema = open_database(config)
     rejected: list[tuple[str, str]] = []
@@ -228,6 +230,7 @@ def make_sql_templates(
         db.dispose()
     run.create()
     save_templates(path, kept)
+    write_coverage(run, coverage)
     return SqlTemplatesResult(path, True, kept, rejected, notes, coverage)
 
 

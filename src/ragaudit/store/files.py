@@ -13,9 +13,17 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from typing_extensions import TypedDict
 
 from ragaudit.analysis.summary import Source, Tag
+from ragaudit.generate.sql.coverage import SchemaCoverage
 from ragaudit.llm.usage import UsageFile
-from ragaudit.records.io import RecordFileError, iter_jsonl_dicts, parse_json, read_utf8_text
+from ragaudit.records.io import (
+    RecordFileError,
+    atomic_write_json,
+    iter_jsonl_dicts,
+    parse_json,
+    read_utf8_text,
+)
 from ragaudit.rundir import RunDir
+from ragaudit.store.manifest import hash_file
 
 
 class DrilldownRow(TypedDict):
@@ -102,3 +110,38 @@ def read_documents_thresholds(run: RunDir) -> dict[str, int]:
         return DocumentsStatsFile.model_validate(parse_json(text)).options.thresholds
     except (RecordFileError, ValueError):
         return {}
+
+
+def write_coverage(run: RunDir, coverage: SchemaCoverage | None) -> None:
+    """``templates/coverage.json``: the coverage, with the digest of the templates/sql.yaml
+    it was computed from, so that a reader (the report) shows it only while that file is
+    the one the run holds."""
+    if coverage is None:
+        run.templates_coverage.unlink(missing_ok=True)
+        return
+    atomic_write_json(
+        run.templates_coverage,
+        {"templates_sha256": hash_file(run.templates_sql), **coverage.to_dict()},
+    )
+
+
+def read_coverage(run: RunDir) -> tuple[SchemaCoverage | None, str | None]:
+    """The coverage ``templates sql`` recorded, and why there is none to show: no file, a
+    file that cannot be read, or one computed from another templates/sql.yaml than the
+    run's (edited since: run ``ragaudit templates sql`` to count it again)."""
+    path = run.templates_coverage
+    if not path.is_file():
+        return None, None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        coverage = SchemaCoverage.from_dict(data)
+    except (ValueError, OSError, KeyError, TypeError, AttributeError):
+        return None, f"{path} cannot be read: run ragaudit templates sql to write it again"
+    if not run.templates_sql.is_file() or data.get("templates_sha256") != hash_file(
+        run.templates_sql
+    ):
+        return None, (
+            "templates/sql.yaml changed since its coverage was counted: run ragaudit "
+            "templates sql to count it again"
+        )
+    return coverage, None

@@ -203,6 +203,8 @@ def report_inputs(run: RunDir) -> list[Path]:
         run.drilldown,
         run.dataset,
         run.dataset_stats,
+        run.templates_sql,
+        run.templates_coverage,
         run.usage,
         run.refresh_log,
         run.refresh_stats,

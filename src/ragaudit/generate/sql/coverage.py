@@ -66,6 +66,43 @@ class SchemaCoverage:
     tables: dict[str, TableCoverage] = field(default_factory=dict)
     templates: int = 0
 
+    def to_dict(self) -> dict[str, Any]:
+        """As JSON data (``templates/coverage.json``); :meth:`from_dict` reads it back."""
+        return {
+            "templates": self.templates,
+            "tables": {
+                name: {
+                    "rows": t.rows,
+                    "kinds": list(t.kinds),
+                    "why": t.why,
+                    "columns": {
+                        c: {"kinds": list(cov.kinds), "why": cov.why}
+                        for c, cov in t.columns.items()
+                    },
+                }
+                for name, t in self.tables.items()
+            },
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SchemaCoverage:
+        """The coverage :meth:`to_dict` wrote; a KeyError or TypeError where it is not."""
+        return cls(
+            tables={
+                name: TableCoverage(
+                    rows=int(t["rows"]),
+                    kinds=tuple(t["kinds"]),
+                    columns={
+                        c: ColumnCoverage(tuple(cov["kinds"]), cov.get("why"))
+                        for c, cov in t["columns"].items()
+                    },
+                    why=t.get("why"),
+                )
+                for name, t in data["tables"].items()
+            },
+            templates=int(data.get("templates", 0)),
+        )
+
     def to_rows(self) -> list[dict[str, Any]]:
         """One row per (table, column): what ``to_pandas`` and the exports hold."""
         return [
