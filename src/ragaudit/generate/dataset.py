@@ -819,7 +819,9 @@ def why_no_wordings(template: SqlTemplate, texts: TextTemplates, options: Genera
     return NO_WORDING
 
 
-def _reads(template: SqlTemplate, schema: SchemaInfo, dialect: str) -> tuple[list[str], list[str]]:
+def template_reads(
+    template: SqlTemplate, schema: SchemaInfo, dialect: str
+) -> tuple[list[str], list[str]]:
     """The tables a template reads and the columns its questions ask for or name
     (``Table.Column``), as the schema spells them; none for a template that does not
     validate (its instantiation says why)."""
@@ -857,7 +859,7 @@ def generate(
     for template in templates:
         used.update(p.key.lower() for p in template.placeholder_list)
         tstats = TemplateStats(template_id=template.id)
-        tstats.tables, tstats.columns = _reads(template, schema, dialect)
+        tstats.tables, tstats.columns = template_reads(template, schema, dialect)
         stats.templates.append(tstats)
         wordings = template_wordings(template, texts, options)
         if wordings is None:

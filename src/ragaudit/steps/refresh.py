@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 from ragaudit.config import Config, GenerateOptions
 from ragaudit.errors import UserError
-from ragaudit.generate.dataset import recounted
+from ragaudit.generate.dataset import recounted, template_reads
 from ragaudit.generate.refresh import (
     VALUE_GONE,
     Refresher,
@@ -27,7 +27,7 @@ from ragaudit.generate.refresh import (
     stale_cells,
     stale_documents,
 )
-from ragaudit.generate.sql.templates import SqlTemplate, TemplateFileError, load_templates
+from ragaudit.generate.sql.templates import TemplateFileError, load_templates
 from ragaudit.generate.text.templates import load_text_templates
 from ragaudit.progress import SILENT, Progress
 from ragaudit.records.io import (
@@ -141,11 +141,13 @@ def refresh_dataset(
             write_jsonl_atomic(partial, _dumped(kept))
         retired = remove_records(run, refresher.retired, run.retired_dir)
         os.replace(partial, run.dataset)
+        # The tables each template reads, as generate counts them (from its SQL).
+        tables_of = {t.id: template_reads(t, schema, db.sqlglot_dialect)[0] for t in templates}
     finally:
         partial.unlink(missing_ok=True)
         db.dispose()
     moved = refresher.moved
-    _recount(run, templates)
+    _recount(run, tables_of)
     write_jsonl_atomic(run.refresh_log, [*moved, *stale])
     report = _report(refresher.tally, moved, stale, retired, new)
     report.notes.extend(stale_notes)
@@ -155,7 +157,7 @@ def refresh_dataset(
     return report
 
 
-def _recount(run: RunDir, templates: list[SqlTemplate]) -> None:
+def _recount(run: RunDir, tables_of: dict[str, list[str]]) -> None:
     """dataset.stats.json's counts of the dataset recounted from it as the refresh left
     it (:func:`~ragaudit.generate.dataset.recounted`), so that no reader (the report, the
     overview) shows the groups and questions the dataset had before. A stats file that
@@ -168,7 +170,6 @@ def _recount(run: RunDir, templates: list[SqlTemplate]) -> None:
         return
     if not isinstance(data, dict):
         return
-    tables_of = {t.id: list(t.tables) for t in templates}
     atomic_write_json(
         run.dataset_stats, recounted(data, read_jsonl(run.dataset, QueryRecord), tables_of)
     )
