@@ -355,14 +355,25 @@ def test_a_stored_reply_that_cannot_be_parsed_is_asked_for_again_only_when_told(
     """An unusable reply is a reply: replayed from the cache with its re-asks (a rerun asks
     nothing), and asked for again with ``retry_failed`` (issue 41 item 6)."""
     llm_server.enqueue(*(Reply(content='{"correct": tru') for _ in range(2)))
-    with _client(transport, llm_server, tmp_path) as client, pytest.raises(StructuredOutputError):
+    with (
+        _client(transport, llm_server, tmp_path) as client,
+        pytest.raises(StructuredOutputError) as fresh,
+    ):
         client.complete_json([user("judge this")], Verdict)
     assert llm_server.request_count == 2  # the same broken reply twice: not asked a third time
+    assert "cache" not in str(fresh.value)  # this server gave them
     llm_server.reset_counters()
     llm_server.enqueue(Reply(content='{"correct": true, "reason": "fixed server"}'))
-    with _client(transport, llm_server, tmp_path) as client, pytest.raises(StructuredOutputError):
+    with (
+        _client(transport, llm_server, tmp_path) as client,
+        pytest.raises(StructuredOutputError) as replayed,
+    ):
         client.complete_json([user("judge this")], Verdict)
     assert llm_server.request_count == 0  # the broken stored replies were replayed
+    # The error names the server of the config: it says that it did not send these.
+    assert "(all read from the cache, stored by an earlier run; --retry-failed asks" in str(
+        replayed.value
+    )
     with _client(transport, llm_server, tmp_path) as client:
         client.retry_failed = True
         verdict = client.complete_json([user("judge this")], Verdict)

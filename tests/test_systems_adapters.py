@@ -351,6 +351,18 @@ def test_an_id_that_is_no_id_is_that_answers_error_naming_the_system_and_the_id(
     assert http["q0000"].error.startswith("system api returned retrieved_ids[1] None is not an id")
 
 
+def test_an_http_path_that_selects_one_value_gives_one_id(tmp_path: Path) -> None:
+    """A reply that names one source (``sources[0].id``): the user's path selects a single
+    value, so it is one id with its one text; a Python system's lone string is refused
+    (test below), since nothing there says which was meant."""
+    with RAGServer() as server:
+        system = _http(server, ids_path="sources[0].id", contexts_path="sources[0].text")
+        records = _run(system, ["one please"], tmp_path)
+    record = records["q0000"]
+    assert record.error is None and record.retrieved_ids == ["doc-1"]
+    assert [item.text for item in record.retrieved] == ["first passage"]
+
+
 def test_return_values_with_bad_ids_contexts_or_scores_are_refused_in_one_line() -> None:
     from ragaudit.systems.base import SystemFailure
 
@@ -362,6 +374,12 @@ def test_return_values_with_bad_ids_contexts_or_scores_are_refused_in_one_line()
         (("a", ["d"], [{"text": "t"}]), r"contexts\[0\] \{'text': 't'\} of type dict is not a"),
         (("a", ["d"], [7]), r"system x returned contexts\[0\] 7 of type int"),
         ({"answer": "a", "retrieved_ids": ["d"], "scores": ["high"]}, r"scores\[0\] 'high'"),
+        # One string where a list is due is refused as ra.Answer refuses it, never read
+        # as its characters nor guessed to be one id.
+        ({"answer": "a", "retrieved_ids": "doc1"}, r"retrieved_ids 'doc1': expected a list"),
+        (("a", "doc1"), r"system x returned retrieved_ids 'doc1': expected a list \(one id is"),
+        (("a", ["d"], "text"), r"returned contexts 'text': expected a list"),
+        ({"answer": "a", "ids": 7}, r"returned retrieved_ids 7: expected a list"),
     ):
         with pytest.raises(SystemFailure, match=message):
             to_answer(value, "system x")

@@ -274,10 +274,12 @@ class LLMClient:
         previous: str | None = None
         asked = 0
         stuck = ""
+        stored = 0  # unusable replies read from the cache, not from this server
         while asked < attempts:
             asked += 1
             completion = await self.acomplete(conversation, params)
             reply = completion.text
+            stored += completion.cached
             try:
                 return parse(reply)
             except ValueError as exc:
@@ -286,6 +288,7 @@ class LLMClient:
                 # --retry-failed: a stored reply that cannot be used is asked for again,
                 # not replayed (a rerun after a broken server can get a usable one).
                 reply = (await self.acomplete(conversation, params, fresh=True)).text
+                stored -= 1
                 try:
                     return parse(reply)
                 except ValueError as exc:
@@ -302,10 +305,18 @@ class LLMClient:
                 assistant(reply),
                 user(f"That reply could not be used: {error}. Reply again with only {what}."),
             ]
+        # The cache key leaves the server's address out (a moved server keeps its
+        # replies), so a reply read back may come from another server than the one named.
+        origin = (
+            f" ({'all' if stored == asked else stored} read from the cache, stored by an "
+            "earlier run; --retry-failed asks the server again)"
+            if stored
+            else ""
+        )
         raise StructuredOutputError(
             redact(
-                f"{self.backend.describe()}: no valid reply after {asked} attempts{stuck} "
-                f"(expected {expected or what}): {error}"
+                f"{self.backend.describe()}: no valid reply after {asked} attempts{stuck}"
+                f"{origin} (expected {expected or what}): {error}"
             ),
             last_reply=reply,
             attempts=asked,

@@ -66,12 +66,22 @@ def _no_k(name: str, what: str) -> ConfigError:
     )
 
 
-def _as_list(value: Any) -> list[Any]:
-    """A list of what a system returned: None is none, a tuple is a list, and one value
-    alone is a list of one (an HTTP reply's path may give a single id)."""
+def _as_list(value: Any, source: str | None = None, field: str | None = None) -> list[Any]:
+    """A list of what a system returned: None is none, a tuple is a list. Where the
+    system names the field (``source`` and ``field`` given) one value alone is that
+    answer's failure, as :class:`~ragaudit.systems.base.Answer` and ``ra.evaluate`` refuse
+    it: ``"doc-3"`` is not read as the ids ``d``, ``o``, ... nor guessed to be one id.
+    Without them (an adapter's own list, an HTTP reply's path that selects one value)
+    one value is a list of one."""
     if value is None:
         return []
-    return list(value) if isinstance(value, list | tuple) else [value]
+    if isinstance(value, list | tuple):
+        return list(value)
+    if source is not None:
+        raise SystemFailure(
+            f"{source} returned {field} {value!r:.60}: expected a list (one id is [{value!r:.40}])"
+        )
+    return [value]
 
 
 def _id(value: Any, source: str, field: str, i: int) -> str:
@@ -138,10 +148,19 @@ def _score(value: Any, source: str, i: int) -> float | None:
         ) from None
 
 
-def _items(ids: Any, texts: Any = None, scores: Any = None, *, source: str) -> list[RetrievedItem]:
+def _items(
+    ids: Any, texts: Any = None, scores: Any = None, *, source: str, strict: bool = True
+) -> list[RetrievedItem]:
     """The retrieved items of ``source``'s answer (``system <name>``): its ids (each by
-    the one id rule), with their texts and scores where given."""
-    id_list, text_list, score_list = _as_list(ids), _as_list(texts), _as_list(scores)
+    the one id rule), with their texts and scores where given. ``strict``: a lone value
+    where a list is due is the answer's failure (what a Python system returns); an HTTP
+    reply's path that selects one value gives one item."""
+    if strict:
+        id_list = _as_list(ids, source, "retrieved_ids")
+        text_list = _as_list(texts, source, "contexts")
+        score_list = _as_list(scores, source, "scores")
+    else:
+        id_list, text_list, score_list = _as_list(ids), _as_list(texts), _as_list(scores)
     if id_list and len(text_list) > len(id_list):
         raise SystemFailure(
             f"{source} returned {len(text_list)} contexts for {len(id_list)} retrieved ids: "

@@ -212,7 +212,8 @@ class HTTPSystem:
             raise SystemFailure(str(exc)) from None
         source = f"system {self.name}"
         return SystemAnswer(
-            response=_answer(answer, source), retrieved=_items(ids, texts, source=source)
+            response=_answer(answer, source),
+            retrieved=_items(ids, texts, source=source, strict=False),
         )
 
     async def aclose(self) -> None:
