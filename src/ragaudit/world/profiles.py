@@ -65,6 +65,9 @@ class Entity:
     def written(self, row: Mapping[str, Any]) -> str | None:
         """The row's name as a document writes it: its name columns' values joined by a
         space (a NULL part left out), or None when it has none."""
+        if len(self.name) == 1:  # most tables: one name column, a hundred thousand rows
+            one = row.get(self.name[0])
+            return None if one is None else shown(one)
         parts = [shown(row[c]) for c in self.name if row.get(c) is not None]
         return " ".join(parts) if parts else None
 
@@ -105,6 +108,11 @@ def words(column: str) -> str:
 def shown(value: Any) -> str:
     """A database value as a document writes it: dates in ISO form, a whole number without
     its ".0", anything else as the database prints it."""
+    kind = type(value)
+    if kind is str:  # by far the most common: called for every value written
+        return value  # type: ignore[no-any-return]
+    if kind is int:
+        return str(value)
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float) and value.is_integer():
@@ -413,9 +421,18 @@ def profiles(
                 " ".join(v for _, v in found) or f"{entity.table} {shown(r[entity.key])}"
             )
 
+    # A row's name facts, built once: a row pointed at by many others states its name in
+    # each of their documents (the same dicts, only ever written out).
+    stated_names: dict[tuple[str, str], list[dict[str, str]]] = {}
+
     def name_facts(entity: Entity, key: str) -> list[dict[str, str]]:
         """The facts that state a row's name: one per name column, its value."""
-        return [_fact(entity.table, key, c, v, None) for c, v in parts[entity.table].get(key, [])]
+        found = stated_names.get((entity.table, key))
+        if found is None:
+            found = stated_names[entity.table, key] = [
+                _fact(entity.table, key, c, v, None) for c, v in parts[entity.table].get(key, [])
+            ]
+        return found
 
     # (table, column) -> {value: key of the row holding it}; 1 == 1.0 as a dict key, so an
     # INTEGER foreign key finds its REAL primary key.
