@@ -549,6 +549,10 @@ def test_one_text_never_has_two_references(make_db, tmp_path: Path) -> None:  # 
     stats = json.loads((tmp_path / "runs/default/dataset.stats.json").read_text())
     assert stats["overview"]["conflicting_groups"] == 2
     assert "groups dropped: a question reads as another's" in result.stdout
+    # The dropped groups leave every count of groups, the gold ids' among them.
+    groups = {q["group_id"] for q in queries}
+    assert stats["overview"]["semantic_groups"] == len(groups) == 2
+    assert sum(stats["overview"]["gold_groups"].values()) == len(groups)
 
 
 def test_the_example_asked_about_avoids_names_with_a_quote(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from ragaudit.generate.dataset import (
     TextConflicts,
     WordingTally,
     generate,
+    gold_part,
     table_stats,
 )
 from ragaudit.generate.facts import derive_facts, read_row_map
@@ -89,6 +90,10 @@ def _drop_groups(path: Path, bad: set[int], stats: DatasetStats) -> Iterator[Que
         if q.group_id not in gone:
             gone.add(q.group_id)
             tstats.kept_groups -= 1
+            part = gold_part(q.gold_ids, q.gold_kind)
+            tstats.gold[part] -= 1  # the overview's gold groups add up to the groups kept
+            if not tstats.gold[part]:
+                del tstats.gold[part]
     stats.conflicting_groups = len(gone)
 
 
