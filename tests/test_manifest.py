@@ -12,6 +12,7 @@ import warnings
 from collections.abc import Callable
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import ragaudit as ra
@@ -426,7 +427,20 @@ def test_another_retrieval_rule_is_applied_by_analyze_not_ignored(
     with pytest.warns(RunNotice, match="summary.json was stale"):
         project.export_tables(tmp_path / "t", fmt="csv")
     assert json.loads(run.summary.read_text())["retrieval_rule"] == "any_hit"
+    # The exported answers count retrieval as the figures beside them do, and say by which
+    # rule (they held the judge's all_gold verdicts: `several` of them false).
+    exported = pd.read_csv(tmp_path / "t" / "answers.csv")
+    graded = exported[exported["retrieval_correct"].notna()]
+    assert len(graded) >= len(with_gold) and graded["retrieval_correct"].astype(bool).all()
+    assert set(exported["retrieval_rule"]) == {"any_hit"}
     assert project.analyze().retrieval_rule == "all_gold"  # no rule: the judge's
+    project.export_tables(tmp_path / "t2", fmt="csv")
+    exported = pd.read_csv(tmp_path / "t2" / "answers.csv")
+    assert set(exported["retrieval_rule"]) == {"all_gold"}
+    misses = exported[
+        exported["retrieval_correct"].notna() & ~exported["retrieval_correct"].astype(bool)
+    ]
+    assert len(misses) == several
 
     # Under the closed-domain rule the verdicts rest on the judge's rule: refused.
     project.judge(llm=None, closed_domain=True)

@@ -28,10 +28,13 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 import yaml
 
 from ragaudit.errors import UserError
+from ragaudit.judge.retrieval import check_rule
 from ragaudit.rundir import RunDir
 from ragaudit.secrets import mask_url, redact
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from ragaudit.analysis.summary import Summary
 
 # The tag that names the run directory an MLflow run was exported from.
@@ -364,6 +367,8 @@ def export_tables(run: RunDir, out: Path, fmt: TableFormat = "parquet") -> list[
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     answers = read_answer_table(run, write=False) if run.dataset.is_file() else None
+    if answers is not None:
+        answers = _under_rule(answers, summary.retrieval_rule)
     for name, frame in frames.items():
         path = out / f"{name}.{fmt}"
         if fmt == "csv":
@@ -387,6 +392,48 @@ def export_tables(run: RunDir, out: Path, fmt: TableFormat = "parquet") -> list[
             atomic_write_text(path, frame.to_csv(index=False))
         written.append(path)
     return written
+
+
+def _under_rule(answers: pa.Table, rule: str) -> pa.Table:
+    """The answer table with its retrieval verdicts given by ``rule``, the rule of the
+    figures exported beside it (``analyze --retrieval-rule`` may differ from the judge's),
+    and a ``retrieval_rule`` column naming it, so that answers and figures count alike.
+    Where the figures mix rules (judgements given under several, which analyze warns
+    of) each row keeps the judge's verdict, and the column says the rules mixed."""
+    import pyarrow as pa
+
+    from ragaudit.judge.retrieval import retrieval_correct
+    from ragaudit.store.answers import RULES_KEY
+
+    raw = (answers.schema.metadata or {}).get(RULES_KEY)
+    judged = set(json.loads(raw)) if raw else set()
+    try:
+        check_rule(rule)
+    except UserError:  # "all_gold and any_hit": several rules, as judged
+        single = False
+    else:
+        single = True
+    if single and judged and judged != {rule}:
+        # Given again where the judge gave one (an unjudged answer has none yet).
+        verdicts = [
+            None
+            if was is None
+            else retrieval_correct(ids or [], gold, rule, failed=error is not None)
+            for was, ids, gold, error in zip(
+                answers.column("retrieval_correct").to_pylist(),
+                answers.column("retrieved_ids").to_pylist(),
+                answers.column("gold_ids").to_pylist(),
+                answers.column("error").to_pylist(),
+                strict=True,
+            )
+        ]
+        index = answers.schema.get_field_index("retrieval_correct")
+        answers = answers.set_column(
+            index, "retrieval_correct", pa.array(verdicts, type=pa.bool_())
+        )
+    named = rule if single else " and ".join(sorted(judged)) or rule
+    at = answers.schema.get_field_index("retrieval_correct") + 1
+    return answers.add_column(at, "retrieval_rule", pa.array([named] * answers.num_rows))
 
 
 def _plain(value: Any) -> Any:
