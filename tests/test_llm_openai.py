@@ -361,7 +361,7 @@ def test_a_stored_reply_that_cannot_be_parsed_is_asked_for_again_only_when_told(
     ):
         client.complete_json([user("judge this")], Verdict)
     assert llm_server.request_count == 2  # the same broken reply twice: not asked a third time
-    assert "cache" not in str(fresh.value)  # this server gave them
+    assert fresh.value.from_cache == 0  # this server gave them
     llm_server.reset_counters()
     llm_server.enqueue(Reply(content='{"correct": true, "reason": "fixed server"}'))
     with (
@@ -370,10 +370,11 @@ def test_a_stored_reply_that_cannot_be_parsed_is_asked_for_again_only_when_told(
     ):
         client.complete_json([user("judge this")], Verdict)
     assert llm_server.request_count == 0  # the broken stored replies were replayed
-    # The error names the server of the config: it says that it did not send these.
-    assert "(all read from the cache, stored by an earlier run; --retry-failed asks" in str(
-        replayed.value
-    )
+    # The error says that the cache keeps these replies, in the words of the first run (a
+    # record that stores the reason is not rewritten by a replay), and counts them.
+    assert str(replayed.value) == str(fresh.value)
+    assert "a rerun replays them; --retry-failed asks the server again" in str(replayed.value)
+    assert replayed.value.from_cache == 2
     with _client(transport, llm_server, tmp_path) as client:
         client.retry_failed = True
         verdict = client.complete_json([user("judge this")], Verdict)

@@ -72,12 +72,17 @@ class LLMReplyTooLongError(LLMError):
 
 
 class StructuredOutputError(LLMError):
-    """The model's reply never matched the requested structure within the allowed re-asks."""
+    """The model's reply never matched the requested structure within the allowed re-asks.
+    ``from_cache``: how many of the unusable replies were read back from the cache (stored
+    by an earlier run, perhaps from another server) rather than asked of the server now."""
 
-    def __init__(self, message: str, *, last_reply: str = "", attempts: int = 0) -> None:
+    def __init__(
+        self, message: str, *, last_reply: str = "", attempts: int = 0, from_cache: int = 0
+    ) -> None:
         super().__init__(message)
         self.last_reply = last_reply
         self.attempts = attempts
+        self.from_cache = from_cache
 
 
 # LLM errors that every call would hit the same way (a wrong key, a wrong model name): a

@@ -306,11 +306,12 @@ class LLMClient:
                 user(f"That reply could not be used: {error}. Reply again with only {what}."),
             ]
         # The cache key leaves the server's address out (a moved server keeps its
-        # replies), so a reply read back may come from another server than the one named.
+        # replies), so a rerun replays these replies whichever server is named. The note
+        # says so in the same words on every run: the reason stored in a record stays the
+        # same when a rerun replays it (a changed reason would rewrite the record).
         origin = (
-            f" ({'all' if stored == asked else stored} read from the cache, stored by an "
-            "earlier run; --retry-failed asks the server again)"
-            if stored
+            " (kept in the cache: a rerun replays them; --retry-failed asks the server again)"
+            if self.cache is not None
             else ""
         )
         raise StructuredOutputError(
@@ -318,6 +319,7 @@ class LLMClient:
                 f"{self.backend.describe()}: no valid reply after {asked} attempts{stuck}"
                 f"{origin} (expected {expected or what}): {error}"
             ),
+            from_cache=stored,
             last_reply=reply,
             attempts=asked,
         )
