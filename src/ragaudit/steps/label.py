@@ -259,4 +259,10 @@ def read_label_figures(run: RunDir) -> LabelFigures | None:
     if not run.labels.exists() or not run.label_pairs.exists():
         return None
     pairs = list(read_jsonl(run.label_pairs, LabelPair))
+    if run.dataset.is_file() and any(p.source == "dataset" for p in pairs):
+        # Questions of the dataset that left it since (generate --refresh, a new dataset)
+        # are no pairs of it any more: their labels are counted as unknown pairs, so
+        # that the composition describes the questions asked now, as by_label does.
+        asked = {q.query_id for q in read_dataset(run)}
+        pairs = [p for p in pairs if p.source != "dataset" or p.pair_id in asked]
     return label_figures(pairs, read_jsonl(run.labels, LabelRecord))
