@@ -317,7 +317,7 @@ class LLMClient:
         raise StructuredOutputError(
             redact(
                 f"{self.backend.describe()}: no valid reply after {asked} attempts{stuck}"
-                f"{origin} (expected {expected or what}): {error}"
+                f" (expected {expected or what}): {error}{origin}"
             ),
             from_cache=stored,
             last_reply=reply,
