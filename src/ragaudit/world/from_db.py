@@ -52,6 +52,8 @@ from ragaudit.db.schema import SchemaInfo, TableInfo, introspect
 from ragaudit.errors import UserError
 from ragaudit.world.build import WorldSummary, staged, world_config, write_documents
 from ragaudit.world.profiles import (
+    LINKS_PER_DOCUMENT,
+    PAGE_WORDS,
     Entity,
     Plan,
     fictitious_names,
@@ -61,6 +63,9 @@ from ragaudit.world.profiles import (
 )
 
 DATABASE = "database.sqlite"
+# How profiles are bounded, as world.json records it: a world written under other bounds
+# (or before there were any) is written again, never reused.
+_PAGES = {"words": PAGE_WORDS, "links_per_document": LINKS_PER_DOCUMENT}
 # A declared type SQLite can take as written ("VARCHAR(50)", "DOUBLE PRECISION"); any
 # other ("INTEGER[]", a user-defined type) is copied as TEXT.
 _SQLITE_TYPE = re.compile(r"[A-Za-z][A-Za-z0-9_ ]*(\(\s*\d+\s*(,\s*\d+\s*)?\))?")
@@ -126,7 +131,13 @@ def read_world_from_db(
         source = db.display_url
     finally:
         db.dispose()
-    wanted = {"source": source, "seed": seed, "holes": holes, "renamed": rename}
+    wanted = {
+        "source": source,
+        "seed": seed,
+        "holes": holes,
+        "renamed": rename,
+        "pages": _PAGES,
+    }
     asked = _asked(tables, columns, names)
     if (
         not isinstance(meta, dict)
@@ -469,6 +480,7 @@ def build_world_from_db(
                         "seed": seed,
                         "holes": holes,
                         "renamed": rename,
+                        "pages": _PAGES,
                         "asked": _asked(tables, columns, names),
                         "entities": [
                             {"table": e.table, "key": e.key, "name": list(e.name) or None}

@@ -41,6 +41,18 @@ from ragaudit.db.schema import SchemaInfo, TableInfo
 from ragaudit.errors import UserError
 from ragaudit.world.names import FAMILY_NAMES, GIVEN_NAMES, NameSpace
 
+# A profile longer than this many words is written as pages of at most this many (a
+# sentence is never split): at 4/3 tokens a word, the built-in systems' three documents fit
+# a 4,096-token context with the question and the instructions, under the default
+# chunking (a document a chunk).
+PAGE_WORDS = 600
+# A link table's rows are listed on an entity's profile only while the entity takes part
+# in at most this many of them; past that (a playlist of 3,000 tracks) each row is listed
+# on the other side's profile alone (each track names its playlist), so no profile grows
+# with the size of a table. Where every side is past it, the side with fewest rows lists
+# it, and paging bounds what it writes.
+LINKS_PER_DOCUMENT = 50
+
 # Column names that name their row, in order of preference.
 _NAME_COLUMNS = ("name", "title", "full_name", "fullname", "label")
 # Words in a table's name that say its rows are people (their fictitious names are a given
@@ -140,37 +152,67 @@ def _encode(part: str) -> str:
     return part.replace("%", _ENCODED["%"]).replace("/", _ENCODED["/"])
 
 
-def profile_id(table: str, key: str) -> str:
+def profile_id(table: str, key: str, page: int = 1) -> str:
     """The id of the profile of a row: its table and its key (as a document writes it,
     :func:`shown`) joined by "/", with "%" and "/" inside each written "%25" and "%2F".
     Unambiguous by construction, whatever the names hold: table ``a`` keyed ``b/1`` and
     table ``a/b`` keyed ``1`` would both be ``a/b/1`` joined as they are, and are
     ``a/b%2F1`` and ``a%2Fb/1``. A name with neither character is written as it is
     (``company/3``), so the ids of ordinary schemas read plainly and stay what they were.
-    :func:`parse_profile_id` reads one back.
+    A profile written in pages (:data:`PAGE_WORDS`) keeps that id for its first page; its
+    ``page``-th (2 on) adds the number as a third part. :func:`parse_profile_id` reads
+    one back.
 
     >>> profile_id("company", "3"), profile_id("a", "b/1"), profile_id("a/b", "1")
     ('company/3', 'a/b%2F1', 'a%2Fb/1')
-    >>> profile_id("sales", "50%")
-    'sales/50%25'
+    >>> profile_id("sales", "50%"), profile_id("playlist", "1", page=2)
+    ('sales/50%25', 'playlist/1/2')
     """
-    return f"{_encode(table)}{_SEPARATOR}{_encode(key)}"
+    base = f"{_encode(table)}{_SEPARATOR}{_encode(key)}"
+    return base if page == 1 else f"{base}{_SEPARATOR}{page}"
 
 
 def parse_profile_id(doc_id: str) -> tuple[str, str]:
-    """The table and the key a :func:`profile_id` names: its exact inverse, so that an id
-    read from a corpus (a gold id, a retrieved id) says which row it is. An id that
-    function does not write (not two parts, or a "%" that starts neither "%25" nor "%2F")
-    is a :class:`ValueError`.
+    """The table and the key a :func:`profile_id` names, whichever of the row's pages it
+    is: its exact inverse, so that an id read from a corpus (a gold id, a retrieved id)
+    says which row it is. An id that function does not write (not two parts and a page
+    number from 2, or a "%" that starts neither "%25" nor "%2F") is a
+    :class:`ValueError`.
 
     >>> parse_profile_id("a%2Fb/1"), parse_profile_id("sales/50%25")
     (('a/b', '1'), ('sales', '50%'))
+    >>> parse_profile_id("playlist/1/2")
+    ('playlist', '1')
     """
     parts = doc_id.split(_SEPARATOR)
+    if len(parts) == 3 and _PAGE.fullmatch(parts[2]):
+        parts = parts[:2]
     if len(parts) != 2 or not all(_PART.fullmatch(part) for part in parts):
-        raise ValueError(f"{doc_id!r} is no profile id (table/key, '%' and '/' encoded)")
+        raise ValueError(f"{doc_id!r} is no profile id (table/key[/page], '%' and '/' encoded)")
     table, key = (_CODE.sub(lambda m: _DECODED[m.group(0)], part) for part in parts)
     return table, key
+
+
+# A page number as an id writes it: 2 on, no leading zero (page 1 has no number).
+_PAGE = re.compile(r"[2-9]|[1-9][0-9]+")
+
+
+def _pages(
+    items: Sequence[tuple[str, list[dict[str, str]]]], budget: int
+) -> list[list[tuple[str, list[dict[str, str]]]]]:
+    """Sentences (each with the facts it states) cut into pages of at most ``budget``
+    words, in order, each page at least one sentence (a sentence longer than the budget
+    is a page of its own, never split)."""
+    out: list[list[tuple[str, list[dict[str, str]]]]] = [[]]
+    used = 0
+    for item in items:
+        size = len(item[0].split())
+        if out[-1] and used + size > budget:
+            out.append([])
+            used = 0
+        out[-1].append(item)
+        used += size
+    return out
 
 
 def _is_link(table: TableInfo) -> bool:
@@ -468,6 +510,9 @@ def profiles(
         if len(sides) < 2:
             continue
         extra = [c for c in chosen.stated.get(link, []) if c not in {s[0] for s in sides}]
+        resolved: list[tuple[list[tuple[Entity, str]], Mapping[str, Any]]] = []
+        # How many of this table's rows each side's row takes part in.
+        taking: dict[tuple[int, str], int] = {}
         for r in rows.get(link, ()):
             ends = []
             for column, entity, ref in sides:
@@ -476,18 +521,25 @@ def profiles(
                     break
                 ends.append((entity, key))
             else:
-                details = "".join(
-                    f"; its {words(c)} is {value(link, c, r[c])}"
-                    for c in extra
-                    if r.get(c) is not None
-                )
-                for i, (entity, key) in enumerate(ends):
-                    others = [e for j, e in enumerate(ends) if j != i]
-                    said = " and ".join(named[o.table].get(k, k) for o, k in others)
-                    me = named[entity.table].get(key, key)
-                    sentence = f"In {words(link)}, {me} is listed with {said}{details}."
-                    linked = [f for o, k in others for f in name_facts(o, k)]
-                    mentions.setdefault((entity.table, key), []).append((sentence, linked))
+                resolved.append((ends, r))
+                for i, (_, key) in enumerate(ends):
+                    taking[i, key] = taking.get((i, key), 0) + 1
+        for ends, r in resolved:
+            counts = [taking[i, key] for i, (_, key) in enumerate(ends)]
+            listed = [i for i, n in enumerate(counts) if n <= LINKS_PER_DOCUMENT]
+            if not listed:  # every side is busy: the least busy lists it
+                listed = [counts.index(min(counts))]
+            details = "".join(
+                f"; its {words(c)} is {value(link, c, r[c])}" for c in extra if r.get(c) is not None
+            )
+            for i in listed:
+                entity, key = ends[i]
+                others = [e for j, e in enumerate(ends) if j != i]
+                said = " and ".join(named[o.table].get(k, k) for o, k in others)
+                me = named[entity.table].get(key, key)
+                sentence = f"In {words(link)}, {me} is listed with {said}{details}."
+                linked = [f for o, k in others for f in name_facts(o, k)]
+                mentions.setdefault((entity.table, key), []).append((sentence, linked))
 
     out: list[Profile] = []
     for entity in chosen.entities:
@@ -507,9 +559,8 @@ def profiles(
                     "distinct as text, or name the tables to profile with --table)"
                 )
             title = named[entity.table][key]
-            sentences: list[str] = []
-            facts: list[dict[str, str]] = []
-            facts.extend(name_facts(entity, key))
+            # Each sentence with the facts it states, so that a page records its own.
+            items: list[tuple[str, list[dict[str, str]]]] = []
             for column in chosen.stated.get(entity.table, []):
                 raw = r.get(column)
                 if raw is None or rng.random() < holes:
@@ -522,25 +573,44 @@ def profiles(
                         continue
                     said = named[other.table].get(other_key, shown(raw))
                     if other.name == (ref,):  # a text key: the column holds the name itself
-                        facts.append(_fact(entity.table, key, column, said, _ask(column, title)))
+                        facts = [_fact(entity.table, key, column, said, _ask(column, title))]
                     else:
                         # An id: the link itself (this row's foreign key, recorded as the
                         # key it holds, which ``generate --refresh`` checks), which a
                         # question along it asks, and the name it points at, which the
                         # sentence writes: this document alone states "the X of this is Y".
-                        facts.append(_fact(entity.table, key, column, shown(raw), None))
+                        facts = [_fact(entity.table, key, column, shown(raw), None)]
                         facts.extend(name_facts(other, other_key))
                 else:
                     said = value(entity.table, column, raw)
-                    facts.append(_fact(entity.table, key, column, said, _ask(column, title)))
-                sentences.append(f"The {words(column)} of {title} is {said}.")
+                    facts = [_fact(entity.table, key, column, said, _ask(column, title))]
+                items.append((f"The {words(column)} of {title} is {said}.", facts))
             for sentence, link_facts in mentions.get((entity.table, key), []):
                 if rng.random() < holes:
                     continue
-                sentences.append(sentence)
-                facts.extend(link_facts)
-            body = " ".join(sentences) or f"{title} is a {words(entity.table)}."
-            out.append(Profile(doc_id, f"{title}\n\n{body}", facts))
+                items.append((sentence, link_facts))
+            if not items:
+                out.append(
+                    Profile(
+                        doc_id,
+                        f"{title}\n\n{title} is a {words(entity.table)}.",
+                        list(name_facts(entity, key)),
+                    )
+                )
+                continue
+            pages = _pages(items, max(1, PAGE_WORDS - len(title.split())))
+            for number, page in enumerate(pages, start=1):
+                body = " ".join(sentence for sentence, _ in page)
+                facts = [f for _, stated in page for f in stated]
+                if number == 1:
+                    # The row's name is recorded on its first page alone: a question
+                    # that asks it has one document to find, not every page's heading.
+                    heading, facts = title, [*name_facts(entity, key), *facts]
+                    page_id = doc_id
+                else:
+                    heading = f"{title} (continued, part {number} of {len(pages)})"
+                    page_id = profile_id(entity.table, shown(r[entity.key]), number)
+                out.append(Profile(page_id, f"{heading}\n\n{body}", facts))
     return out
 
 
@@ -558,6 +628,8 @@ def _fact(
 
 
 __all__ = [
+    "LINKS_PER_DOCUMENT",
+    "PAGE_WORDS",
     "Entity",
     "Plan",
     "Profile",
