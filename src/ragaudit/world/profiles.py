@@ -117,6 +117,88 @@ def words(column: str) -> str:
     return " ".join(p if p.isupper() and len(p) > 1 else p.lower() for p in parts)
 
 
+# The last word of a role that reads as a verb phrase ("ReportsTo", "ManagedBy"): "the
+# reports to of X" is no sentence, "X reports to Y" is.
+_PREPOSITIONS = frozenset(["to", "by", "of", "for", "from", "in", "on", "with", "at", "into"])
+
+
+def role(column: str, *, points: bool = False) -> str:
+    """What a column says of its row, in words: :func:`words`, less a trailing "id" where
+    the column points at another row (``ArtistId`` says who the artist is; its id is
+    the key, not the fact written).
+
+    >>> role("ArtistId", points=True), role("SupportRepId", points=True), role("Id", points=True)
+    ('artist', 'support rep', 'id')
+    """
+    said = words(column)
+    if points:
+        parts = said.split()
+        if len(parts) > 1 and parts[-1].lower() == "id":
+            return " ".join(parts[:-1])
+    return said
+
+
+def sentence(subject: str, what: str, said: str, *, relation: bool = False) -> str:
+    """The sentence that states ``said`` as the ``what`` (:func:`role`) of ``subject``:
+    "The industry of X is Banking.", or, for a ``relation`` (a column that points at
+    another row) whose role reads as a verb phrase, the phrase itself: "X reports to Y.",
+    "X is managed by Y.". An attribute keeps the first form whatever its name ("checked
+    in" holding "yes" is no relation to write as a verb).
+
+    >>> sentence("Bricou Group", "industry", "Banking")
+    'The industry of Bricou Group is Banking.'
+    >>> sentence("Ada Lo", "reports to", "Ben Sorrel", relation=True)
+    'Ada Lo reports to Ben Sorrel.'
+    >>> sentence("P", "managed by", "Q", relation=True), sentence("P", "checked in", "yes")
+    ('P is managed by Q.', 'The checked in of P is yes.')
+    """
+    verb = _verb(what) if relation else None
+    if verb is None:
+        return f"The {what} of {subject} is {said}."
+    return f"{subject} {verb} {said}."
+
+
+def _verb(what: str) -> str | None:
+    """A verb-phrase role as a sentence writes it after its subject, or None."""
+    parts = what.split()
+    if len(parts) < 2 or parts[-1].lower() not in _PREPOSITIONS:
+        return None
+    head = parts[0].lower()
+    if head.endswith("ed") or head.endswith("en"):  # "managed by", "written by"
+        return f"is {what}"
+    if head.endswith("s") and not head.endswith("ss"):  # "reports to", "belongs to"
+        return what
+    return f"is {what}"  # "parent of", "part of"
+
+
+def question(subject: str, what: str, *, relation: bool = False) -> str:
+    """The question the reading check asks for the fact :func:`sentence` writes.
+
+    >>> question("Bricou Group", "industry"), question("Ada Lo", "reports to", relation=True)
+    ('What is the industry of Bricou Group?', 'Whom or what does Ada Lo report to?')
+    >>> question("P", "managed by", relation=True)
+    'Whom or what is P managed by?'
+    """
+    verb = _verb(what) if relation else None
+    if verb is None:
+        return f"What is the {what} of {subject}?"
+    if verb.startswith("is "):
+        return f"Whom or what is {subject} {verb[3:]}?"
+    head, _, rest = what.partition(" ")
+    return f"Whom or what does {subject} {head[:-1]} {rest}?"
+
+
+def article(noun: str) -> str:
+    """``noun`` with "a" or "an" before it, by its first letter.
+
+    >>> article("album"), article("track"), article("HR unit")
+    ('an album', 'a track', 'an HR unit')
+    """
+    first = noun[:1]
+    vowel = first.lower() in "aeiou" or (noun[:2].isupper() and first in "AEFHILMNORSX")
+    return f"{'an' if vowel else 'a'} {noun}"
+
+
 def shown(value: Any) -> str:
     """A database value as a document writes it: dates in ISO form, a whole number without
     its ".0", anything else as the database prints it."""
@@ -537,9 +619,9 @@ def profiles(
                 others = [e for j, e in enumerate(ends) if j != i]
                 said = " and ".join(named[o.table].get(k, k) for o, k in others)
                 me = named[entity.table].get(key, key)
-                sentence = f"In {words(link)}, {me} is listed with {said}{details}."
+                line = f"In {words(link)}, {me} is listed with {said}{details}."
                 linked = [f for o, k in others for f in name_facts(o, k)]
-                mentions.setdefault((entity.table, key), []).append((sentence, linked))
+                mentions.setdefault((entity.table, key), []).append((line, linked))
 
     out: list[Profile] = []
     for entity in chosen.entities:
@@ -572,8 +654,10 @@ def profiles(
                     if other_key is None:
                         continue
                     said = named[other.table].get(other_key, shown(raw))
+                    what = role(column, points=True)
                     if other.name == (ref,):  # a text key: the column holds the name itself
-                        facts = [_fact(entity.table, key, column, said, _ask(column, title))]
+                        asks = question(title, what, relation=True)
+                        facts = [_fact(entity.table, key, column, said, asks)]
                     else:
                         # An id: the link itself (this row's foreign key, recorded as the
                         # key it holds, which ``generate --refresh`` checks), which a
@@ -583,24 +667,25 @@ def profiles(
                         facts.extend(name_facts(other, other_key))
                 else:
                     said = value(entity.table, column, raw)
-                    facts = [_fact(entity.table, key, column, said, _ask(column, title))]
-                items.append((f"The {words(column)} of {title} is {said}.", facts))
-            for sentence, link_facts in mentions.get((entity.table, key), []):
+                    what = role(column)
+                    facts = [_fact(entity.table, key, column, said, question(title, what))]
+                items.append((sentence(title, what, said, relation=pointed is not None), facts))
+            for line, link_facts in mentions.get((entity.table, key), []):
                 if rng.random() < holes:
                     continue
-                items.append((sentence, link_facts))
+                items.append((line, link_facts))
             if not items:
                 out.append(
                     Profile(
                         doc_id,
-                        f"{title}\n\n{title} is a {words(entity.table)}.",
+                        f"{title}\n\n{title} is {article(words(entity.table))}.",
                         list(name_facts(entity, key)),
                     )
                 )
                 continue
             pages = _pages(items, max(1, PAGE_WORDS - len(title.split())))
             for number, page in enumerate(pages, start=1):
-                body = " ".join(sentence for sentence, _ in page)
+                body = " ".join(line for line, _ in page)
                 facts = [f for _, stated in page for f in stated]
                 if number == 1:
                     # The row's name is recorded on its first page alone: a question
@@ -612,10 +697,6 @@ def profiles(
                     page_id = profile_id(entity.table, shown(r[entity.key]), number)
                 out.append(Profile(page_id, f"{heading}\n\n{body}", facts))
     return out
-
-
-def _ask(column: str, title: str) -> str:
-    return f"What is the {words(column)} of {title}?"
 
 
 def _fact(
@@ -633,6 +714,7 @@ __all__ = [
     "Entity",
     "Plan",
     "Profile",
+    "article",
     "fictitious_names",
     "name_column",
     "names_within",
@@ -640,6 +722,9 @@ __all__ = [
     "plan",
     "profile_id",
     "profiles",
+    "question",
+    "role",
+    "sentence",
     "shown",
     "words",
 ]
