@@ -349,3 +349,16 @@ def test_a_system_without_retriever_has_no_retrieval_figure_on_either_path(
     where = table[table["system"] == "llm"]["where"].dropna()
     assert set(where) == {"correct", "language model"}
     assert "retriever" in set(table[table["system"] == "rag"]["where"])
+
+
+def test_an_answer_table_is_analyzed_in_sql_without_a_dataset_beside_it(tmp_path: Path) -> None:
+    """An answer table copied out of its run (as the analysis benchmark writes one) gives
+    the figures it gave in the run: nothing asks for the dataset where no system answered."""
+    run = _run(tmp_path / "run", groups=30)
+    in_run = _analyzed(run, "sql", seed=5)[0]
+    alone = RunDir(tmp_path / "alone")
+    table = tmp_path / "answers.parquet"
+    table.write_bytes(run.answers_table.read_bytes())
+    summary = run_analysis(alone, table=table, engine="sql", seed=5).summary
+    figures = summary.model_dump(mode="json")
+    assert figures["systems"] == in_run["systems"]

@@ -888,11 +888,15 @@ def _unjudged(run: RunDir, analyzed: set[str], *, partly: bool = False) -> list[
     ]
     if not partly:
         return out
-    asked = set(read_dataset(run).by_id)
+    # Read only where some system answered: an answer table analyzed on its own (the
+    # analysis benchmark's) has no dataset beside it.
+    asked: set[str] | None = None
     for path in sorted(run.responses_dir.glob("*.jsonl")):
         verdicts = run.judgements(path.stem)
         if path.stem not in analyzed or not verdicts.exists():
             continue
+        if asked is None:
+            asked = set(read_dataset(run).by_id)
         answered = _query_ids(path) & asked
         judged = _query_ids(verdicts) & answered
         if len(judged) < len(answered):
