@@ -76,7 +76,7 @@ def test_malformed_neutral_line_names_file_and_line(tmp_path: Path) -> None:
     )
     result = ragaudit("analyze", "--neutral", str(bad), cwd=tmp_path)
     assert result.returncode == 2
-    assert f"{bad}:1: gold_kind: expected states, entity or null" in result.stderr
+    assert f"{bad}:1: gold_kind: expected states, computed, entity or null" in result.stderr
     # A user's file: a cut last line is an error with its number, not a row silently lost.
     good = '{"query_id": "q%d", "group_id": "g", "variant": "short", "correct": true}\n'
     bad.write_text(good % 1 + good % 2 + '{"query_id": "q3", "group_id": "g", "vari')

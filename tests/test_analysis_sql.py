@@ -44,6 +44,8 @@ def _queries(rng: random.Random, groups: int) -> list[QueryRecord]:
                     gold, gold_kind = [], "states"  # a hole of the knowledge base
                 elif kind < 0.2:
                     gold, gold_kind = [f"d{g}", f"d{g + 1}"], "entity"
+                elif kind < 0.3:
+                    gold, gold_kind = [f"d{g}", f"d{g + 2}"], "computed"  # a count's rows
                 else:
                     gold, gold_kind = [f"d{g}"], "states" if kind < 0.6 else None
                 answerable = not (kind > 0.95 and i == 0)
@@ -149,6 +151,7 @@ def test_sql_and_memory_give_the_same_figures_and_drilldown(
     assert any(c["p_value"] is not None for c in memory["comparisons"])
     assert any(c["undefined"] for c in memory["comparisons"])
     assert memory["retrieval_ranking"]["rag"]["variants"]["short"]["mrr"]["n"] > 0
+    assert rag["short"]["accuracy_retrieval_computed"]["n"] > 0  # reported apart
     if llm_only:
         assert memory["systems"]["rag"]["open_domain_groups"] > 0
     for key in memory:

@@ -214,3 +214,48 @@ def test_a_link_that_changed_makes_its_profile_stale_and_leaves_the_gold(
             by_template[q.bindings["Album.Title"]] = q
     assert by_template["Album of A"].gold_ids == []
     assert by_template["Album of B"].gold_ids == ["Album/2"]
+
+
+def _kinds(project: ra.Project) -> dict[str, str]:
+    import yaml
+
+    path = Path(project.run_dir) / "templates" / "sql.yaml"
+    return {t["id"]: t["kind"] for t in yaml.safe_load(path.read_text())["templates"]}
+
+
+def test_gold_of_a_computed_answer_is_every_row_it_is_computed_from(
+    store_world: tuple[ra.Project, Path],
+) -> None:
+    """A count, a total, an average, a minimum or a maximum over the rows that refer to
+    the asked one is stated by no single document: its gold ids are the profiles of every
+    row it is computed over (each states its link to the asked row and its value), as
+    worked out by hand from the rows; a yes or no on a row's value is that row's profile.
+    A count of nothing has unknown gold: no document states an absence."""
+    project, database = store_world
+    rows = _rows(database)
+    kinds = _kinds(project)
+    computed = {"count", "sum", "average", "minimum", "maximum", "yes_no"}
+    checked: dict[str, int] = {}
+    for q in _questions(project):
+        kind = kinds.get(q.template_id or "")
+        if kind not in computed:
+            continue
+        assert q.template_id is not None
+        ((binding, value),) = q.bindings.items()
+        table = binding.split(".")[0]
+        (key,) = [k for k, r in rows[table].items() if r[NAME[table]] == value]
+        if kind == "yes_no":
+            want: set[str] | None = {profile_id(table, str(key))}
+        else:
+            # Ids are lower-cased: "count-track-of-album-title-via-albumid".
+            (child,) = [t for t in rows if t.lower() == q.template_id.split("-")[1]]
+            via_id = q.template_id.split("-via-")[1].split("-")[0]
+            (via,) = [c for c in next(iter(rows[child].values())) if c.lower() == via_id]
+            over = [k for k, r in rows[child].items() if r[via] == key]
+            want = {profile_id(child, str(k)) for k in over} or None
+        got = None if q.gold_ids is None else set(q.gold_ids)
+        assert got == want, (q.template_id, q.query)
+        assert len(q.gold_ids or []) == len(got or ())  # no document twice
+        assert q.gold_kind == ("computed" if want else None)
+        checked[kind] = checked.get(kind, 0) + 1
+    assert {"count", "sum", "yes_no"} <= set(checked), checked

@@ -132,6 +132,9 @@ class SideCounts:
 
     blame: Blame
     left_out: dict[str, int] = field(default_factory=dict)
+    # Retrievals of computed answers (gold ids "computed") with a verdict, and of them
+    # the correct ones, those the judge failed on included: reported apart.
+    computed: tuple[int, int] = (0, 0)
 
 
 def _tags(n: Ints, k: Ints) -> list[Tag]:
@@ -192,6 +195,9 @@ def variant_figures(rows: Mapping[str, Ints], side: SideCounts) -> VariantFigure
         gap_fraction=gap_fraction,
         accuracy_retrieval=proportion(int(rows["rk"].sum() + rows["fk"].sum()), retrievals)
         if retrievals
+        else None,
+        accuracy_retrieval_computed=proportion(side.computed[1], side.computed[0])
+        if side.computed[0]
         else None,
         retrieval_left_out=dict(side.left_out),
         robustness_retrieval=robustness_retrieval,

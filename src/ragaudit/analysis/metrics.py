@@ -48,6 +48,7 @@ from ragaudit.analysis.summary import (
     Tag,
     VariantFigures,
 )
+from ragaudit.records.models import EVIDENCE_GOLD_KINDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,8 +70,9 @@ class Example:
     gold: tuple[str, ...] | None = None
     label: str | None = None
     errored: bool = False  # the system failed (timeout, HTTP error): no answer to judge
-    # "states": gold lists the documents that state the answer ([]: none does), the
-    # evidence that blame uses; "entity" or None: the GRAMMAR convention decides.
+    # "states": gold lists the documents that state the answer ([]: none does), or
+    # "computed": those that state every fact it is computed from; the evidence that blame
+    # uses. "entity" or None: the GRAMMAR convention decides.
     gold_kind: str | None = None
     origin: str = "sql"  # the query's source: "sql" (grounded by SQL) or "document"
     # False: the question has no answer (generated or imported as unanswerable: its
@@ -88,7 +90,12 @@ def is_hole(ex: Example) -> bool:
     >>> is_hole(Example("q2", "g2", "short", True, gold=(), gold_kind="states", answerable=False))
     False
     """
-    return ex.answerable and ex.gold_kind == "states" and ex.gold is not None and not ex.gold
+    return (
+        ex.answerable
+        and ex.gold_kind in EVIDENCE_GOLD_KINDS
+        and ex.gold is not None
+        and not ex.gold
+    )
 
 
 def gold_state(gold: Iterable[str] | None) -> str:
@@ -175,7 +182,8 @@ def source_of(ex: Example, tag: Tag) -> tuple[Source, bool]:
     or imported as unanswerable) is answered right by a refusal, which the judge credits;
     any other answer to it is the language model's, whatever its group (the model answered
     what the documents do not say). By evidence, when the gold ids list the documents that
-    state the answer (``gold_kind`` "states"): a wrong answer to a question no such
+    state the answer or every fact it is computed from (``gold_kind`` "states",
+    "computed"): a wrong answer to a question no such
     document answers is a hole of the knowledge base (a right one was answered from
     elsewhere, and :func:`blame` counts it as a hole answered anyway); a wrong answer
     whose retrieval held none of them is the retriever's; one whose retrieval held one is
@@ -200,7 +208,7 @@ def source_of(ex: Example, tag: Tag) -> tuple[Source, bool]:
     >>> source_of(made_up, "gap")  # an answer to a question that has none
     ('language model', True)
     """
-    evidence = ex.gold_kind == "states" and ex.gold is not None
+    evidence = ex.gold_kind in EVIDENCE_GOLD_KINDS and ex.gold is not None
     if is_hole(ex) and not ex.correct:
         return "knowledge base", True
     if ex.errored:
@@ -446,6 +454,7 @@ def variant_metrics(
         )
         if retrievals
         else None,
+        accuracy_retrieval_computed=_computed_retrievals(retrievals),
         retrieval_left_out=dict(left_out),
         robustness_retrieval=robustness_retrieval,
         acc_retrieval_db=retrieval_db,
@@ -455,6 +464,21 @@ def variant_metrics(
         # count the queries whose gold ids name a document).
         blame=blame(context_comparison(examples) if unknown_retrieved else examples, tags),
     )
+
+
+def _computed_retrievals(retrievals: Sequence[Example]) -> Proportion | None:
+    """Correct retrievals among those of computed answers (gold ids "computed"), or None
+    without any: the retrieval accuracy reported apart for them.
+
+    >>> count = Example("q1", "g1", "short", True, retrieval_correct=False, gold=("d1", "d2"),
+    ...                 gold_kind="computed")
+    >>> str(_computed_retrievals([count])), _computed_retrievals([])
+    ('0.00 [0.00, 0.79]', None)
+    """
+    computed = [ex for ex in retrievals if ex.gold_kind == "computed"]
+    if not computed:
+        return None
+    return proportion(sum(bool(ex.retrieval_correct) for ex in computed), len(computed))
 
 
 @dataclass(frozen=True)
@@ -728,7 +752,7 @@ def _holes(examples: Iterable[Example]) -> Proportion | None:
     without an answer (``answerable`` False) are no hole, and are not counted."""
     hole: dict[str, bool] = {}
     for ex in examples:
-        if ex.answerable and ex.gold_kind == "states" and ex.gold is not None:
+        if ex.answerable and ex.gold_kind in EVIDENCE_GOLD_KINDS and ex.gold is not None:
             hole[ex.group_id] = hole.get(ex.group_id, False) or not ex.gold
     if not hole:
         return None

@@ -159,6 +159,14 @@ class VariantFigures(_Model):
         description="correct retrievals among the queries with a retrieval verdict, answers "
         "the judge failed on included; null when no query has one"
     )
+    accuracy_retrieval_computed: Proportion | None = Field(
+        None,
+        description="the same over the questions whose answer is computed (a count, a "
+        "total, a yes or no: gold ids 'computed', every document stating a fact it is "
+        "computed from), reported apart: such an answer is stated by no single document, "
+        "and a retrieval of a few documents rarely holds them all; they count in "
+        "accuracy_retrieval too; null when no such query has a retrieval verdict",
+    )
     retrieval_left_out: dict[LeftOutReason, int] = Field(
         default_factory=dict,
         description="queries without a retrieval verdict, left out of the retrieval figures, "

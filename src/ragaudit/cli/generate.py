@@ -372,6 +372,7 @@ def generate_cmd(
     gold = overview.gold_groups
     for part, label in (
         ("states", "groups: gold ids = documents that state the answer"),
+        ("computed", "groups: gold ids = documents that state what it is computed from"),
         ("holes", "groups: no document states the answer (holes)"),
         ("entity", "groups: gold ids = documents about the entity (a rule)"),
         ("unknown", "groups: gold ids unknown (no rule or fact applies)"),

@@ -67,7 +67,8 @@ class TemplateStats:
     text_templates: dict[str, int] = field(default_factory=dict)
     skipped: str | None = None
     # Kept groups by what their gold ids say: "states" (documents that state the answer),
-    # "holes" (no document states it: gold ids []), "entity" (a gold-id rule), "unknown".
+    # "computed" (documents that state what a computed answer is computed from), "holes"
+    # (no document states it: gold ids []), "entity" (a gold-id rule), "unknown".
     gold: dict[str, int] = field(default_factory=dict)
     # The tables the template reads, and the columns its questions ask or name
     # ("Table.Column": the answer's column, the placeholders'), as the schema spells them:
@@ -329,8 +330,8 @@ def table_stats(
 
 def gold_part(gold_ids: Sequence[str] | None, gold_kind: str | None) -> str:
     """What a group's gold ids say, as ``gold_groups`` counts it: ``unknown`` (none
-    known), ``holes`` (no document states the answer), else the kind (``states``,
-    ``entity``)."""
+    known), ``holes`` (no document states the answer, or a fact it is computed from), else
+    the kind (``states``, ``computed``, ``entity``)."""
     if gold_kind is None:
         return "unknown"
     return gold_kind if gold_ids or gold_kind == "entity" else "holes"
@@ -618,15 +619,20 @@ class FactGold:
         facts: Sequence[AnswerFact],
         group: Group,
         stale: Collection[tuple[str, str, str, str]] = (),
+        *,
+        computed: bool = False,
     ) -> list[str] | None:
         """The documents stating the facts ``group``'s answer rests on; None when that is
         not known (the answer is no stored fact, there is no value to state, or no
         document is about a fact's row when the file says which rows were checked).
         ``stale`` holds (document, table, row key, column lowered) of the facts a
         document states that the database no longer holds (``generate --refresh``):
-        such a document states none of them."""
+        such a document states none of them. With ``computed``, ``facts`` are those an
+        answer is computed from (:attr:`Plan.computed`): see :meth:`_computed`."""
         if not facts or group.keys is None or not group.answers or group.answers == [None]:
             return None
+        if computed:
+            return self._computed(facts, group.keys, stale)
         steps = [
             (i, fact)
             for i, fact in enumerate(facts)
@@ -655,6 +661,50 @@ class FactGold:
             if not stated:
                 return []  # a fact the answer needs is stated nowhere: a hole
             out.extend(doc for doc in dict.fromkeys(stated) if doc not in out)
+        return out
+
+    def _computed(
+        self,
+        facts: Sequence[AnswerFact],
+        keys: Sequence[tuple[Scalar, ...]],
+        stale: Collection[tuple[str, str, str, str]],
+    ) -> list[str] | None:
+        """The documents that state every fact a computed answer is computed from, row by
+        row (each of ``keys``, NULL keys: a row the answer skips): a count needs each
+        counted row's link to the asked one stated, a sum each summed value too. [] when
+        one of them is stated nowhere (the knowledge base cannot give the answer: a
+        hole); None when no row is computed over (a count of nothing, which no document
+        states) or the file records none of these facts for any row."""
+        rows = [row for row in keys if None not in row]
+        steps = [
+            (i, fact)
+            for i, fact in enumerate(facts)
+            if (fact.table, fact.column.lower()) in self._recorded
+        ]
+        if not rows or not steps:
+            return None
+        out: list[str] = []
+        # The cells the documents chosen so far state: a fact one of them states adds none.
+        covered: set[tuple[str, str, str]] = set()
+        for i, fact in steps:
+            column = fact.column.lower()
+            cells = list(dict.fromkeys((fact.table, str(row[i]), column) for row in rows))
+            if self._covered is not None and not any(
+                (table, key) in self._covered for table, key, _ in cells
+            ):
+                return None
+            for cell in cells:
+                if cell in covered:
+                    continue
+                stated = [doc for doc in self._docs.get(cell, ()) if (doc, *cell) not in stale]
+                if not stated:
+                    return []  # a fact the answer is computed from is stated nowhere: a hole
+                for doc in dict.fromkeys(stated):
+                    if doc not in out:
+                        out.append(doc)
+                        covered.update(
+                            c for c in self._states.get(doc, ()) if (doc, *c) not in stale
+                        )
         return out
 
 
@@ -947,8 +997,8 @@ def group_gold(
     the facts are known (none stating it by a fact in ``stale``, see :class:`FactGold`),
     else the documents the gold-id rules name for its entity."""
     if facts is not None:
-        stated = facts(plan_.facts, group, stale)
+        stated = facts(plan_.facts, group, stale, computed=plan_.computed)
         if stated is not None:
-            return stated, "states"
+            return stated, ("computed" if plan_.computed else "states")
     ids = rules(group.bindings)
     return ids, ("entity" if ids is not None else None)

@@ -111,7 +111,11 @@ class TokenUsage(BaseModel):
 
 
 # What a query's gold ids mean (QueryRecord.gold_kind).
-GoldKind = Literal["states", "entity"]
+GoldKind = Literal["states", "computed", "entity"]
+# The kinds whose gold ids are evidence of what the knowledge base holds: the documents
+# that state every fact the answer is, or is computed from ([]: some fact none states, a
+# hole). Blame and the knowledge base's holes rest on them; "entity" gold does not say.
+EVIDENCE_GOLD_KINDS = frozenset({"states", "computed"})
 
 
 class QueryRecord(_Record):
@@ -129,8 +133,10 @@ class QueryRecord(_Record):
     gold_kind: GoldKind | None = Field(
         None,
         description="what gold_ids mean: 'states' (the documents that state the answer; [] "
-        "when none does) or 'entity' (the documents about the entity the question names, "
-        "which may not state the answer); null when there are no gold ids",
+        "when none does), 'computed' (the documents that state every fact a computed "
+        "answer, a count, a sum, a yes or no, is computed from; [] when one is stated "
+        "nowhere) or 'entity' (the documents about the entity the question names, which "
+        "may not state the answer); null when there are no gold ids",
     )
     label: str | None = None
     source: Literal["sql", "document", "imported"] = Field(

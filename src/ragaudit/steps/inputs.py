@@ -37,8 +37,10 @@ def read_neutral(
             raise RecordFileError(f"{path}:{number}: missing {', '.join(missing)}")
         if not isinstance(row["correct"], bool):
             raise RecordFileError(f"{path}:{number}: correct: expected true or false")
-        if row.get("gold_kind") not in (None, "states", "entity"):
-            raise RecordFileError(f"{path}:{number}: gold_kind: expected states, entity or null")
+        if row.get("gold_kind") not in (None, "states", "computed", "entity"):
+            raise RecordFileError(
+                f"{path}:{number}: gold_kind: expected states, computed, entity or null"
+            )
         if not isinstance(row.get("answerable", True), bool):
             raise RecordFileError(f"{path}:{number}: answerable: expected true or false")
         who = str(row.get("system") or name)

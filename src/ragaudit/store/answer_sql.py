@@ -30,6 +30,7 @@ from ragaudit.analysis.metrics import blame_rule
 from ragaudit.analysis.retrieval_metrics import Shape
 from ragaudit.analysis.summary import SOURCES, Blame
 from ragaudit.judge.retrieval import RuleFit
+from ragaudit.records.models import EVIDENCE_GOLD_KINDS
 
 if TYPE_CHECKING:
     import duckdb
@@ -104,7 +105,11 @@ def sql_blockers(con: duckdb.DuckDBPyConnection, paths: Sequence[Path]) -> list[
     return out
 
 
-_EVIDENCE = "coalesce(gold_kind = 'states' AND gold_ids IS NOT NULL, false)"
+_EVIDENCE = (
+    "coalesce(gold_kind IN ("
+    + ", ".join(f"'{kind}'" for kind in sorted(EVIDENCE_GOLD_KINDS))
+    + ") AND gold_ids IS NOT NULL, false)"
+)
 _HOLE = f"coalesce(answerable AND {_EVIDENCE} AND len(gold_ids) = 0, false)"
 
 
@@ -337,6 +342,17 @@ def _sides(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], SideCounts]:
             GROUP BY ALL"""
     ).fetchall():
         left.setdefault((system, variant), Counter())[reason] += n
+    computed: dict[tuple[str, str], tuple[int, int]] = {
+        (system, variant): (int(n), int(k))
+        for system, variant, n, k in con.execute(
+            """SELECT system, variant, count(*), count(*) FILTER (WHERE rc) FROM (
+                    SELECT system, variant, rc_figures AS rc, gold_kind FROM judged
+                    UNION ALL
+                    SELECT system, variant, rc, gold_kind FROM answers WHERE correct IS NULL)
+                WHERE gold_kind = 'computed' AND rc IS NOT NULL
+                GROUP BY ALL"""
+        ).fetchall()
+    }
     return {
         key: SideCounts(
             Blame(
@@ -347,6 +363,7 @@ def _sides(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], SideCounts]:
                 holes_answered=b["holes"],
             ),
             dict(left.get(key, {})),
+            computed.get(key, (0, 0)),
         )
         for key, b in blames.items()
     }

@@ -87,11 +87,15 @@ class Plan:
     # aggregate, an expression, a table without a one-column primary key).
     facts: tuple[AnswerFact, ...] = ()
     keyed_sql: str | None = None
+    # True: the answer is computed (an aggregate, a comparison) from the cells of
+    # :attr:`facts`, which are then those of every row it is computed over, each row of
+    # ``keyed_sql`` one of them (its keys NULL where its aggregated cell is).
+    computed: bool = False
 
     @property
     def fact(self) -> AnswerFact | None:
         """The fact the answer's own value is (the last of :attr:`facts`), or None."""
-        return self.facts[-1] if self.facts else None
+        return None if self.computed or not self.facts else self.facts[-1]
 
 
 @dataclass(slots=True)
@@ -150,6 +154,52 @@ def _answer_facts(
     answer = tree.expressions[0].unalias()
     if not isinstance(answer, exp.Column) or answer.find(exp.AggFunc) is not None:
         return []
+    return _walk(tree, aliases, schema, answer)
+
+
+def _computed_facts(
+    tree: exp.Select, aliases: dict[str, str], schema: SchemaInfo
+) -> list[tuple[AnswerFact, exp.Column]]:
+    """For an answer computed from the cells of one row per result row (an aggregate over
+    the rows referring to the asked one, a comparison of one of its cells), the facts it
+    is computed from, as :func:`_answer_facts` gives them for one cell: the walk from the
+    computed-over row back to the asked row, then each other cell of that row the answer
+    or a filter reads (the date a count in one year compares). Empty for an answer that
+    reads no column, or the columns of several rows (``a.x - b.y``), or a ``COUNT(*)``."""
+    answer = tree.expressions[0].unalias()
+    columns = list(answer.find_all(exp.Column))
+    if not columns or answer.find(exp.Star, exp.Window) is not None:
+        return []
+    if len({c.table.lower() for c in columns}) != 1:
+        return []
+    first = columns[0]
+    walked = _walk(tree, aliases, schema, first)
+    if not walked:
+        return []
+    table = schema.table(aliases.get(first.table.lower(), ""))
+    assert table is not None  # the walk found it keyed
+    key = exp.column(table.primary_key[0], table=first.table, quoted=True)
+    # Cells of the same row the filters compare with a value (not the joins' keys).
+    filtered = [
+        c
+        for node in tree.find_all(exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ, exp.NEQ, exp.Like)
+        if not (isinstance(node.left, exp.Column) and isinstance(node.right, exp.Column))
+        for c in node.find_all(exp.Column)
+        if c.table.lower() == first.table.lower() and c.find_ancestor(exp.Select) is tree
+    ]
+    out = list(walked)
+    for column in [*columns[1:], *filtered]:
+        info = table.column(column.name)
+        fact = AnswerFact(table.name, info.name) if info is not None else None
+        if fact is not None and fact not in {f for f, _ in out}:
+            out.append((fact, key))
+    return out
+
+
+def _walk(
+    tree: exp.Select, aliases: dict[str, str], schema: SchemaInfo, answer: exp.Column
+) -> list[tuple[AnswerFact, exp.Column]]:
+    """:func:`_answer_facts` of one cell, ``answer``, of the qualified ``tree``."""
 
     def keyed(alias: str, column: str) -> tuple[AnswerFact, exp.Column] | None:
         table = schema.table(aliases.get(alias.lower(), ""))
@@ -203,7 +253,8 @@ def _answer_facts(
                 break
         if step is None:
             break
-        chain.append(step[0])
+        if step[0][0] not in {f for f, _ in chain}:  # a count of the foreign key itself
+            chain.append(step[0])
         here = step[1]
         seen.add(here)
     if not chain:
@@ -293,6 +344,11 @@ def plan(template_sql: str, schema: SchemaInfo, *, dialect: str) -> Plan:
         literal.replace(projections[i].copy())
     answer = tree.expressions[0].unalias()
     has_aggregate = answer.find(exp.AggFunc) is not None
+    computed_facts = (
+        _computed_facts(tree, aliases, schema)
+        if not answer_facts and not tree.args.get("group") and not tree.args.get("having")
+        else []
+    )
     k = len(shape.placeholders)
     tree.set(
         "expressions",
@@ -300,12 +356,14 @@ def plan(template_sql: str, schema: SchemaInfo, *, dialect: str) -> Plan:
         + [exp.alias_(answer, "__answer")],
     )
     tree.set("order", None)
+    ungrouped = tree.copy()
     if has_aggregate:
         keys = [projections[i].copy() for i in range(k)]
         tree = tree.group_by(*keys, copy=False)
     else:
         tree.set("distinct", exp.Distinct())
-    tree = tree.order_by(*[exp.Literal.number(i + 1) for i in range(k)], copy=False)
+    order = [exp.Literal.number(i + 1) for i in range(k)]
+    tree = tree.order_by(*order, copy=False)
     keyed_sql = None
     facts: tuple[AnswerFact, ...] = ()
     if answer_facts and not has_aggregate:
@@ -319,6 +377,9 @@ def plan(template_sql: str, schema: SchemaInfo, *, dialect: str) -> Plan:
         )
         keyed_sql = keyed.sql(dialect=dialect)
         facts = tuple(fact for fact, _ in answer_facts)
+    elif computed_facts:
+        keyed_sql = _computed_sql(tree, ungrouped, computed_facts, k, dialect)
+        facts = tuple(fact for fact, _ in computed_facts)
     counts = []
     for ph in shape.placeholders:
         table, column = _actual(schema, ph)
@@ -332,7 +393,60 @@ def plan(template_sql: str, schema: SchemaInfo, *, dialect: str) -> Plan:
         count_sql=tuple(counts),
         facts=facts,
         keyed_sql=keyed_sql,
+        computed=bool(computed_facts),
     )
+
+
+def _computed_sql(
+    grouped: exp.Select,
+    ungrouped: exp.Select,
+    facts: list[tuple[AnswerFact, exp.Column]],
+    k: int,
+    dialect: str,
+) -> str:
+    """The keyed query of a computed answer: the template's own groups (``grouped``, so
+    that each answer is exactly the one :attr:`Plan.sql` gives) joined on the
+    placeholders' values to a row per row the answer is computed over (``ungrouped``),
+    with the keys of its facts, NULL where the cell computed from is NULL (a row the
+    aggregate skips, which no document needs to state)."""
+    rows = ungrouped.copy()
+    # The column the facts were walked from (:func:`_computed_facts` takes the first).
+    first = next(rows.expressions[k].unalias().find_all(exp.Column)).copy()
+    keys = [
+        exp.Case(
+            ifs=[exp.If(this=exp.Is(this=first.copy(), expression=exp.Null()), true=exp.Null())],
+            default=key.copy(),
+        )
+        for _, key in facts
+    ]
+    rows.set(
+        "expressions",
+        [*rows.expressions[:k], *(exp.alias_(key, f"__key{i}") for i, key in enumerate(keys))],
+    )
+    rows.set("distinct", None)
+    groups = grouped.copy()
+    groups.set("order", None)
+    on = [
+        exp.EQ(
+            this=exp.column(f"__p{i}", table="__g"), expression=exp.column(f"__p{i}", table="__r")
+        )
+        for i in range(k)
+    ]
+    keyed = (
+        exp.select(
+            *(exp.column(f"__p{i}", table="__g") for i in range(k)),
+            exp.column("__answer", table="__g"),
+            *(exp.column(f"__key{i}", table="__r") for i in range(len(facts))),
+        )
+        .from_(exp.alias_(exp.Subquery(this=groups), "__g"))
+        .join(
+            exp.alias_(exp.Subquery(this=rows), "__r"),
+            on=exp.and_(*on) if on else None,
+            join_type="INNER" if on else "CROSS",
+        )
+        .order_by(*[exp.Literal.number(i + 1) for i in range(k)])
+    )
+    return keyed.sql(dialect=dialect)
 
 
 def count_combinations(db: Database, plan_: Plan) -> int:
