@@ -257,6 +257,19 @@ def test_a_system_echoing_its_header_secret_does_not_put_it_in_the_records(
     assert "tok-ECHOED-456" not in (tmp_path / "r.jsonl").read_text()
 
 
+def test_a_system_naming_its_secret_as_a_retrieved_id_does_not_put_it_in_the_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ids a system names are what others wrote too: a secret among them is masked
+    as it is in the answer, in any case."""
+    monkeypatch.setenv("RAG_TOKEN", "tok-ECHOED-789")
+    with RAGServer() as server:
+        system = _http(server, headers={"X-Token": "${RAG_TOKEN}"})
+        records = _run(system, ["echoid TOK-echoed-789"], tmp_path)
+    assert [r.id for r in records["q0000"].retrieved] == ["***", "doc-***"]
+    assert "echoed-789" not in (tmp_path / "r.jsonl").read_text().lower()
+
+
 def test_k_reaches_every_adapter_that_can_take_it_and_is_refused_otherwise(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -129,6 +129,25 @@ class StaleInputError(UserError):
         self.options = dict(options or {})
         super().__init__(self.for_command_line())
 
+    @classmethod
+    def orphan(cls, kind: str, query_id: str, system: str, where: str = "") -> StaleInputError:
+        """A ``kind`` record ("response", "judgement") of ``system`` for a question the
+        dataset no longer holds (dataset.jsonl edited, or made again, since the system was
+        run): the system is asked the dataset as it is again.
+
+        >>> error = StaleInputError.orphan("judgement", "q9", "rag")
+        >>> error.what[:44]
+        'a judgement of rag for query q9, which datas'
+        >>> error.for_command_line().rpartition(": ")[2]
+        'run ragaudit run --system rag --rerun'
+        """
+        return cls(
+            f"{where}{': ' if where else ''}a {kind} of {system} for query {query_id}, which "
+            f"dataset.jsonl no longer holds (edited or made again since {system} was run)",
+            "run",
+            {"systems": [system], "rerun": True},
+        )
+
     def for_command_line(self) -> str:
         """The message with the command to run and its flags."""
         flags: list[str] = []

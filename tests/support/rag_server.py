@@ -62,6 +62,13 @@ class RAGServer:
             if "halfemoji" in query:
                 cut = '{"data": {"answer": "cut \\ud83d"}, "sources": [{"id": "d", "text": "t"}]}'
                 return web.Response(status=200, text=cut, content_type="application/json")
+            if "echoid" in query:  # the question's last word, and a header, as ids
+                token = request.headers.get("X-Token", "")
+                sources = [
+                    {"id": query.split()[-1], "text": "x"},
+                    {"id": f"doc-{token}", "text": "y"},
+                ]
+                return web.json_response({"data": {"answer": "a"}, "sources": sources})
             if "badids" in query:
                 sources = [{"id": 1, "text": "x"}, {"id": None, "text": "y"}]
                 return web.json_response({"data": {"answer": "a"}, "sources": sources})

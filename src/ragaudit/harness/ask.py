@@ -170,11 +170,16 @@ async def _ask(
     else:
         answer, replaced = _as_text(answer)
         # A system that echoes a secret it was sent (a header token) must not put it
-        # into responses/*.jsonl.
+        # into responses/*.jsonl: in its answer, its passages or the ids it names.
         # Passage texts only on request: they are the corpus again, once per query.
         retrieved = [
-            item.model_copy(update={"text": redact_known(item.text) if store_texts else None})
-            if item.text
+            item.model_copy(
+                update={
+                    "id": redact_known(item.id) or item.id,
+                    "text": redact_known(item.text) if store_texts and item.text else None,
+                }
+            )
+            if item.text or redact_known(item.id) != item.id
             else item
             for item in answer.retrieved
         ]

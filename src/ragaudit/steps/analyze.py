@@ -872,6 +872,13 @@ def check_llm_only(llm_only: str | None, systems: Iterable[str]) -> None:
         )
 
 
+def _has_any(run: RunDir, system: str) -> bool:
+    """Whether ``system`` has a judgements file with anything in it (a judge stopped
+    before its first verdict leaves an empty one, which is no judgement at all)."""
+    path = run.judgements(system)
+    return path.exists() and path.stat().st_size > 0
+
+
 def _unjudged(run: RunDir, analyzed: set[str], *, partly: bool = False) -> list[str]:
     """A warning for each system that answered but has no judgements: the figures leave it
     out, which a reader would otherwise not notice. With ``partly``, also for a system
@@ -882,9 +889,7 @@ def _unjudged(run: RunDir, analyzed: set[str], *, partly: bool = False) -> list[
         f"{path.stem} answered ({path.name}) but has no judgements, so it is not in these "
         f"figures: run ragaudit judge --system {path.stem}"
         for path in sorted(run.responses_dir.glob("*.jsonl"))
-        if path.stem not in analyzed
-        and path.stat().st_size
-        and not run.judgements(path.stem).exists()
+        if path.stem not in analyzed and path.stat().st_size and not _has_any(run, path.stem)
     ]
     if not partly:
         return out

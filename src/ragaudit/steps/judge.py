@@ -21,7 +21,7 @@ from typing import TypeVar
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from ragaudit.aio import gather_all
-from ragaudit.errors import FATAL_LLM_ERRORS, LLMError, UserError
+from ragaudit.errors import FATAL_LLM_ERRORS, LLMError, StaleInputError, UserError
 from ragaudit.judge.cascade import JudgeFailure, JudgeStats, judge_many, judged_under
 from ragaudit.judge.llm_judge import llm_judge
 from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, RuleFit
@@ -225,6 +225,11 @@ def judge_run(
             if len(set(ids)) < len(ids):
                 twice = next(q for q, n in Counter(ids).items() if n > 1)
                 raise UserError(f"{path}: {duplicate_message('response', twice, name)}")
+            # Before any verdict is dropped to be given again: a judge that cannot go on
+            # must leave the system's verdicts as they were.
+            unknown = [r.query_id for r in responses if r.query_id not in queries]
+            if unknown:
+                raise StaleInputError.orphan("response", unknown[0], name, str(path))
             out = run.judgements(name)
             kept = _decided(
                 out,
@@ -236,9 +241,6 @@ def judge_run(
             )
             done = {j.query_id for j in kept}
             todo = [r for r in responses if r.query_id not in done]
-            unknown = [r.query_id for r in todo if r.query_id not in queries]
-            if unknown:
-                raise UserError(f"{path}: response for unknown query {unknown[0]} (not in dataset)")
             stats = JudgeStats()
             task = progress.task(name)
             task.start(len(responses), len(done))
@@ -443,7 +445,7 @@ def _judge_repeats(
         raise UserError(f"{path}: {duplicate_message('response', twice[0], name, twice[1])}")
     unknown = next((r.query_id for r in responses if r.query_id not in queries), None)
     if unknown is not None:
-        raise UserError(f"{path}: response for unknown query {unknown} (not in dataset)")
+        raise StaleInputError.orphan("response", unknown, name, str(path))
     out = run.repeat_judgements(name)
     kept = _kept(
         out,

@@ -11,8 +11,9 @@ from pathlib import Path
 
 from ragaudit.analysis.metrics import Example, gold_state
 from ragaudit.analysis.repeats import Attempt
+from ragaudit.errors import StaleInputError
 from ragaudit.judge.retrieval import RetrievalRule, retrieval_correct
-from ragaudit.records.io import RecordFileError, read_jsonl
+from ragaudit.records.io import read_jsonl
 from ragaudit.records.models import (
     Judgement,
     QueryRecord,
@@ -48,7 +49,7 @@ def from_records(
     for j in judgements:
         q = queries.get(j.query_id)
         if q is None:
-            raise RecordFileError(f"judgement for unknown query {j.query_id} ({j.system})")
+            raise StaleInputError.orphan("judgement", j.query_id, j.system)
         if j.correct is None:
             if undecided is not None:
                 undecided[j.system] += 1
@@ -108,7 +109,7 @@ def from_responses(
     for r in responses:
         q = queries.get(r.query_id)
         if q is None:
-            raise RecordFileError(f"response for unknown query {r.query_id} ({r.system})")
+            raise StaleInputError.orphan("response", r.query_id, r.system)
         ok = retrieval_correct(r.retrieved_ids, q.gold_ids, rule, failed=r.error is not None)
         if ok is None:
             if left_out is not None:
@@ -211,7 +212,7 @@ def repeat_attempts(run: RunDir) -> list[Attempt]:
         for j in judgements:
             q = queries.get(j.query_id)
             if q is None:
-                raise RecordFileError(f"{kind} for unknown query {j.query_id} ({j.system})")
+                raise StaleInputError.orphan(kind, j.query_id, j.system)
             if j.correct is not None:
                 repeat = getattr(j, "repeat", 0)
                 attempts.append(

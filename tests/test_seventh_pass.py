@@ -1,0 +1,68 @@
+"""What the seventh hostile pass on the store found: records a step leaves behind or loses
+(an empty judgements file, verdicts dropped by a judge that then refused), records of
+questions the dataset no longer holds, and secrets or options a reader passed on."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import ragaudit as ra
+from ragaudit.errors import StaleInputError
+from ragaudit.rundir import RunDir
+from tests.support.cli import ragaudit
+from tests.test_manifest import _copy, _good, _truth, judged  # noqa: F401 (a fixture)
+
+
+def _two_systems(project: ra.Project) -> RunDir:
+    truth = _truth(project)
+    project.run([ra.system(_good(truth), name="b")])
+    project.judge(llm=None)
+    return RunDir(project.run_dir)
+
+
+def test_a_system_whose_judgements_file_is_empty_is_said_to_be_left_out(
+    judged: Path, tmp_path: Path
+) -> None:
+    """A judge killed before its first verdict leaves an empty file: the system is left
+    out of the figures, and said to be, as it is when the file is missing."""
+    project = _copy(judged, tmp_path)
+    run = _two_systems(project)
+    run.judgements("b").write_text("")
+    summary = project.analyze()
+    assert list(summary.systems) == ["rag"]
+    assert any("b answered" in w and "no judgements" in w for w in summary.warnings)
+    done = ragaudit("analyze", cwd=tmp_path)
+    assert done.returncode == 0 and "b answered (b.jsonl) but has no judgements" in done.stderr
+
+
+def test_a_judge_that_meets_a_question_the_dataset_no_longer_holds_keeps_every_verdict(
+    judged: Path, tmp_path: Path
+) -> None:
+    """A question removed from the dataset by hand: judge refuses before it drops any
+    verdict (here those of another rule, to be given again), naming the step each door
+    calls; analyze refuses the same way. Nothing was lost, so the step it names mends it."""
+    project = _copy(judged, tmp_path)
+    run = RunDir(project.run_dir)
+    before = run.judgements("rag").read_bytes()
+    lines = run.dataset.read_text().splitlines()
+    gone = json.loads(lines[0])["query_id"]
+    run.dataset.write_text("\n".join(lines[1:]) + "\n")
+    with pytest.raises(StaleInputError) as refused:
+        project.judge(llm=None, retrieval_rule="any_hit")
+    assert gone in str(refused.value) and refused.value.step == "run"
+    assert "project.run(systems=['rag'], rerun=True)" in refused.value.for_python()
+    assert run.judgements("rag").read_bytes() == before  # every verdict kept
+    cli = ragaudit("judge", "--no-llm", cwd=tmp_path)
+    assert cli.returncode == 2 and "run ragaudit run --system rag --rerun" in cli.stderr
+    assert run.judgements("rag").read_bytes() == before
+    analyzed = ragaudit("analyze", cwd=tmp_path)
+    assert analyzed.returncode == 2 and "no longer holds" in analyzed.stderr
+    assert "run ragaudit run --system rag --rerun" in analyzed.stderr
+    # The step it names mends it: asked again, judged again, analyzed.
+    truth = _truth(project)
+    project.run([ra.system(_good(truth), name="rag")], rerun=True)
+    project.judge(llm=None)
+    assert project.analyze().systems["rag"].variants
