@@ -9,7 +9,6 @@ import csv
 import json
 import shutil
 import warnings
-from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -24,24 +23,10 @@ from ragaudit.rundir import RunDir
 from ragaudit.store.manifest import open_manifest
 from ragaudit.store.records import read_fresh_scores
 from tests.support.cli import ragaudit
+from tests.support.example_runs import good, judged_example, truth
 
-
-def _truth(project: ra.Project) -> dict[str, QueryRecord]:
-    return {q.query: q for q in project.dataset()}
-
-
-def _good(truth: dict[str, QueryRecord], first_gold_only: bool = False) -> Callable[..., object]:
-    """A system that answers every question right and retrieves its gold documents (or
-    only the first of them)."""
-
-    def answer(question: str) -> object:
-        record = truth[question]
-        ids = list(record.gold_ids or [])
-        return ra.Answer(
-            record.reference.display, retrieved_ids=ids[:1] if first_gold_only else ids
-        )
-
-    return answer
+_truth = truth
+_good = good
 
 
 def _broken(question: str) -> str:
@@ -52,15 +37,7 @@ def _broken(question: str) -> str:
 def judged(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A run of the example with one system that answers everything right, judged and
     analyzed: copied by each test (a copy keeps every file current)."""
-    root = tmp_path_factory.mktemp("judged")
-    project = ra.Project.example(root=root, progress="none")
-    project.templates_sql()
-    project.templates_text(verify=False)
-    project.generate(unverified=True)
-    project.run([ra.system(_good(_truth(project)), name="rag")])
-    project.judge(llm=None)
-    project.analyze()
-    return root
+    return judged_example(tmp_path_factory.mktemp("judged"))
 
 
 def _copy(judged: Path, tmp_path: Path) -> ra.Project:
@@ -586,7 +563,7 @@ def test_a_judge_stopped_half_way_leaves_stats_true_of_the_systems_it_finished(
     lines = path.read_text().splitlines()
     stray = json.loads(lines[0]) | {"query_id": "q-not-in-the-dataset"}
     path.write_text("\n".join([*lines, json.dumps(stray)]) + "\n")
-    with pytest.raises(UserError, match="unknown query"):
+    with pytest.raises(UserError, match="no longer holds"):
         project.judge(llm=None, retrieval_rule="any_hit")
     stats = json.loads(run.judge_stats.read_text())
     rules = {name: entry["retrieval_rule"] for name, entry in stats.items()}

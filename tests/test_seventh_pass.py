@@ -5,6 +5,7 @@ questions the dataset no longer holds, and secrets or options a reader passed on
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -13,12 +14,21 @@ import ragaudit as ra
 from ragaudit.errors import StaleInputError
 from ragaudit.rundir import RunDir
 from tests.support.cli import ragaudit
-from tests.test_manifest import _copy, _good, _truth, judged  # noqa: F401 (a fixture)
+from tests.support.example_runs import good, judged_example, truth
+
+
+@pytest.fixture(scope="module")
+def judged(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return judged_example(tmp_path_factory.mktemp("judged"))
+
+
+def _copy(judged: Path, tmp_path: Path) -> ra.Project:
+    shutil.copytree(judged, tmp_path, dirs_exist_ok=True)
+    return ra.Project.example(root=tmp_path, progress="none")
 
 
 def _two_systems(project: ra.Project) -> RunDir:
-    truth = _truth(project)
-    project.run([ra.system(_good(truth), name="b")])
+    project.run([ra.system(good(truth(project)), name="b")])
     project.judge(llm=None)
     return RunDir(project.run_dir)
 
@@ -62,7 +72,6 @@ def test_a_judge_that_meets_a_question_the_dataset_no_longer_holds_keeps_every_v
     assert analyzed.returncode == 2 and "no longer holds" in analyzed.stderr
     assert "run ragaudit run --system rag --rerun" in analyzed.stderr
     # The step it names mends it: asked again, judged again, analyzed.
-    truth = _truth(project)
-    project.run([ra.system(_good(truth), name="rag")], rerun=True)
+    project.run([ra.system(good(truth(project)), name="rag")], rerun=True)
     project.judge(llm=None)
     assert project.analyze().systems["rag"].variants
