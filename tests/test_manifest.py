@@ -427,6 +427,22 @@ def test_another_retrieval_rule_is_applied_by_analyze_not_ignored(
     result = ragaudit("analyze", "--retrieval-rule", "any_hit", cwd=tmp_path)
     assert result.returncode == 2
     assert "ragaudit judge --retrieval-rule any_hit --closed-domain" in result.stderr
+    # Every reader that takes a rule: compare and gate, at both doors (they ranked and
+    # gated on the all_gold verdicts, labelled any_hit).
+    with pytest.raises(StaleInputError):
+        project.compare(by="variant", retrieval_rule="any_hit")
+    candidate = tmp_path / "candidate"
+    shutil.copytree(run.root, candidate)
+    with pytest.raises(StaleInputError):
+        ra.gate(run.root, candidate, retrieval_rule="any_hit")
+    for command in (
+        ("compare", "--by", "variant", "--retrieval-rule", "any_hit"),
+        ("gate", str(run.root), str(candidate), "--retrieval-rule", "any_hit"),
+    ):
+        result = ragaudit(*command, cwd=tmp_path)
+        assert result.returncode == 2, command
+        assert "ragaudit judge --retrieval-rule any_hit --closed-domain" in result.stderr
+    assert project.compare(by="variant").sets  # the judge's own rule: compared
 
 
 @pytest.mark.parametrize("engine", ["memory", "sql"])

@@ -168,6 +168,23 @@ def load_examples(
     return answer_examples(run, _record_files(run, Judgement), undecided, judge_failed, under)
 
 
+def refuse_closed_domain_under_another_rule(under: set[str], rule: RetrievalRule) -> None:
+    """Refuse figures under ``rule`` of answers judged under the closed-domain rule
+    (``under``: the judgements' ``judged_under`` lines) with another retrieval rule: such
+    a verdict of the answer rests on the rule the judge applied, so it cannot be given
+    again from the retrieved ids alone. Every reader that takes a rule calls it."""
+    closed = {u for u in under if "closed domain on" in u}
+    applied = _rules_of(closed)
+    if closed and applied != {rule}:
+        shown = " and ".join(sorted(applied)) or UNRECORDED_RULE
+        raise StaleInputError(
+            f"the answers were judged under the closed-domain rule, whose verdicts rest "
+            f"on the retrieval rule the judge applied ({shown}), not {rule}",
+            "judge",
+            {"retrieval_rule": rule, "closed_domain": True},
+        )
+
+
 def with_rule(ex: Example, rule: RetrievalRule) -> Example:
     """``ex`` with its retrieval verdict given again by ``rule``, from the ids its system
     retrieved and its gold ids, as the judge gives it (:func:`retrieval_correct`)."""
@@ -654,13 +671,7 @@ def _analysis(
         if rejudge and rule is None:
             rule = asked_rule
     if rejudge and rule is not None:
-        if any("closed domain on" in u for u in under):
-            raise StaleInputError(
-                f"the answers were judged under the closed-domain rule, whose verdicts rest "
-                f"on the retrieval rule the judge applied ({judged_rule}), not {rule}",
-                "judge",
-                {"retrieval_rule": rule, "closed_domain": True},
-            )
+        refuse_closed_domain_under_another_rule(under, rule)
         examples = [with_rule(ex, rule) for ex in examples]
         failed = [with_rule(ex, rule) for ex in failed]
     if not examples:

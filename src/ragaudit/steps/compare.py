@@ -21,13 +21,13 @@ from ragaudit.analysis.ranking import (
     set_of,
     set_scores,
 )
-from ragaudit.errors import UserError, check_seed
+from ragaudit.errors import StaleInputError, UserError, check_seed
 from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, check_rule
 from ragaudit.records.io import atomic_write_json, atomic_write_text, read_jsonl
 from ragaudit.records.models import FREE_METRICS, FreeScoreRecord, ResponseRecord
 from ragaudit.report.compare import CompareFile, compare_markdown, read_compare
 from ragaudit.rundir import RunDir
-from ragaudit.steps.analyze import load_examples
+from ragaudit.steps.analyze import load_examples, refuse_closed_domain_under_another_rule
 from ragaudit.store.examples import from_responses
 from ragaudit.store.manifest import open_manifest
 from ragaudit.store.records import (
@@ -132,7 +132,11 @@ def compare_examples(
         raise UserError(str(err)) from None
     if metric in ANSWER_METRICS:
         try:
-            examples = load_examples(run, [], rule, outcome="answer")
+            under: set[str] = set()
+            examples = load_examples(run, [], rule, outcome="answer", under=under)
+            refuse_closed_domain_under_another_rule(under, rule)
+        except StaleInputError:
+            raise
         except UserError as err:
             if "no judgements in" not in str(err):
                 raise

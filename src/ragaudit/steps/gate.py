@@ -27,7 +27,7 @@ from ragaudit.analysis.gate import (
 )
 from ragaudit.analysis.ranking import ANSWER_METRICS, example_score
 from ragaudit.analysis.significance import PairedCounts
-from ragaudit.errors import UserError, check_seed, printable
+from ragaudit.errors import StaleInputError, UserError, check_seed, printable
 from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule, check_rule
 from ragaudit.records.models import FREE_METRICS
 from ragaudit.rundir import RunDir
@@ -47,6 +47,8 @@ def _scores(run: Path, metric: str, rule: RetrievalRule) -> tuple[Scored, dict[s
     try:
         examples, left_out, score = compare_examples(RunDir(run), metric, rule)
         attempts = repeat_attempts(RunDir(run)) if metric in ANSWER_METRICS else []
+    except StaleInputError as err:  # the step it names is kept, for each door to word
+        raise StaleInputError(f"{run}: {err.what}", err.step, err.options) from None
     except UserError as err:
         raise UserError(f"{run}: {err}") from None
     scored: Scored = {}
