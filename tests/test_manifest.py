@@ -723,6 +723,29 @@ def test_a_summary_of_neutral_files_is_never_fingerprinted_as_current(
     assert not (tmp_path / "t" / "figures.csv").exists()
 
 
+def test_a_neutral_folder_emptied_is_refused_never_replaced_by_the_runs_own_systems(
+    judged: Path, tmp_path: Path
+) -> None:
+    """A summary of a folder of neutral files whose file is gone: a reader refuses to make
+    it again (it made a summary of the run's own systems instead), and so does analyze
+    given the empty folder; the summary of the folder's systems stays as it was."""
+    project = _copy(judged, tmp_path)
+    run = RunDir(project.run_dir)
+    folder = tmp_path / "results"
+    folder.mkdir()
+    file = folder / "neu.jsonl"
+    file.write_text("".join(json.dumps(r) + "\n" for r in _neutral_rows(project, correct=True)))
+    assert list(project.analyze(neutral=[folder], system="neu").systems) == ["neu"]
+    before = run.summary.read_bytes()
+    file.unlink()
+    result = ragaudit("export", "tables", str(tmp_path / "t"), "--format", "csv", cwd=tmp_path)
+    assert result.returncode == 2 and "no *.jsonl file" in result.stderr, result.stderr
+    assert not (tmp_path / "t" / "figures.csv").exists()
+    with pytest.raises(UserError, match=r"no \*\.jsonl file"):
+        project.analyze(neutral=[folder], system="neu")
+    assert run.summary.read_bytes() == before
+
+
 def test_a_failed_analyze_lends_no_options_to_the_summary_made_again(
     judged: Path, tmp_path: Path
 ) -> None:

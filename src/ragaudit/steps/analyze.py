@@ -356,6 +356,11 @@ def run_analysis(
     targets = checked_lambda(lambda_targets, lambda_draws)
     given = neutral or []
     neutral = expand_folders(given)
+    if given and not neutral:
+        # Never the run's own records in their place: that would be a summary of other
+        # systems than the ones asked for.
+        folders = ", ".join(str(p) for p in given)
+        raise UserError(f"--neutral {folders}: no *.jsonl file in it, so nothing to analyze")
     manifest = open_manifest(run)
     # The inputs as they are before they are read: a change during the analysis leaves
     # the summary stale, never current.
