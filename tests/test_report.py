@@ -23,6 +23,8 @@ from ragaudit.records import (
     write_jsonl_atomic,
 )
 from ragaudit.records.models import CandidateRecord, CritiqueRating
+from ragaudit.rundir import RunDir
+from ragaudit.store.manifest import open_manifest
 from tests.conftest import IN_CI
 from tests.support.cli import ragaudit
 
@@ -283,7 +285,7 @@ def test_report_shows_the_wordings_verified_and_rejected_per_style(tmp_path: Pat
             },
         }
     }
-    (report.parent / "dataset.stats.json").write_text(json.dumps(stats))
+    _plant_dataset_stats(report.parent, stats)
     done = ragaudit("report", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     html = report.read_text()
@@ -298,7 +300,7 @@ def test_report_shows_the_wordings_verified_and_rejected_per_style(tmp_path: Pat
     assert "only verified wordings are asked" in html
     # A dataset generated with --unverified says so, with the count, not "only verified".
     stats["table2"]["unverified_asked"] = 1
-    (report.parent / "dataset.stats.json").write_text(json.dumps(stats))
+    _plant_dataset_stats(report.parent, stats)
     assert ragaudit("report", cwd=tmp_path).returncode == 0
     html = report.read_text()
     assert "only verified wordings are asked" not in html
@@ -344,7 +346,7 @@ def test_report_shows_the_dataset_per_table_and_the_tables_no_question_reads(
         {"table": "Audit", "rows": 0, "attributes": 2, "why": f"no rows {PLANTED}"},
     ]
     stats = {"overview": overview, "tables": tables}
-    (report.parent / "dataset.stats.json").write_text(json.dumps(stats))
+    _plant_dataset_stats(report.parent, stats)
     done = ragaudit("report", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     html = report.read_text()
@@ -453,3 +455,10 @@ def test_report_shows_the_coverage_of_the_schema_while_its_templates_are_the_run
     html = project.report().read_text()
     assert 'id="schema-coverage"' not in html
     assert "templates/sql.yaml changed since its coverage was counted" in html
+
+
+def _plant_dataset_stats(run: Path, stats: dict) -> None:
+    """A dataset.stats.json written as generate writes it, with its manifest entry (a
+    hand-written one, with none, is recounted from the dataset by every reader)."""
+    (run / "dataset.stats.json").write_text(json.dumps(stats))
+    open_manifest(RunDir(run)).record("dataset_stats")

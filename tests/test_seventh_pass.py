@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import ragaudit as ra
-from ragaudit.errors import StaleInputError
+from ragaudit.errors import RunNotice, StaleInputError
 from ragaudit.rundir import RunDir
 from tests.support.cli import ragaudit
 from tests.support.example_runs import good, judged_example, truth
@@ -75,3 +75,49 @@ def test_a_judge_that_meets_a_question_the_dataset_no_longer_holds_keeps_every_v
     project.run([ra.system(good(truth(project)), name="rag")], rerun=True)
     project.judge(llm=None)
     assert project.analyze().systems["rag"].variants
+
+
+def _counted(run: RunDir) -> tuple[int, dict[str, int]]:
+    """Groups and questions per style, counted by hand from dataset.jsonl's lines."""
+    rows = [json.loads(line) for line in run.dataset.read_text().splitlines()]
+    styles: dict[str, int] = {}
+    for row in rows:
+        styles[row["variant"]] = styles.get(row["variant"], 0) + 1
+    return len({row["group_id"] for row in rows}), styles
+
+
+def test_the_datasets_counts_describe_the_dataset_it_holds_now(
+    judged: Path, tmp_path: Path
+) -> None:
+    """A run that takes another's questions (use_dataset), or whose dataset is edited by
+    hand: dataset.stats.json, Project.dataset() and the report count the dataset as it is,
+    never the one generate wrote before (they said 27 groups of a dataset of 77)."""
+    shutil.copytree(judged, tmp_path, dirs_exist_ok=True)
+    source = ra.Project.example(root=tmp_path, progress="none")
+    candidate = ra.Project.example(root=tmp_path, run="candidate", progress="none")
+    candidate.templates_sql()
+    candidate.templates_text(verify=False)
+    candidate.generate(unverified=True, max_groups_per_template=1)
+    run = RunDir(candidate.run_dir)
+    with pytest.warns(RunNotice, match="recounted"):
+        candidate.use_dataset(source)
+    groups, styles = _counted(run)
+    overview = json.loads(run.dataset_stats.read_text())["overview"]
+    assert (overview["semantic_groups"], overview["text_queries"]) == (groups, styles)
+    per_table = candidate.dataset().tables.to_pandas()
+    assert 0 < per_table["semantic_groups"].max() <= groups
+    # A hand edit: one group's questions removed.
+    lines = run.dataset.read_text().splitlines()
+    first = json.loads(lines[0])["group_id"]
+    run.dataset.write_text(
+        "\n".join(line for line in lines if json.loads(line)["group_id"] != first) + "\n"
+    )
+    candidate.run([ra.system(good(truth(candidate)), name="rag")])
+    candidate.judge(llm=None)
+    candidate.analyze()
+    page = Path(candidate.report()).read_text()
+    groups_now, _ = _counted(run)
+    assert groups_now == groups - 1
+    overview = json.loads(run.dataset_stats.read_text())["overview"]
+    assert overview["semantic_groups"] == groups_now
+    assert f">{groups_now}<" in page.replace(" ", "")

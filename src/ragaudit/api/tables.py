@@ -22,6 +22,7 @@ from ragaudit.generate.dataset import TableStats, read_table_stats
 from ragaudit.records.models import QueryRecord
 from ragaudit.rundir import RunDir
 from ragaudit.store.answers import read_answer_table
+from ragaudit.store.files import current_dataset_stats
 from ragaudit.store.records import read_queries
 
 if TYPE_CHECKING:
@@ -116,7 +117,9 @@ class Dataset:
         """The run's dataset as it is on disk."""
         if not run.dataset.exists():
             raise UserError(f"no dataset at {run.dataset}: generate one first")
-        return cls(run.dataset, stats, run.dataset_stats)
+        # The counts of the dataset as it is: recounted where it changed since they were.
+        counted = run.dataset_stats if stats is not None else current_dataset_stats(run)
+        return cls(run.dataset, stats, counted)
 
     @property
     def tables(self) -> PerTable:

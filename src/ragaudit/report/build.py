@@ -71,7 +71,13 @@ from ragaudit.report.text import (
     verdict_lines,
 )
 from ragaudit.rundir import RunDir
-from ragaudit.store.files import DrilldownRow, read_coverage, read_drilldown, read_usage
+from ragaudit.store.files import (
+    DrilldownRow,
+    current_dataset_stats,
+    read_coverage,
+    read_drilldown,
+    read_usage,
+)
 from ragaudit.store.manifest import corpus_folder, notify, open_manifest
 from ragaudit.store.records import read_dataset, read_refresh_log, read_responses
 from ragaudit.world.build import WorldRewrite, read_world_file
@@ -1109,9 +1115,10 @@ def collect(run: RunDir) -> ReportData:
     drill = _one_query_gaps(_scan_drilldown(run), summary.systems)
     blame = _blame(summary)
     dataset, per_table, per_table_absent = None, None, False
-    if run.dataset_stats.exists():
-        dataset = read_overview(run.dataset_stats)
-        tables = read_table_stats(run.dataset_stats)
+    counted = current_dataset_stats(run)  # recounted where the dataset changed since
+    if counted is not None:
+        dataset = read_overview(counted)
+        tables = read_table_stats(counted)
         per_table_absent = dataset is not None and tables is None
         if tables:
             per_table = PerTableSection(

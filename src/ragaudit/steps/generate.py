@@ -39,6 +39,7 @@ from ragaudit.records.io import atomic_write_json, read_jsonl, write_jsonl_atomi
 from ragaudit.records.models import QueryRecord
 from ragaudit.rundir import RunDir
 from ragaudit.steps.templates import check, open_database
+from ragaudit.store.manifest import open_manifest
 from ragaudit.store.records import RECORD_FOLDERS, read_queries, record_files, remove_records
 from ragaudit.systems.corpus import load_corpus
 
@@ -365,4 +366,5 @@ def generate_dataset(
             "options": options.model_dump(mode="json"),
         },
     )
+    open_manifest(run).record("dataset_stats")  # the counts of this dataset, as it is
     return stats

@@ -40,6 +40,7 @@ from ragaudit.records.models import QueryRecord, RefreshedGroup, StaleDocument
 from ragaudit.rundir import RunDir
 from ragaudit.steps.generate import usable_texts
 from ragaudit.steps.templates import check, open_database
+from ragaudit.store.manifest import open_manifest
 from ragaudit.store.records import remove_records
 from ragaudit.systems.corpus import load_corpus
 
@@ -173,6 +174,7 @@ def _recount(run: RunDir, tables_of: dict[str, list[str]]) -> None:
     atomic_write_json(
         run.dataset_stats, recounted(data, read_jsonl(run.dataset, QueryRecord), tables_of)
     )
+    open_manifest(run).record("dataset_stats")
 
 
 def _groups(n: int, kind: str = "") -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, NotRequired
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
@@ -20,10 +21,11 @@ from ragaudit.records.io import (
     atomic_write_json,
     iter_jsonl_dicts,
     parse_json,
+    read_jsonl,
     read_utf8_text,
 )
 from ragaudit.rundir import RunDir
-from ragaudit.store.manifest import hash_file
+from ragaudit.store.manifest import hash_file, notify, open_manifest
 
 
 class DrilldownRow(TypedDict):
@@ -145,3 +147,42 @@ def read_coverage(run: RunDir) -> tuple[SchemaCoverage | None, str | None]:
             "templates sql to count it again"
         )
     return coverage, None
+
+
+def current_dataset_stats(run: RunDir) -> Path | None:
+    """dataset.stats.json as it describes the dataset now, or None where there is none:
+    where the dataset changed since the file was written (copied from another run by
+    ``use_dataset``, edited by hand), its counts are recounted from dataset.jsonl as
+    ``generate --refresh`` recounts them (what only generation saw is kept, and the
+    overview says which is which), the file rewritten and said once. Every reader of the
+    counts (the report's Dataset section, ``Project.dataset()``) goes through it."""
+    from ragaudit.generate.dataset import recounted
+    from ragaudit.records.models import QueryRecord
+
+    path = run.dataset_stats
+    if not path.is_file() or not run.dataset.is_file():
+        return path if path.is_file() else None
+    manifest = open_manifest(run)
+    fresh = manifest.check("dataset_stats")
+    if fresh.current:
+        return path
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return path  # its reader says what is wrong with it
+    if not isinstance(data, dict):
+        return path
+    # The tables each template reads, as generation recorded them (a template it did
+    # not see, in a dataset from elsewhere, counts in the overview alone).
+    tables_of = {
+        str(t["template_id"]): list(t.get("tables") or [])
+        for t in data.get("templates") or []
+        if isinstance(t, dict) and "template_id" in t
+    }
+    atomic_write_json(path, recounted(data, read_jsonl(run.dataset, QueryRecord), tables_of))
+    manifest.record("dataset_stats")
+    notify(
+        f"{path.name} was recounted from dataset.jsonl ({fresh.why}): its groups and "
+        "questions are the dataset's as it is now"
+    )
+    return path

@@ -246,6 +246,16 @@ KINDS: dict[str, Kind] = {
             "out of the report, said once, until ragaudit compare is run again",
         ),
         Kind(
+            "dataset_stats",
+            lambda run: [run.dataset_stats],
+            lambda run: [run.dataset],
+            "generate",
+            "recompute",
+            "dataset.stats.json: the counts that describe the dataset (groups, questions "
+            "per style, gold groups, per table) recounted from dataset.jsonl as it is now, "
+            "what only generation saw kept and said to be",
+        ),
+        Kind(
             "report",
             lambda run: [run.report],
             report_inputs,
