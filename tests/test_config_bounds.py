@@ -259,6 +259,31 @@ def test_a_value_yaml_reads_but_python_cannot_hold_is_one_line() -> None:
         parse_config("llm:\n  model: 2024-02-30\n")
 
 
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ('llm: {model: "openai:\\ud800"}', "llm.model"),
+        ('database: {url: "sqlite:///x\\ud800.db"}', "database.url"),
+        ('corpus: {path: "docs\\udfff.jsonl"}', "corpus.path"),
+        (
+            'run: {name: "r"}\nsystems: [{name: a, kind: http, url: "http://h/\\ud83d"}]',
+            "systems.0.url",
+        ),
+    ],
+)
+def test_a_lone_surrogate_anywhere_in_the_file_is_one_line_naming_the_key(
+    text: str, key: str, tmp_path: Path
+) -> None:
+    """Half a character escaped in YAML (``\\ud800``) is no Unicode text: refused where it
+    is read, naming the key, never a traceback from the first file a step writes."""
+    with pytest.raises(ConfigError, match=rf"^ragaudit\.yaml:\d+: {re.escape(key)}: .*surrogate"):
+        parse_config(text)
+    (tmp_path / "ragaudit.yaml").write_text(text + "\n")
+    done = ragaudit("doctor", "--skip-llm", cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert f"{key}: holds a lone surrogate" in done.stderr
+
+
 @pytest.mark.parametrize("value", [".inf", "-.inf", ".nan"])
 def test_a_non_finite_number_in_an_http_request_template_is_refused(value: str) -> None:
     text = (

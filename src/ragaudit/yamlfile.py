@@ -26,9 +26,9 @@ def parse_yaml(text: str, source: str, error: type[UserError] = UserError) -> tu
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
+        place = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
         problem = getattr(exc, "problem", None) or str(exc)
-        raise error(f"{where}: invalid YAML: {problem}") from None
+        raise error(f"{place}: invalid YAML: {problem}") from None
     except RecursionError:  # some thousand nested '[' or levels: the parser recurses
         raise error(f"{source}: invalid YAML: nested too deeply to read") from None
     except ValueError:  # well-formed, but no Python value: 2024-02-30, a 5000-digit number
@@ -37,7 +37,39 @@ def parse_yaml(text: str, source: str, error: type[UserError] = UserError) -> tu
     if duplicate:
         key, line, first = duplicate
         raise error(f"{source}:{line}: duplicate key '{key}' (first at line {first})")
+    broken = _not_unicode(data, ())
+    if broken is not None:
+        shown = ".".join(str(part) for part in broken) or "the file"
+        raise error(
+            f"{where(source, root, broken)}: {shown}: holds a lone surrogate (an escape such "
+            r"as \ud800, half of a character), which is no Unicode text: write the "
+            "character itself"
+        )
     return data, root
+
+
+def _not_unicode(value: Any, path: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """The path of the first key or string of ``value`` that is not Unicode text (a lone
+    surrogate escaped in YAML), which every file ragaudit writes would refuse later, as a
+    traceback; None when all are."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return path
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = _not_unicode(key, (*path, key)) if isinstance(key, str) else None
+            found = found or _not_unicode(item, (*path, key))
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found = _not_unicode(item, (*path, i))
+            if found is not None:
+                return found
+    return None
 
 
 _INT_TAG = "tag:yaml.org,2002:int"
