@@ -166,6 +166,23 @@ def test_indexes_persist_and_are_rebuilt_only_when_the_corpus_changes(tmp_path: 
     assert len(list(tmp_path.iterdir())) == 3
 
 
+def test_a_damaged_index_is_built_again_never_a_traceback(tmp_path: Path) -> None:
+    """An index is a cache of the corpus: a file of it truncated (a full disk, a killed
+    copy) or garbled is built again, and retrieves as before."""
+    from ragaudit.systems import retrievers as r
+
+    chunks = chunk([Document(k, v) for k, v in DOCS.items()])
+    want = [h.doc_id for h in r.BM25Retriever(chunks, tmp_path).retrieve("Orrin bridge", k=2)]
+    files = [f for f in tmp_path.rglob("*") if f.is_file() and f.name != "complete"]
+    assert files
+    for damage in ("truncate", "garble"):
+        for f in files:
+            data = f.read_bytes()
+            f.write_bytes(data[: len(data) // 3] if damage == "truncate" else b"\x00{" * 40)
+        again = r.BM25Retriever(chunks, tmp_path)
+        assert [h.doc_id for h in again.retrieve("Orrin bridge", k=2)] == want, damage
+
+
 def test_make_retriever_rejects_unknown_kinds() -> None:
     from ragaudit.systems.retrievers import make_retriever
 

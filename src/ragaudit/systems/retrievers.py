@@ -59,25 +59,39 @@ def _persisted(
     index_dir: Path | None, name: str, build: Callable[[Path], None], load: Callable[[Path], Any]
 ) -> Any:
     """Load the index ``index_dir/name``, building it first (into a temporary folder renamed
-    into place, so a killed build never leaves a half index) when it is missing."""
+    into place, so a killed build never leaves a half index) when it is missing. The index
+    is a cache of the corpus: one that cannot be read (a file truncated by a full disk or a
+    killed copy) is built again, never a traceback."""
     if index_dir is None:
         with tempfile.TemporaryDirectory(prefix="ragaudit-index-") as tmp:
             build(Path(tmp))
             return load(Path(tmp))
     target = index_dir / name
     if not (target / "complete").exists():
-        index_dir.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=index_dir))
-        try:
-            build(staging)
-            (staging / "complete").write_text("ok\n")
-            if target.exists():  # an incomplete leftover of a killed build
-                shutil.rmtree(target)
-            os.replace(staging, target)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
-    return load(target)
+        _build_into(index_dir, name, build)
+        return load(target)
+    try:
+        return load(target)
+    except Exception:  # any reader's failure on damaged bytes (numpy, orjson, OSError)
+        _build_into(index_dir, name, build)
+        return load(target)
+
+
+def _build_into(index_dir: Path, name: str, build: Callable[[Path], None]) -> None:
+    """Build the index ``index_dir/name`` in a staging folder and rename it into place,
+    replacing what was there (an incomplete or damaged index)."""
+    index_dir.mkdir(parents=True, exist_ok=True)
+    target = index_dir / name
+    staging = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=index_dir))
+    try:
+        build(staging)
+        (staging / "complete").write_text("ok\n")
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
 
 
 def _best_per_document(
