@@ -121,3 +121,23 @@ def test_the_datasets_counts_describe_the_dataset_it_holds_now(
     overview = json.loads(run.dataset_stats.read_text())["overview"]
     assert overview["semantic_groups"] == groups_now
     assert f">{groups_now}<" in page.replace(" ", "")
+
+
+def test_templates_text_follows_the_configurations_verify_at_both_doors(tmp_path: Path) -> None:
+    """templates.verify: false in ragaudit.yaml: neither door asks the LLM (the Python
+    door verified anyway, against a model the configuration never meant to ask)."""
+    database = Path(ra.__file__).parent / "data" / "example.sqlite"
+    (tmp_path / "ragaudit.yaml").write_text(
+        f"database: {{url: 'sqlite:///{database}'}}\n"
+        "llm: {model: 'openai:m', base_url: 'http://127.0.0.1:9/v1', api_key: k, "
+        "max_retries: 0}\n"
+        "templates: {verify: false}\n"
+    )
+    project = ra.Project(tmp_path / "ragaudit.yaml", root=tmp_path, progress="none")
+    project.templates_sql()
+    made = project.templates_text()
+    assert made.counts and all(c.verified == 0 for c in made.counts.values())
+    asked = project.usage.total() if project.usage is not None else None
+    assert asked is None or asked.calls + asked.failures == 0  # the model was not asked
+    cli = ragaudit("templates", "text", "--overwrite", cwd=tmp_path)
+    assert cli.returncode == 0, cli.stderr

@@ -260,23 +260,25 @@ class Project:
     def templates_text(
         self,
         *,
-        verify: bool = True,
+        verify: bool | None = None,
         generator: Literal["verbalizer", "llm"] | None = None,
         from_reference: dict[str, str | Path] | None = None,
         overwrite: bool = False,
         check: bool = True,
     ) -> TextTemplatesResult:
         """Word every SQL template in every style into ``templates/text.yaml`` (``ragaudit
-        templates text``), then (``verify``) check each new wording asks what its SQL
-        answers. Returns the wordings with the counts proposed / verified / rejected per
-        style. ``check``: a UserError when no wording is usable (the command line prints
-        the wordings first, then checks)."""
+        templates text``), then (``verify``; None: the configuration's
+        ``templates.verify``, as the command line reads it) check each new wording asks
+        what its SQL answers. Returns the wordings with the counts proposed / verified /
+        rejected per style. ``check``: a UserError when no wording is usable (the command
+        line prints the wordings first, then checks)."""
         from ragaudit.steps.templates import make_text_templates, require_usable
 
         config = self.config.model_copy(deep=True)
         if generator:
             config.templates.text_generator = generator
-        config.templates.verify = verify
+        if verify is not None:
+            config.templates.verify = verify
         references = {k: Path(v) for k, v in (from_reference or {}).items()}
         use_llm = (
             config.templates.text_generator == "llm" and not references
