@@ -141,3 +141,24 @@ def test_templates_text_follows_the_configurations_verify_at_both_doors(tmp_path
     assert asked is None or asked.calls + asked.failures == 0  # the model was not asked
     cli = ragaudit("templates", "text", "--overwrite", cwd=tmp_path)
     assert cli.returncode == 0, cli.stderr
+
+
+def test_a_deleted_summary_is_made_again_with_the_options_it_was_made_with(
+    judged: Path, tmp_path: Path
+) -> None:
+    """summary.json deleted after analyze recorded it: a reader makes it again with its
+    recorded seed and lambda study, as it does a stale one (it refused, and the remedy it
+    named, a plain analyze, would have dropped both)."""
+    project = _copy(judged, tmp_path)
+    run = RunDir(project.run_dir)
+    project.analyze(seed=11, lambda_targets=[0.3])
+    made = json.loads(run.summary.read_text())
+    run.summary.unlink()
+    with pytest.warns(RunNotice, match="there is no summary.json"):
+        project.export_tables(tmp_path / "t", fmt="csv")
+    again = json.loads(run.summary.read_text())
+    assert again["lambda_study"] is not None and again["lambda_study"] == made["lambda_study"]
+    assert again["systems"] == made["systems"]
+    never = ra.Project.example(root=tmp_path / "fresh", progress="none")
+    with pytest.raises(ra.UserError, match="no summary"):
+        never.export_tables(tmp_path / "t2", fmt="csv")

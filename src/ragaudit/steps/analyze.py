@@ -435,14 +435,17 @@ def current_summary(run: RunDir, *, by: str) -> Summary:
     it never passes on figures older than the records (``by``: that reader's step). A
     summary no step recorded options for (written before the manifest, or edited by hand),
     or whose recorded options cannot be read, is made again with those of the last
-    ``analyze`` in provenance.json, else with analyze's defaults. No summary at all is a
-    one-line error; an input the summary was read from outside the run that is gone is a
+    ``analyze`` in provenance.json, else with analyze's defaults. A summary deleted is
+    made again as a stale one is, where the manifest recorded it; no summary ever made is
+    a one-line error; an input the summary was read from outside the run that is gone is a
     :class:`~ragaudit.errors.StaleInputError` naming ``analyze``."""
     from ragaudit.report.summary_file import read_summary
 
-    if not run.summary.is_file():
-        raise UserError(f"no summary at {run.summary}: run ragaudit analyze first")
     manifest = open_manifest(run)
+    # A summary deleted after analyze recorded it is made again with its options, as a
+    # stale one is; only a run never analyzed has none to make.
+    if not run.summary.is_file() and manifest.entry(run.summary) is None:
+        raise UserError(f"no summary at {run.summary}: run ragaudit analyze first")
     state = manifest.check("summary")
     manifest.save()
     if state.current:
