@@ -697,9 +697,14 @@ def test_a_compare_study_of_changed_records_is_left_out_of_the_report(
     project.report()
     assert "Do the test sets rank the systems alike?" in run.report.read_text()
     _rerun_broken(project)  # rag is now the worse system: the study is of older verdicts
-    with pytest.warns(RunNotice, match="compare.json is stale"):
+    with pytest.warns(RunNotice, match="compare.json is stale") as said:
         project.report()
     assert "Do the test sets rank the systems alike?" not in run.report.read_text()
+    # It names the compare that made the study, with its options, at each door (a plain
+    # compare splits by source, which this run cannot).
+    (note,) = [str(w.message) for w in said if "compare.json is stale" in str(w.message)]
+    assert "run ragaudit compare --by variant" in note
+    assert "project.compare(by='variant'" in note
     project.compare(by="variant")
     project.report()
     assert "Do the test sets rank the systems alike?" in run.report.read_text()

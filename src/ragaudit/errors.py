@@ -101,6 +101,7 @@ _STEP_DOORS = {
     "report": ("ragaudit report", "project.report"),
     "generate": ("ragaudit generate", "project.generate"),
     "refresh": ("ragaudit generate --refresh", "project.refresh"),
+    "compare": ("ragaudit compare", "project.compare"),
 }
 _FLAG_NAMES = {"systems": "--system"}
 

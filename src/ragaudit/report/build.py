@@ -43,6 +43,7 @@ from ragaudit.records.models import LABELS
 from ragaudit.report import charts
 from ragaudit.report.compare import (
     PAIR_HEADERS,
+    compare_again,
     flip_rows,
     ranking_rows,
     read_compare,
@@ -484,10 +485,9 @@ def _rankings(run: RunDir) -> list[RankingSection]:
     state = manifest.check("compare")
     manifest.save()
     if not state.current:
-        notify(
-            f"{run.compare} is stale ({state.why}): its rankings are left out of the report; "
-            "run ragaudit compare again"
-        )
+        again = compare_again(run, state.why or "changed since")
+        rest = again.for_python().rpartition(": call ")[2]
+        notify(f"{again.for_command_line()} (from Python: {rest})")
         return out
     for study in read_compare(run.compare):
         headers, rows = ranking_rows(study)

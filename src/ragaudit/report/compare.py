@@ -3,14 +3,18 @@ terminal's tables, and the report's chart of each study (inline SVG)."""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
 from ragaudit.analysis.ranking import RankingStudy, SetAgreement, set_name
-from ragaudit.errors import UserError
+from ragaudit.errors import StaleInputError, UserError
+from ragaudit.judge.retrieval import DEFAULT_RULE
 from ragaudit.report import charts
+from ragaudit.rundir import RunDir
+from ragaudit.store.manifest import open_manifest
 
 
 class CompareFile(BaseModel):
@@ -179,4 +183,45 @@ def study_chart(study: RankingStudy, agreement: SetAgreement) -> str:
         points,
         xlabel=f"{study.metric}, {set_name(agreement.reference)} set",
         ylabel=f"{study.metric}, {set_name(agreement.other)} set",
+    )
+
+
+def compare_again(run: RunDir, why: str) -> StaleInputError:
+    """What to run to make the studies of compare.json again, its records having changed
+    (``why``): ``compare`` with the options of its latest study (its metric, split,
+    reference, resamples, seed, and the systems and rule recorded beside it), each door
+    wording it its own way; where compare.json cannot be read, compare as it is."""
+    options: dict[str, object] = {}
+    with contextlib.suppress(UserError):
+        studies = read_compare(run.compare)
+        if studies:
+            last = studies[-1]
+            recorded = open_manifest(run).check("compare").options or {}
+            chosen = {
+                "metric": last.metric,
+                "by": last.by,
+                "reference": last.reference,
+                "systems": recorded.get("systems"),
+                "alpha": last.alpha,
+                "resamples": last.n_boot,
+                "seed": last.seed,
+                "retrieval_rule": recorded.get("rule"),
+            }
+            defaults = {
+                "metric": "accuracy",
+                "by": "source",
+                "alpha": 0.05,
+                "resamples": 1000,
+                "seed": 0,
+                "retrieval_rule": DEFAULT_RULE,
+            }
+            options = {
+                key: value
+                for key, value in chosen.items()
+                if value is not None and defaults.get(key) != value
+            }
+    return StaleInputError(
+        f"{run.compare} is stale ({why}): its rankings are left out of the report",
+        "compare",
+        options,
     )

@@ -244,7 +244,8 @@ def run_compare(
     studies = [*kept, study]
     atomic_write_json(run.compare, json.loads(CompareFile(studies=studies).model_dump_json()))
     atomic_write_text(run.compare_md, compare_markdown(studies))
-    manifest.record("compare", inputs=inputs)
+    # What a study's own fields do not say, for the command that makes it again.
+    manifest.record("compare", inputs=inputs, options={"systems": systems, "rule": rule})
     return study, left_out
 
 
