@@ -162,3 +162,16 @@ def test_a_deleted_summary_is_made_again_with_the_options_it_was_made_with(
     never = ra.Project.example(root=tmp_path / "fresh", progress="none")
     with pytest.raises(ra.UserError, match="no summary"):
         never.export_tables(tmp_path / "t2", fmt="csv")
+
+
+def test_the_hint_to_ask_the_rest_serves_a_system_of_python_too(
+    judged: Path, tmp_path: Path
+) -> None:
+    """A Python system asked part of the dataset: the warning says how to ask it the rest
+    at both doors (it named only ragaudit run --system, which fails for a system the
+    configuration does not hold)."""
+    project = _copy(judged, tmp_path)
+    project.run([ra.system(lambda q: "I don't know.", name="mine")], limit=5)
+    project.judge(llm=None, systems=["mine"])
+    (said,) = [w for w in project.analyze().warnings if w.startswith("mine answered 5 of")]
+    assert "ragaudit run --system mine" in said and "project.run(" in said

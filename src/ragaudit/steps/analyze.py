@@ -932,8 +932,9 @@ def _unjudged(run: RunDir, analyzed: set[str], *, partly: bool = False) -> list[
         if asked and len(answered) < len(asked):
             out.append(
                 f"{path.stem} answered {len(answered)} of the dataset's {len(asked)} "
-                f"questions, so these figures count those only: run ragaudit run --system "
-                f"{path.stem} to ask the rest"
+                "questions, so these figures count those only: ask it the rest (ragaudit "
+                f"run --system {path.stem} for a system of the configuration, "
+                "project.run([the system]) for one of Python)"
             )
     return out
 
