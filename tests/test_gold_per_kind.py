@@ -259,3 +259,37 @@ def test_gold_of_a_computed_answer_is_every_row_it_is_computed_from(
         assert q.gold_kind == ("computed" if want else None)
         checked[kind] = checked.get(kind, 0) + 1
     assert {"count", "sum", "yes_no"} <= set(checked), checked
+
+
+def test_retrieval_of_computed_answers_is_reported_apart_as_counted_by_hand(
+    store_world: tuple[ra.Project, Path], tmp_path: Path
+) -> None:
+    """A system that retrieves every row a computed answer needs for some questions and
+    one of them for others: accuracy_retrieval_computed is, per wording style, the share
+    that held them all (all_gold), counted from the records; the report and the terminal
+    show it as a column of its own."""
+    project, _ = store_world
+    project = _copy(project, tmp_path / "w")
+    questions = _questions(project)
+    truth = {q.query: q for q in questions}
+    whole = {q.query_id: i % 2 == 0 for i, q in enumerate(questions)}
+
+    def some_whole(question: str) -> ra.Answer:
+        q = truth[question]
+        gold = list(q.gold_ids or [])
+        return ra.Answer(q.reference.display, retrieved_ids=gold if whole[q.query_id] else gold[:1])
+
+    project.run([ra.system(some_whole, name="rag")])
+    project.judge(llm=None)
+    summary = project.analyze()
+    by_style: dict[str, list[bool]] = {}
+    for q in questions:
+        if q.gold_kind == "computed" and q.gold_ids:
+            by_style.setdefault(q.variant, []).append(whole[q.query_id] or len(q.gold_ids) == 1)
+    assert by_style and any(not all(v) for v in by_style.values())
+    for style, verdicts in by_style.items():
+        figure = summary.systems["rag"].variants[style].accuracy_retrieval_computed
+        assert figure is not None and figure.n == len(verdicts)
+        assert figure.value == pytest.approx(sum(verdicts) / len(verdicts))
+    page = Path(project.report()).read_text()
+    assert "retrieval accuracy, computed answers" in page

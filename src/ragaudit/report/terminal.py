@@ -76,6 +76,10 @@ def system_tables(summary: Summary) -> list[Table]:
             table.add_row(name, *(str(getattr(m, name)) for m in variants))
         for name in METRIC_NAMES:
             table.add_row(name, *(figure_cell(m, name) for m in variants))
+        if any(m.accuracy_retrieval_computed is not None for m in variants):
+            # Questions whose answer is computed (a count, a total), reported apart.
+            name = "accuracy_retrieval_computed"
+            table.add_row(name, *(figure_cell(m, name) for m in variants))
         table.add_row("retrieval queries", *(escape(retrieval_queries(m)) for m in variants))
         tables.append(table)
     if tables:
