@@ -37,7 +37,7 @@ def parse_yaml(text: str, source: str, error: type[UserError] = UserError) -> tu
     if duplicate:
         key, line, first = duplicate
         raise error(f"{source}:{line}: duplicate key '{key}' (first at line {first})")
-    broken = _not_unicode(data, ())
+    broken = _not_unicode(data, (), set())
     if broken is not None:
         shown = ".".join(str(part) for part in broken) or "the file"
         raise error(
@@ -48,27 +48,26 @@ def parse_yaml(text: str, source: str, error: type[UserError] = UserError) -> tu
     return data, root
 
 
-def _not_unicode(value: Any, path: tuple[Any, ...]) -> tuple[Any, ...] | None:
+def _not_unicode(value: Any, path: tuple[Any, ...], seen: set[int]) -> tuple[Any, ...] | None:
     """The path of the first key or string of ``value`` that is not Unicode text (a lone
     surrogate escaped in YAML), which every file ragaudit writes would refuse later, as a
-    traceback; None when all are."""
+    traceback; None when all are. ``seen``: the mappings and lists already walked (an
+    alias may make the data refer to itself; its own check says so)."""
     if isinstance(value, str):
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:
             return path
         return None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            found = _not_unicode(key, (*path, key)) if isinstance(key, str) else None
-            found = found or _not_unicode(item, (*path, key))
-            if found is not None:
-                return found
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            found = _not_unicode(item, (*path, i))
-            if found is not None:
-                return found
+    if not isinstance(value, dict | list) or id(value) in seen:
+        return None
+    seen.add(id(value))
+    items = value.items() if isinstance(value, dict) else enumerate(value)
+    for key, item in items:
+        found = _not_unicode(key, (*path, key), seen) if isinstance(key, str) else None
+        found = found or _not_unicode(item, (*path, key), seen)
+        if found is not None:
+            return found
     return None
 
 

@@ -357,6 +357,7 @@ def generate_dataset(
         warning = gold_outside_corpus(named, {d.id for d in load_corpus(config.corpus.path)})
         if warning:
             stats.warnings.append(warning)
+    manifest = open_manifest(run)  # before the file: a new run has nothing to fingerprint
     atomic_write_json(
         run.dataset_stats,
         {
@@ -366,5 +367,5 @@ def generate_dataset(
             "options": options.model_dump(mode="json"),
         },
     )
-    open_manifest(run).record("dataset_stats")  # the counts of this dataset, as it is
+    manifest.record("dataset_stats")  # the counts of this dataset, as it is
     return stats
