@@ -293,3 +293,6 @@ def test_retrieval_of_computed_answers_is_reported_apart_as_counted_by_hand(
         assert figure.value == pytest.approx(sum(verdicts) / len(verdicts))
     page = Path(project.report()).read_text()
     assert "retrieval accuracy, computed answers" in page
+    # And in every export of the figures (they are summary.to_pandas()).
+    rows = summary.to_pandas()
+    assert (rows["metric"] == "accuracy_retrieval_computed").sum() == len(by_style)

@@ -433,8 +433,8 @@ def test_another_retrieval_rule_is_applied_by_analyze_not_ignored(
         project.compare(by="variant", retrieval_rule="any_hit")
     candidate = tmp_path / "candidate"
     shutil.copytree(run.root, candidate)
-    with pytest.raises(StaleInputError):
-        ra.gate(run.root, candidate, retrieval_rule="any_hit")
+    with pytest.raises(StaleInputError, match=r"call project\.judge\(retrieval_rule='any_hit'"):
+        ra.gate(run.root, candidate, retrieval_rule="any_hit")  # worded for Python
     for command in (
         ("compare", "--by", "variant", "--retrieval-rule", "any_hit"),
         ("gate", str(run.root), str(candidate), "--retrieval-rule", "any_hit"),
@@ -744,8 +744,11 @@ def test_a_neutral_folder_emptied_is_refused_never_replaced_by_the_runs_own_syst
     before = run.summary.read_bytes()
     file.unlink()
     result = ragaudit("export", "tables", str(tmp_path / "t"), "--format", "csv", cwd=tmp_path)
-    assert result.returncode == 2 and "no *.jsonl file" in result.stderr, result.stderr
+    assert result.returncode == 2 and "a folder that holds no file now" in result.stderr
+    assert f"run ragaudit analyze --neutral {folder} --system neu" in result.stderr
     assert not (tmp_path / "t" / "figures.csv").exists()
+    with pytest.raises(StaleInputError, match=r"call project\.analyze\(neutral="):
+        project.report()
     with pytest.raises(UserError, match=r"no \*\.jsonl file"):
         project.analyze(neutral=[folder], system="neu")
     assert run.summary.read_bytes() == before

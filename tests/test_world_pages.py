@@ -10,6 +10,7 @@ from pathlib import Path
 
 import ragaudit as ra
 from ragaudit.world.profiles import LINKS_PER_DOCUMENT, PAGE_WORDS, parse_profile_id
+from tests.support.cli import ragaudit
 
 TRACKS = 200
 # Tags and the tracks tagged with every one of them: both sides are busy, so one of them
@@ -122,3 +123,22 @@ def test_no_profile_outgrows_a_small_models_context_and_every_link_row_is_stated
     assert all(f"listed with Song Number {t:03d}." in short for t in range(1, 11))
     meta = json.loads((world / "world.json").read_text())
     assert meta["pages"] == {"words": PAGE_WORDS, "links_per_document": LINKS_PER_DOCUMENT}
+
+
+def test_a_value_longer_than_a_page_is_written_whole_and_said(tmp_path: Path) -> None:
+    """A sentence is never split: one cell of 900 words makes its profile longer than a
+    page, which world.json lists and the command says (it was silent)."""
+    source = tmp_path / "notes.sqlite"
+    conn = sqlite3.connect(source)
+    conn.execute("CREATE TABLE artist (ArtistId INTEGER PRIMARY KEY, Name TEXT, Bio TEXT)")
+    conn.execute("INSERT INTO artist VALUES (1, 'Long Story', ?)", (" ".join(["word"] * 900),))
+    conn.execute("INSERT INTO artist VALUES (2, 'Short Story', 'brief')")
+    conn.commit()
+    conn.close()
+    made = ragaudit("world", "w", "--from-db", f"sqlite:///{source}", "--holes", "0", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    assert "warning: 1 document is longer than a page of 600 words (artist/1)" in made.stderr
+    meta = json.loads((tmp_path / "w" / "world.json").read_text())
+    assert meta["longer_than_a_page"] == ["artist/1"]
+    world = ra.make_world(tmp_path / "w2", from_db=f"sqlite:///{source}", holes=0.0)
+    assert world.summary.warnings and "artist/1" in world.summary.warnings[0]

@@ -1141,6 +1141,7 @@ _VARIANT_PROPORTIONS = (
     "accuracy_retrieval",
     "robustness_retrieval",
     "acc_retrieval_db",
+    "accuracy_retrieval_computed",
 )
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragaudit.analysis.gate import DEFAULT_MIN_COVERAGE, GateReport, MissingPolicy
-from ragaudit.api.calls import twin
+from ragaudit.api.calls import step, twin
 from ragaudit.config import DEFAULT_CONFIG_NAME
 from ragaudit.judge.retrieval import DEFAULT_RULE, RetrievalRule
 from ragaudit.systems.adapters.function import CallableSystem
@@ -98,6 +98,7 @@ def _gate_options(
     }
 
 
+@step
 def gate(
     baseline: Project | str | Path,
     candidate: Project | str | Path | None = None,

@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from ragaudit.cli.common import session_hooks
-from ragaudit.cli.console import console
+from ragaudit.cli.console import console, err_console
 from ragaudit.cli.options import (
     Engine,
     OnFailure,
@@ -142,6 +142,8 @@ def world_cmd(
         kept = "kept in template wording" if on_failure is OnFailure.template else "dropped"
         table.add_row(f"failed the check twice ({kept})", str(len(rewrite.failed)))
     console.print(table)
+    for warning in summary.warnings:
+        err_console.print(f"warning: {warning}", markup=False, style="yellow")
     if rewrite is not None and (rewrite.repaired or rewrite.failed):
         console.print(f"repaired: {', '.join(rewrite.repaired) or '-'}", markup=False)
         console.print(f"failed: {', '.join(rewrite.failed) or '-'}", markup=False)

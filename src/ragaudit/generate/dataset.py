@@ -337,11 +337,13 @@ def gold_part(gold_ids: Sequence[str] | None, gold_kind: str | None) -> str:
     return gold_kind if gold_ids or gold_kind == "entity" else "holes"
 
 
-# What a dataset.stats.json recounted after ``generate --refresh`` says of itself.
+# What a dataset.stats.json recounted says of itself: by ``generate --refresh``, or by a
+# reader after the dataset changed since generate (use_dataset, a hand edit).
 RECOUNTED = (
     "the dataset's counts (templates asked, groups, questions, gold ids, per table) were "
-    "recounted after generate --refresh; what generation saw (combinations, multi-answer, "
-    "NULL and unanswered groups, wordings, skipped templates) is generate's"
+    "recounted from the dataset as it is now (after generate --refresh, or a dataset "
+    "changed since generate); what generation saw (combinations, multi-answer, NULL and "
+    "unanswered groups, wordings, skipped templates) is generate's"
 )
 
 

@@ -306,7 +306,10 @@ def choose_engine(
             return "memory", []
     if why:
         if engine == "sql":
-            raise UserError("--engine sql cannot analyze these inputs: " + "; ".join(why))
+            raise UserError(
+                "the SQL engine (--engine sql, engine='sql') cannot analyze these inputs: "
+                + "; ".join(why)
+            )
         return "memory", why
     return "sql", []
 
@@ -455,15 +458,25 @@ def current_summary(run: RunDir, *, by: str) -> Summary:
             state = replace(state, current=False, why=str(exc))
     recorded, how = _options_to_recompute(run, state.options, state.why)
     neutral = expand_folders(recorded.neutral)
-    gone = next((Path(p) for p in recorded.neutral if not Path(p).exists()), None)
+    gone = next(
+        (
+            Path(p)
+            for p in recorded.neutral
+            if not Path(p).exists() or (Path(p).is_dir() and not expand_folders([p]))
+        ),
+        None,
+    )
     if gone is not None:
+        emptied = ", a folder that holds no file now" if gone.is_dir() else ", which is gone"
         raise StaleInputError(
-            f"{run.summary} was analyzed from {gone}, which is gone",
+            f"{run.summary} was analyzed from {gone}{emptied}",
             "analyze",
             {"neutral": list(recorded.neutral), "system": recorded.system},
         )
     if recorded.llm_only is not None and not neutral:
-        judged = sorted(path.stem for path in run.judgements_dir.glob("*.jsonl"))
+        judged = sorted(
+            path.stem for path in run.judgements_dir.glob("*.jsonl") if path.stat().st_size
+        )
         if recorded.llm_only not in judged:
             raise StaleInputError(
                 f"{run.summary} is stale ({state.why}) and was analyzed with "
@@ -795,7 +808,8 @@ def sql_analysis(
             if blockers:
                 if strict:
                     raise UserError(
-                        "--engine sql cannot give every figure here: " + "; ".join(blockers)
+                        "the SQL engine (--engine sql, engine='sql') cannot give every "
+                        "figure here: " + "; ".join(blockers)
                     )
                 return None
             found = answer_sql.aggregate(con, paths)

@@ -84,6 +84,8 @@ class WorldSummary:
     rows: dict[str, int]
     documents: int
     facts: int
+    # What the reader must know of what was written (a document longer than a page).
+    warnings: tuple[str, ...] = ()
 
 
 def _rows(company: Company, table: str) -> list[tuple[Any, ...]]:

@@ -471,6 +471,8 @@ def build_world_from_db(
             rows = _copy(db, schema, tmp / DATABASE, renaming, keep)
             step("documents")
             made = profiles(schema, chosen, rows, holes=holes, seed=seed)
+            # A sentence is never split: one value longer than a page makes its page so.
+            longer = [p.doc_id for p in made if len(p.text.split()) > PAGE_WORDS]
             documents, facts = write_documents(tmp, made)
             counts = {t.name: len(rows.get(t.name, ())) for t in schema.tables if t.name in keep}
             (tmp / "world.json").write_text(
@@ -481,6 +483,7 @@ def build_world_from_db(
                         "holes": holes,
                         "renamed": rename,
                         "pages": _PAGES,
+                        "longer_than_a_page": longer,
                         "asked": _asked(tables, columns, names),
                         "entities": [
                             {"table": e.table, "key": e.key, "name": list(e.name) or None}
@@ -511,7 +514,16 @@ def build_world_from_db(
             )
     finally:
         db.dispose()
-    return WorldSummary(out, out / DATABASE, counts, documents, facts)
+    warnings: tuple[str, ...] = ()
+    if longer:
+        shown = ", ".join(longer[:3]) + (f" and {len(longer) - 3} more" if len(longer) > 3 else "")
+        warnings = (
+            f"{len(longer)} document{'s are' if len(longer) > 1 else ' is'} longer than a page "
+            f"of {PAGE_WORDS} words ({shown}): a value longer than a page is written whole, "
+            "never split (world.json lists them as longer_than_a_page); chunk the corpus "
+            "(corpus.chunking: window) if it must fit a small model's context",
+        )
+    return WorldSummary(out, out / DATABASE, counts, documents, facts, warnings)
 
 
 __all__ = ["DATABASE", "FromDb", "build_world_from_db", "read_world_from_db"]
