@@ -29,6 +29,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import stat
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
@@ -608,4 +609,21 @@ def write_parquet_atomic(path: Path, table: pa.Table) -> None:
         _fsync_dir(target.parent)
     except BaseException:
         tmp.unlink(missing_ok=True)
+        raise
+
+
+@contextlib.contextmanager
+def staged_folder(out: Path) -> Iterator[Path]:
+    """A folder beside ``out`` to write into, renamed into place when the block ends
+    (replacing ``out``) and removed if it fails: a killed build never leaves a half folder
+    (a world, an index) that looks complete."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        yield tmp
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -22,7 +22,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import tempfile
 import threading
 from collections.abc import Callable
@@ -32,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from ragaudit.errors import UserError
+from ragaudit.records.io import staged_folder
 from ragaudit.systems.base import Hit, Retriever
 from ragaudit.systems.corpus import Chunk
 
@@ -68,30 +68,21 @@ def _persisted(
             return load(Path(tmp))
     target = index_dir / name
     if not (target / "complete").exists():
-        _build_into(index_dir, name, build)
+        _build(target, build)
         return load(target)
     try:
         return load(target)
     except Exception:  # any reader's failure on damaged bytes (numpy, orjson, OSError)
-        _build_into(index_dir, name, build)
+        _build(target, build)
         return load(target)
 
 
-def _build_into(index_dir: Path, name: str, build: Callable[[Path], None]) -> None:
-    """Build the index ``index_dir/name`` in a staging folder and rename it into place,
-    replacing what was there (an incomplete or damaged index)."""
-    index_dir.mkdir(parents=True, exist_ok=True)
-    target = index_dir / name
-    staging = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=index_dir))
-    try:
+def _build(target: Path, build: Callable[[Path], None]) -> None:
+    """Build the index ``target`` in a staging folder renamed into place, replacing what
+    was there (an incomplete or damaged index); "complete" marks it whole."""
+    with staged_folder(target) as staging:
         build(staging)
         (staging / "complete").write_text("ok\n")
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(staging, target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
 
 
 def _best_per_document(

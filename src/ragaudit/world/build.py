@@ -14,12 +14,8 @@ a killed build never leaves a half world that looks complete.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import sqlite3
-import tempfile
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -27,6 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ragaudit.errors import UserError
+from ragaudit.records.io import staged_folder
 from ragaudit.world.company import SCHEMA, Company, make_company
 from ragaudit.world.documents import NEVER_STATED, project_reports
 
@@ -183,23 +180,6 @@ def read_world(out: Path, *, size: int, seed: int, engine: str) -> WorldSummary 
     return WorldSummary(out, out / db_name, meta.rows, meta.documents, meta.facts_stated)
 
 
-@contextmanager
-def staged(out: Path) -> Iterator[Path]:
-    """A folder beside ``out`` to write a world into, renamed into place when the block
-    ends (replacing ``out``) and removed if it fails: a killed build never leaves a half
-    world that looks complete."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
-        yield tmp
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
 def write_documents(folder: Path, documents: Iterable[Any]) -> tuple[int, int]:
     """documents.jsonl and document_facts.jsonl of ``documents`` (each with ``doc_id``,
     ``text`` and ``facts``), streamed; how many documents and facts were written."""
@@ -236,7 +216,7 @@ def build_world(
     step = on_step or (lambda _s: None)
     step("company")
     company = make_company(size, seed)
-    with staged(out) as tmp:
+    with staged_folder(out) as tmp:
         step("database")
         db_name = "company.sqlite" if engine == "sqlite" else "company.duckdb"
         (_write_sqlite if engine == "sqlite" else _write_duckdb)(company, tmp / db_name)

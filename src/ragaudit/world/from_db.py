@@ -50,7 +50,8 @@ from ragaudit.db.engine import Database
 from ragaudit.db.identity import best_naming, chosen_naming
 from ragaudit.db.schema import SchemaInfo, TableInfo, introspect
 from ragaudit.errors import UserError
-from ragaudit.world.build import WorldSummary, staged, world_config, write_documents
+from ragaudit.records.io import staged_folder
+from ragaudit.world.build import WorldSummary, world_config, write_documents
 from ragaudit.world.profiles import (
     LINKS_PER_DOCUMENT,
     PAGE_WORDS,
@@ -465,7 +466,7 @@ def build_world_from_db(
                 raise UserError(f"world --from-db: --rename: {exc}") from None
             targets, every = _targets(chosen.entities, renamed, name_rows, pointed)
             renaming = _Renaming(schema, chosen.entities, renamed, targets, every)
-        with staged(out) as tmp:
+        with staged_folder(out) as tmp:
             step("database")
             keep = {e.table for e in chosen.entities} | set(chosen.links)
             rows = _copy(db, schema, tmp / DATABASE, renaming, keep)
